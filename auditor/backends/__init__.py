@@ -1,0 +1,1 @@
+"""Backends: the metadata store (SQL), the search index and the event log (Kafka)."""

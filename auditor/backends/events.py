@@ -1,0 +1,233 @@
+"""The event log: change-log topics, the MAE consumer group's offsets, and MCL look-ups by urn."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.errors import BackendUnavailable
+from auditor.settings import Settings, redact_url
+
+
+@dataclass(frozen=True)
+class OffsetSample:
+    """One reading of a partition: the group's committed offset and the log's bounds."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    start: int
+    end: int
+    members: int
+    taken_at: float  # epoch seconds
+
+
+@dataclass(frozen=True)
+class MclHit:
+    """An MCL found on a partition for a urn of interest."""
+
+    urn: str
+    offset: int
+    timestamp: datetime
+    aspect: str | None  # None when the value could not be decoded (no registry)
+    change_type: str | None
+    value: bytes | None = None  # the aspect's JSON as published (None: not decoded)
+
+
+def kafka_config(settings: Settings) -> dict[str, Any]:
+    """librdkafka settings from ours (security options included, never logged)."""
+    conf: dict[str, Any] = {"bootstrap.servers": settings.kafka_bootstrap}
+    if settings.kafka_security_protocol:
+        conf["security.protocol"] = settings.kafka_security_protocol
+    if settings.kafka_sasl_mechanism:
+        conf["sasl.mechanism"] = settings.kafka_sasl_mechanism
+    if settings.kafka_sasl_username:
+        conf["sasl.username"] = settings.kafka_sasl_username
+    if settings.kafka_sasl_password:
+        conf["sasl.password"] = settings.kafka_sasl_password.get_secret_value()
+    if settings.kafka_ssl_ca_location:
+        conf["ssl.ca.location"] = settings.kafka_ssl_ca_location
+    return conf
+
+
+def _ts(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+class EventLog:
+    """Read-only access to the MCL topics: it never joins or commits for the MAE group."""
+
+    def __init__(self, settings: Settings, timeout: float = 10.0) -> None:
+        from confluent_kafka import Consumer
+        from confluent_kafka.admin import AdminClient
+
+        if not settings.kafka_bootstrap:
+            raise BackendUnavailable("no Kafka bootstrap servers configured")
+        self.settings = settings
+        self.timeout = timeout
+        self.description = settings.kafka_bootstrap
+        conf = kafka_config(settings)
+        self.admin = AdminClient(conf)
+        self.consumer = Consumer(
+            {
+                **conf,
+                # a throw-away group id: we assign partitions by hand and never commit
+                "group.id": f"auditor-probe-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self._partitions: dict[str, int] = {}
+        self._deserializer: Any = None
+        if settings.schema_registry_url:
+            from confluent_kafka.schema_registry import SchemaRegistryClient
+            from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+            registry = SchemaRegistryClient({"url": settings.schema_registry_url})
+            self._deserializer = AvroDeserializer(registry)
+            self.description += f" (registry {redact_url(settings.schema_registry_url)})"
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def _fail(self, what: str, exc: BaseException) -> BackendUnavailable:
+        return BackendUnavailable(f"Kafka {self.settings.kafka_bootstrap}: {what} failed: {exc}")
+
+    def partitions(self, topic: str) -> int:
+        """Partition count of a topic (0 when the topic does not exist)."""
+        if topic not in self._partitions:
+            try:
+                meta = self.admin.list_topics(topic=topic, timeout=self.timeout)
+            except Exception as exc:
+                raise self._fail(f"metadata for {topic}", exc) from None
+            t = meta.topics.get(topic)
+            self._partitions[topic] = 0 if t is None or t.error is not None else len(t.partitions)
+        return self._partitions[topic]
+
+    def group_members(self, group: str) -> int:
+        try:
+            futures = self.admin.describe_consumer_groups([group], request_timeout=self.timeout)
+            described = futures[group].result(timeout=self.timeout)
+        except Exception:
+            return 0
+        return len(described.members)
+
+    def sample(self, topics: Iterable[str], group: str) -> list[OffsetSample]:
+        """The group's committed offsets and the log bounds of every partition of `topics`."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        wanted = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
+        if not wanted:
+            return []
+        try:
+            futures = self.admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, wanted)], request_timeout=self.timeout
+            )
+            committed = {
+                (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+                for tp in futures[group].result(timeout=self.timeout).topic_partitions
+            }
+        except Exception as exc:
+            raise self._fail(f"offsets of group {group}", exc) from None
+        members = self.group_members(group)
+        out = []
+        now = time.time()
+        for tp in wanted:
+            try:
+                low, high = self.consumer.get_watermark_offsets(tp, timeout=self.timeout)
+            except Exception as exc:
+                raise self._fail(f"watermarks of {tp.topic}[{tp.partition}]", exc) from None
+            out.append(
+                OffsetSample(
+                    tp.topic, tp.partition, committed.get((tp.topic, tp.partition)),
+                    low, high, members, now,
+                )
+            )
+        return out
+
+    def _read(
+        self, topic: str, partition: int, start: int, stop: int, cap: int
+    ) -> Iterable[Any]:
+        """Messages of one partition from `start` up to (not including) `stop`, at most `cap`."""
+        from confluent_kafka import TopicPartition
+
+        if start >= stop:
+            return
+        self.consumer.assign([TopicPartition(topic, partition, start)])
+        seen = 0
+        try:
+            while seen < min(cap, stop - start):
+                batch = self.consumer.consume(num_messages=1000, timeout=self.timeout)
+                if not batch:
+                    return
+                for msg in batch:
+                    if msg.error() is not None:
+                        if msg.error().code() == -191:  # _PARTITION_EOF
+                            return
+                        raise self._fail(f"reading {topic}[{partition}]", msg.error())
+                    if msg.offset() >= stop:
+                        return
+                    seen += 1
+                    yield msg
+        finally:
+            self.consumer.unassign()
+
+    def message_time(self, topic: str, partition: int, offset: int) -> datetime | None:
+        """Timestamp of the message at `offset` (the group's position in time)."""
+        for msg in self._read(topic, partition, offset, offset + 1, 1):
+            return _ts(msg.timestamp()[1])
+        return None
+
+    def offset_for_time(self, topic: str, partition: int, when: datetime) -> int | None:
+        """First offset whose timestamp is at or after `when` (None: none yet)."""
+        from confluent_kafka import TopicPartition
+
+        ms = int(when.timestamp() * 1000)
+        try:
+            found = self.consumer.offsets_for_times(
+                [TopicPartition(topic, partition, ms)], timeout=self.timeout
+            )
+        except Exception as exc:
+            raise self._fail(f"offsets for time on {topic}[{partition}]", exc) from None
+        return found[0].offset if found and found[0].offset >= 0 else None
+
+    def find(
+        self,
+        topic: str,
+        partition: int,
+        urns: set[str],
+        start: int,
+        stop: int,
+        cap: int = 200_000,
+    ) -> tuple[list[MclHit], bool]:
+        """MCLs keyed by one of `urns` in [start, stop); and whether the range was read whole."""
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        keys = {u.encode("utf-8"): u for u in urns}
+        hits: list[MclHit] = []
+        read = 0
+        for msg in self._read(topic, partition, start, stop, cap):
+            read += 1
+            urn = keys.get(msg.key() or b"")
+            if urn is None:
+                continue
+            aspect = change = payload = None
+            if self._deserializer is not None:
+                try:
+                    value = self._deserializer(
+                        msg.value(), SerializationContext(topic, MessageField.VALUE)
+                    )
+                    aspect, change = value.get("aspectName"), value.get("changeType")
+                    payload = (value.get("aspect") or {}).get("value")
+                except Exception:
+                    pass
+            hits.append(
+                MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload)
+            )
+        # the read stops early only at the cap (or at the end of the log)
+        return hits, read < cap

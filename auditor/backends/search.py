@@ -1,0 +1,207 @@
+"""The search side: OpenSearch or Elasticsearch, read in urn order with point-in-time + search_after."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from auditor.errors import BackendUnavailable, ConfigError
+from auditor.settings import redact_url
+
+ENTITY_INDEX_SUFFIX = "index_v2"
+SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
+GRAPH_INDEX = "graph_service_v1"
+
+
+def prefixed(name: str, prefix: str = "") -> str:
+    """DataHub's `[prefix_]name` index naming."""
+    return f"{prefix}_{name}" if prefix else name
+
+
+class SearchIndex:
+    """Read access (and, for rebuild, bulk writes) to a DataHub search cluster."""
+
+    def __init__(
+        self,
+        url: str,
+        kind: str = "auto",
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        verify_certs: bool = True,
+        ca_certs: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.url = url
+        self.description = redact_url(url)
+        auth = (username, password or "") if username else None
+        self.kind = kind if kind != "auto" else self._detect(url, auth, verify_certs, ca_certs)
+        opts: dict[str, Any] = {"verify_certs": verify_certs, "request_timeout": timeout}
+        if ca_certs:
+            opts["ca_certs"] = ca_certs
+        if self.kind == "opensearch":
+            from opensearchpy import OpenSearch
+
+            opts["timeout"] = opts.pop("request_timeout")
+            self.client: Any = OpenSearch(url, http_auth=auth, **opts)
+        elif self.kind == "elasticsearch":
+            from elasticsearch import Elasticsearch
+
+            self.client = Elasticsearch(url, basic_auth=auth, **opts)
+        else:
+            raise ConfigError(f"unknown search kind {kind!r}: use opensearch or elasticsearch")
+        self._pit_ok = True
+
+    @staticmethod
+    def _detect(url: str, auth: Any, verify: bool, ca: str | None) -> str:
+        import json
+        import ssl
+        import urllib.request
+        from base64 import b64encode
+
+        request = urllib.request.Request(url.rstrip("/") + "/")
+        if auth:
+            token = b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        context = None
+        if url.startswith("https"):
+            context = ssl.create_default_context(cafile=ca)
+            if not verify:
+                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as response:
+                info = json.load(response)
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"search cluster {redact_url(url)} unreachable: {exc}"
+            ) from None
+        distribution = info.get("version", {}).get("distribution", "elasticsearch")
+        return "opensearch" if distribution == "opensearch" else "elasticsearch"
+
+    def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
+        return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
+
+    # -- cluster ------------------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        try:
+            return dict(self.client.info())
+        except Exception as exc:
+            raise self._fail("info", exc) from None
+
+    def version(self) -> str:
+        v = self.info().get("version", {})
+        return f"{v.get('distribution', 'elasticsearch')} {v.get('number', '?')}"
+
+    def indices(self, pattern: str = "*") -> dict[str, int]:
+        """Index (or alias) name -> document count, aliases resolved to their names."""
+        try:
+            rows = self.client.cat.indices(index=pattern, format="json", h="index,docs.count")
+            aliases = self.client.cat.aliases(name=pattern, format="json", h="alias,index")
+        except Exception as exc:
+            if "index_not_found" in str(exc) or "404" in str(exc):
+                return {}
+            raise self._fail("listing indices", exc) from None
+        counts = {r["index"]: int(r.get("docs.count") or 0) for r in rows}
+        for alias in aliases:
+            counts[alias["alias"]] = counts.get(alias["index"], 0)
+        return counts
+
+    def exists(self, index: str) -> bool:
+        try:
+            return bool(self.client.indices.exists(index=index))
+        except Exception as exc:
+            raise self._fail(f"checking {index}", exc) from None
+
+    def refresh(self, index: str) -> None:
+        self.client.indices.refresh(index=index)
+
+    # -- reading ------------------------------------------------------------------------
+    def _open_pit(self, index: str) -> str | None:
+        if not self._pit_ok:
+            return None
+        try:
+            if self.kind == "opensearch":
+                return str(self.client.create_pit(index=index, params={"keep_alive": "5m"})["pit_id"])
+            return str(self.client.open_point_in_time(index=index, keep_alive="5m")["id"])
+        except Exception:
+            self._pit_ok = False  # e.g. an old cluster: fall back to plain search_after
+            return None
+
+    def _close_pit(self, pit: str) -> None:
+        try:
+            if self.kind == "opensearch":
+                self.client.delete_pit(body={"pit_id": [pit]})
+            else:
+                self.client.close_point_in_time(id=pit)
+        except Exception:
+            pass
+
+    def stream(
+        self,
+        index: str,
+        sort: Sequence[str],
+        *,
+        query: dict[str, Any] | None = None,
+        source: Sequence[str] | bool = True,
+        page: int = 2000,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """`(_id, _source)` of every matching doc, ordered by the keyword fields in `sort`."""
+        pit = self._open_pit(index)
+        after: list[Any] | None = None
+        body: dict[str, Any] = {
+            "size": page,
+            "sort": [{f: {"order": "asc"}} for f in sort],
+            "query": query or {"match_all": {}},
+            "_source": source if isinstance(source, bool) else list(source),
+            "track_total_hits": False,
+        }
+        try:
+            while True:
+                if after is not None:
+                    body["search_after"] = after
+                if pit is not None:
+                    body["pit"] = {"id": pit, "keep_alive": "5m"}
+                    response = self.client.search(body=body)
+                else:
+                    response = self.client.search(index=index, body=body)
+                hits = response["hits"]["hits"]
+                if pit is not None and response.get("pit_id"):
+                    pit = response["pit_id"]
+                for hit in hits:
+                    yield hit["_id"], hit.get("_source") or {}
+                if len(hits) < page:
+                    return
+                after = hits[-1]["sort"]
+        except BackendUnavailable:
+            raise
+        except Exception as exc:
+            if "index_not_found" in str(exc):
+                return
+            raise self._fail(f"reading {index}", exc) from None
+        finally:
+            if pit is not None:
+                self._close_pit(pit)
+
+    def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """`_id` -> `_source` of the docs that exist."""
+        if not ids:
+            return {}
+        try:
+            response = self.client.mget(index=index, body={"ids": list(ids)})
+        except Exception as exc:
+            if "index_not_found" in str(exc):
+                return {}
+            raise self._fail(f"reading {index}", exc) from None
+        return {d["_id"]: d.get("_source") or {} for d in response["docs"] if d.get("found")}
+
+    def search_term(self, index: str, field: str, value: str, size: int = 1000) -> list[dict[str, Any]]:
+        """Docs whose keyword `field` equals `value` (triage)."""
+        try:
+            response = self.client.search(
+                index=index, body={"size": size, "query": {"term": {field: value}}}
+            )
+        except Exception as exc:
+            if "index_not_found" in str(exc):
+                return []
+            raise self._fail(f"searching {index}", exc) from None
+        return [h.get("_source") or {} for h in response["hits"]["hits"]]

@@ -1,0 +1,207 @@
+"""The metadata store: DataHub's `metadata_aspect_v2` read through SQLAlchemy, in urn byte order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from auditor.errors import BackendUnavailable, ConfigError
+from auditor.settings import redact_url
+
+
+@dataclass(frozen=True, slots=True)
+class AspectRow:
+    """One version-0 row, its JSON still as text (parsed lazily by who needs it)."""
+
+    aspect: str
+    metadata: str
+    systemmetadata: str | None
+    createdon: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRows:
+    """All version-0 rows of one urn."""
+
+    urn: str
+    rows: dict[str, AspectRow]
+
+    @property
+    def changed_at(self) -> datetime:
+        return max(r.createdon for r in self.rows.values())
+
+
+def _utc(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+
+
+def prefix_upper_bound(prefix: str) -> str:
+    """The smallest string greater than every string that starts with `prefix`."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+class MetadataStore:
+    """Reads DataHub's aspect table on MySQL, MariaDB or PostgreSQL (read-only)."""
+
+    def __init__(self, url: str, table: str = "metadata_aspect_v2", *, engine: Engine | None = None):
+        if not table.replace("_", "").isalnum():
+            raise ConfigError(f"invalid table name: {table!r}")
+        self.table = table
+        self.description = redact_url(url)
+        try:
+            self.engine = engine or create_engine(url, pool_pre_ping=True)
+        except Exception as exc:  # bad URL or missing driver
+            raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
+        self.postgres = self.engine.dialect.name == "postgresql"
+
+    # -- query building (dialect only) -------------------------------------------------
+    def _order(self, column: str) -> str:
+        # byte order on both sides of the merge-join: PostgreSQL's default collation is not
+        return f'{column} COLLATE "C"' if self.postgres else column
+
+    def _where(
+        self,
+        prefixes: tuple[str, ...],
+        urn_like: str | None,
+        since: datetime | None,
+        params: dict[str, Any],
+        urns: tuple[str, ...] = (),
+    ) -> str:
+        clauses = ["version = 0"]
+        if urns:
+            names = []
+            for i, urn in enumerate(urns):
+                params[f"u{i}"] = urn
+                names.append(f":u{i}")
+            clauses.append(f"urn IN ({', '.join(names)})")
+        if prefixes:
+            ranges = []
+            for i, prefix in enumerate(prefixes):
+                params[f"lo{i}"], params[f"hi{i}"] = prefix, prefix_upper_bound(prefix)
+                ranges.append(f"({self._order('urn')} >= :lo{i} AND {self._order('urn')} < :hi{i})")
+            clauses.append("(" + " OR ".join(ranges) + ")")
+        if urn_like:
+            params["urn_like"] = urn_like
+            clauses.append("urn LIKE :urn_like")
+        if since is not None:
+            params["since"] = since.astimezone(UTC).replace(tzinfo=None)
+            clauses.append(
+                f"urn IN (SELECT urn FROM {self.table} WHERE version = 0 AND createdon >= :since)"
+            )
+        return " AND ".join(clauses)
+
+    # -- reading ------------------------------------------------------------------------
+    def stream_rows(
+        self,
+        entity_types: tuple[str, ...] = (),
+        urn_like: str | None = None,
+        since: datetime | None = None,
+        urns: tuple[str, ...] = (),
+        batch: int = 5000,
+    ) -> Iterator[tuple[str, str, str, str | None, Any]]:
+        """Version-0 rows `(urn, aspect, metadata, systemmetadata, createdon)` in byte order."""
+        params: dict[str, Any] = {}
+        prefixes = tuple(f"urn:li:{t}:" for t in sorted(entity_types))
+        sql = (
+            f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
+            f"WHERE {self._where(prefixes, urn_like, since, params, urns)} "
+            f"ORDER BY {self._order('urn')}, {self._order('aspect')}"
+        )
+        try:
+            with self.engine.connect() as conn:
+                result = conn.execution_options(stream_results=True, yield_per=batch).execute(
+                    text(sql), params
+                )
+                for part in result.partitions(batch):
+                    yield from part  # type: ignore[misc]
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"metadata store {self.description} failed: {type(exc.orig or exc).__name__}: "
+                f"{str(exc.orig or exc).splitlines()[0]}"
+            ) from None
+
+    def stream_entities(
+        self,
+        entity_types: tuple[str, ...] = (),
+        urn_like: str | None = None,
+        since: datetime | None = None,
+        urns: tuple[str, ...] = (),
+    ) -> Iterator[EntityRows]:
+        """Group the version-0 rows by urn: one `EntityRows` per entity, in urn byte order."""
+        current: str | None = None
+        rows: dict[str, AspectRow] = {}
+        for urn, aspect, metadata, systemmetadata, createdon in self.stream_rows(
+            entity_types, urn_like, since, urns
+        ):
+            if urn != current:
+                if current is not None:
+                    yield EntityRows(current, rows)
+                current, rows = urn, {}
+            rows[aspect] = AspectRow(aspect, metadata, systemmetadata, _utc(createdon))
+        if current is not None:
+            yield EntityRows(current, rows)
+
+    def fetch_entity(self, urn: str) -> EntityRows | None:
+        """All version-0 rows of one urn (triage, confirmation)."""
+        sql = text(
+            f"SELECT aspect, metadata, systemmetadata, createdon FROM {self.table} "
+            "WHERE urn = :urn AND version = 0"
+        )
+        try:
+            with self.engine.connect() as conn:
+                found = conn.execute(sql, {"urn": urn}).all()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
+        if not found:
+            return None
+        return EntityRows(urn, {a: AspectRow(a, m, s, _utc(c)) for a, m, s, c in found})
+
+    def fetch_versions(self, urn: str, aspect: str) -> list[tuple[int, str, datetime]]:
+        """Every stored version of one aspect, newest first: (version, metadata, createdon)."""
+        sql = text(
+            f"SELECT version, metadata, createdon FROM {self.table} "
+            "WHERE urn = :urn AND aspect = :aspect ORDER BY version"
+        )
+        with self.engine.connect() as conn:
+            found = conn.execute(sql, {"urn": urn, "aspect": aspect}).all()
+        # version 0 is the newest, then N, N-1, ... 1
+        ordered = sorted(found, key=lambda r: (r[0] != 0, -r[0]))
+        return [(v, m, _utc(c)) for v, m, c in ordered]
+
+    def count_changed_since(self, entity_type: str, since: datetime) -> int:
+        """Entities of a type with a version-0 row written at or after `since`."""
+        prefix = f"urn:li:{entity_type}:"
+        sql = text(
+            f"SELECT COUNT(DISTINCT urn) FROM {self.table} WHERE version = 0 "
+            f"AND {self._order('urn')} >= :lo AND {self._order('urn')} < :hi AND createdon >= :since"
+        )
+        params = {
+            "lo": prefix,
+            "hi": prefix_upper_bound(prefix),
+            "since": since.astimezone(UTC).replace(tzinfo=None),
+        }
+        try:
+            with self.engine.connect() as conn:
+                return int(conn.execute(sql, params).scalar() or 0)
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
+
+    def ping(self) -> str:
+        """Server version; raises BackendUnavailable when the store cannot be reached."""
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(text("SELECT version()")).scalar()
+                conn.execute(text(f"SELECT 1 FROM {self.table} WHERE 1 = 0"))
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"metadata store {self.description} unreachable: "
+                f"{str(getattr(exc, 'orig', exc) or exc).splitlines()[0]}"
+            ) from None
+        return str(row)

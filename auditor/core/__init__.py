@@ -1,0 +1,1 @@
+"""The kernel: data model, registry, projection, join, classification and scan state."""

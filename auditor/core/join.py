@@ -1,0 +1,110 @@
+"""Streaming merge-join of urn-ordered streams: O(1) memory, byte-order keys, order enforced."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+
+
+class JoinOrderError(RuntimeError):
+    """A stream was not sorted as the join needs: going on would report false differences."""
+
+
+def ordered(stream: Iterable[T], key: Callable[[T], str], name: str) -> Iterator[T]:
+    """Pass items through, failing loudly if their keys ever go backwards."""
+    last: str | None = None
+    for item in stream:
+        k = key(item)
+        if last is not None and k < last:
+            raise JoinOrderError(
+                f"{name} is not in urn byte order ({k!r} after {last!r}): "
+                "check the collation (binary on MySQL, COLLATE \"C\" on PostgreSQL) "
+                "and that `urn` is a keyword field"
+            )
+        last = k
+        yield item
+
+
+def grouped(stream: Iterable[T], key: Callable[[T], str]) -> Iterator[tuple[str, list[T]]]:
+    """Consecutive items with the same key, as (key, items)."""
+    current: str | None = None
+    items: list[T] = []
+    for item in stream:
+        k = key(item)
+        if k != current:
+            if current is not None:
+                yield current, items
+            current, items = k, []
+        items.append(item)
+    if current is not None:
+        yield current, items
+
+
+def merge_join(streams: dict[str, Iterator[tuple[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Full outer join of key-sorted `(key, value)` streams: `(key, {stream name: value})`.
+
+    Each stream must be sorted by key with unique keys (group first with `grouped`).
+    """
+    heads: dict[str, tuple[str, Any]] = {}
+    for name, stream in streams.items():
+        first = next(stream, None)
+        if first is not None:
+            heads[name] = first
+    while heads:
+        key = min(k for k, _ in heads.values())
+        row: dict[str, Any] = {}
+        for name in list(heads):
+            k, value = heads[name]
+            if k == key:
+                row[name] = value
+                following = next(streams[name], None)
+                if following is None:
+                    del heads[name]
+                else:
+                    heads[name] = following
+        yield key, row
+
+
+def prefetch(stream: Iterable[T], depth: int = 8, chunk: int = 1000) -> Iterator[T]:
+    """Run `stream` in a thread so its I/O overlaps the consumer's work; errors re-raised here."""
+    buffer: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def pump() -> None:
+        try:
+            batch: list[T] = []
+            for item in stream:
+                batch.append(item)
+                if len(batch) >= chunk:
+                    if stop.is_set():
+                        return
+                    buffer.put(batch)
+                    batch = []
+            if batch:
+                buffer.put(batch)
+            buffer.put(_DONE)
+        except BaseException as exc:  # handed over to the consumer
+            buffer.put(exc)
+
+    thread = threading.Thread(target=pump, daemon=True, name="prefetch")
+    thread.start()
+    try:
+        while True:
+            item = buffer.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield from item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                buffer.get_nowait()
+            except queue.Empty:
+                thread.join(0.05)

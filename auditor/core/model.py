@@ -1,0 +1,176 @@
+"""The auditor's data: findings, consumer positions, verdicts and the report (plain frozen data)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Kind(StrEnum):
+    """What differs between the truth (the aspect table) and a projection."""
+
+    MISSING_DOCUMENT = "missing_document"
+    ORPHAN_DOCUMENT = "orphan_document"
+    STALE_FIELDS = "stale_fields"
+    SOFT_DELETE_MISMATCH = "soft_delete_mismatch"
+    STALE_SYSTEM_METADATA = "stale_system_metadata"
+    MISSING_EDGE = "missing_edge"
+    ORPHAN_EDGE = "orphan_edge"
+    MALFORMED_ASPECT = "malformed_aspect"
+
+
+class Verdict(StrEnum):
+    """Will the difference converge by itself?"""
+
+    CONSISTENT = "consistent"
+    IN_FLIGHT = "in_flight"
+    STALLED = "stalled"
+    DIVERGED = "diverged"
+    # a row the auditor could not read: reported, never repaired blindly
+    INVALID = "invalid"
+
+
+class Cause(StrEnum):
+    """Why a divergence will not converge; the diverged subkind when it is more than the kind."""
+
+    EVENT_NEVER_PUBLISHED = "event_never_published"
+    INDEX_BEHIND_RESTORE = "index_behind_restore"
+
+
+class PartitionHealth(StrEnum):
+    """A change-log partition's consumer status over the sampling window (after Burrow)."""
+
+    OK = "ok"
+    LAGGING = "lagging"  # behind but progressing
+    STALLED = "stalled"  # a member is there, the committed offset does not move, lag > 0
+    STOPPED = "stopped"  # no member consumes and lag > 0
+    REWOUND = "rewound"  # the committed offset went backwards
+    UNKNOWN = "unknown"  # no offset committed yet, or no sample
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One observed difference between the truth and a projection, before classification."""
+
+    check: str
+    kind: Kind
+    urn: str
+    entity_type: str
+    index: str | None = None
+    aspect: str | None = None
+    # the newest createdon among the rows that explain the difference (None: no row, e.g. orphan)
+    changed_at: datetime | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Stable identity across scans (for the state file)."""
+        return f"{self.check}|{self.index or ''}|{self.urn}|{self.aspect or ''}"
+
+
+@dataclass(frozen=True)
+class PartitionPosition:
+    """The MAE group's position on one change-log partition, sampled over a window."""
+
+    topic: str
+    partition: int
+    committed: int | None  # committed offset (None: the group never committed here)
+    end: int  # log end offset (high watermark)
+    start: int  # log start offset (low watermark)
+    position_time: datetime | None  # timestamp of the message at the committed offset
+    health: PartitionHealth
+    rate: float | None  # offsets consumed per second over the window
+    members: int  # active members of the group (whole group)
+    first_committed: int | None = None  # committed offset at the start of the window
+    window_seconds: float = 0.0
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.end - (self.committed if self.committed is not None else self.start))
+
+    @property
+    def eta_seconds(self) -> float | None:
+        if self.lag == 0:
+            return 0.0
+        if self.rate and self.rate > 0:
+            return self.lag / self.rate
+        return None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a verdict rests on."""
+
+    reason: str
+    partition: int | None = None
+    topic: str | None = None
+    partition_health: PartitionHealth | None = None
+    position_time: datetime | None = None
+    lag: int | None = None
+    rate: float | None = None
+    eta_seconds: float | None = None
+    mcl_found: bool | None = None  # was the change's MCL found on the topic (None: not looked)
+    mcl_offset: int | None = None
+    seen_before: int = 0  # scans that saw this finding before this one
+    first_seen: datetime | None = None
+    kafka: bool = True  # False: no Kafka evidence, verdict from time and history only
+
+
+@dataclass(frozen=True)
+class Classified:
+    """A finding with exactly one verdict, its diverged subkind and the evidence."""
+
+    finding: Finding
+    verdict: Verdict
+    subkind: str
+    evidence: Evidence
+    repair: str | None = None
+
+
+@dataclass(frozen=True)
+class ScanScope:
+    """What a scan covered."""
+
+    entity_types: tuple[str, ...] = ()
+    urn_like: str | None = None
+    since: datetime | None = None
+    index_prefix: str = ""
+    shard: tuple[int, int] | None = None  # (i, n)
+
+
+@dataclass
+class Report:
+    """The result of a scan: data only; rendering lives in reports/."""
+
+    started_at: datetime
+    finished_at: datetime | None = None
+    scope: ScanScope = field(default_factory=ScanScope)
+    sources: dict[str, str] = field(default_factory=dict)  # descriptions, never credentials
+    entities: dict[str, int] = field(default_factory=dict)  # entity type -> entities in the store
+    documents: dict[str, int] = field(default_factory=dict)  # index -> docs read
+    counts: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (type, verdict, subkind)
+    findings: list[Classified] = field(default_factory=list)  # detail, capped
+    findings_dropped: int = 0  # findings counted but not kept in detail
+    partitions: list[PartitionPosition] = field(default_factory=list)
+    kafka_available: bool = False
+    warnings: list[str] = field(default_factory=list)
+    unknown: dict[str, int] = field(default_factory=dict)  # "type" / "type.aspect" -> rows
+    converged: list[str] = field(default_factory=list)  # finding keys that converged (--confirm)
+    complete: bool = True
+
+    def total(self, verdict: Verdict) -> int:
+        return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)
+
+    @property
+    def exit_code(self) -> int:
+        """0 nothing persistent, 1 persistent divergence, 3 incomplete, 4 consumer stalled."""
+        if not self.complete:
+            return 3
+        if self.total(Verdict.DIVERGED) or self.total(Verdict.INVALID):
+            return 1
+        if self.total(Verdict.STALLED):
+            return 4
+        return 0

@@ -1,0 +1,97 @@
+"""Scan state kept across scans in a small SQLite file: findings seen and consumer offsets."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from auditor.backends.events import OffsetSample
+from auditor.core.classify import History
+from auditor.core.model import Finding
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS finding (
+    key TEXT PRIMARY KEY,
+    entity_type TEXT NOT NULL,
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    times_seen INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS offset_sample (
+    grp TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    committed INTEGER,
+    start_offset INTEGER NOT NULL,
+    end_offset INTEGER NOT NULL,
+    members INTEGER NOT NULL,
+    taken_at REAL NOT NULL,
+    PRIMARY KEY (grp, topic, partition)
+);
+"""
+
+
+class ScanState:
+    """History for classification; `None` path means an in-memory, throw-away state."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        if path is not None and str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path) if path else ":memory:")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def history(self, keys: Iterable[str]) -> dict[str, History]:
+        out: dict[str, History] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, first, times in self.db.execute(
+                f"SELECT key, first_seen, times_seen FROM finding WHERE key IN ({marks})", chunk
+            ):
+                out[key] = History(datetime.fromtimestamp(first, UTC), times)
+        return out
+
+    def record_findings(
+        self, findings: Iterable[Finding], now: datetime, scope_types: tuple[str, ...]
+    ) -> None:
+        """Remember this scan's findings; forget those of the scope that were not seen again."""
+        ts = now.timestamp()
+        with self.db:
+            for f in findings:
+                self.db.execute(
+                    "INSERT INTO finding VALUES (?, ?, ?, ?, 1) ON CONFLICT(key) DO UPDATE SET "
+                    "last_seen = excluded.last_seen, times_seen = times_seen + 1",
+                    (f.key, f.entity_type, ts, ts),
+                )
+            if scope_types:
+                marks = ",".join("?" * len(scope_types))
+                self.db.execute(
+                    f"DELETE FROM finding WHERE last_seen < ? AND entity_type IN ({marks})",
+                    (ts, *scope_types),
+                )
+            else:
+                self.db.execute("DELETE FROM finding WHERE last_seen < ?", (ts,))
+
+    def previous_samples(self, group: str) -> dict[tuple[str, int], OffsetSample]:
+        rows = self.db.execute(
+            "SELECT topic, partition, committed, start_offset, end_offset, members, taken_at "
+            "FROM offset_sample WHERE grp = ?",
+            (group,),
+        )
+        return {(r[0], r[1]): OffsetSample(*r) for r in rows}
+
+    def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO offset_sample VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (group, s.topic, s.partition, s.committed, s.start, s.end, s.members, s.taken_at)
+                    for s in samples
+                ],
+            )

@@ -1,0 +1,139 @@
+"""Kafka evidence for findings: partition positions, pending MCLs and the changes' own MCLs."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from auditor.backends.events import EventLog, MclHit, OffsetSample
+from auditor.core.classify import CHANGE_KINDS, CLOCK_SKEW_SECONDS, KafkaEvidence, position
+from auditor.core.entity import json_loads
+from auditor.core.model import Finding, Kind, PartitionPosition
+from auditor.core.urns import urn_partition
+
+# how many messages one partition's look-up reads at most before falling back on times
+READ_CAP = 200_000
+
+
+@dataclass
+class ConsumerView:
+    """The MAE group's positions on every change-log partition, over the sampling window."""
+
+    group: str
+    first: list[OffsetSample]
+    last: list[OffsetSample] = field(default_factory=list)
+    positions: dict[tuple[str, int], PartitionPosition] = field(default_factory=dict)
+
+    def of(self, topic: str, partition: int) -> PartitionPosition | None:
+        return self.positions.get((topic, partition))
+
+
+def start_window(events: EventLog, topics: Sequence[str], group: str) -> ConsumerView:
+    return ConsumerView(group, events.sample(topics, group))
+
+
+def close_window(
+    events: EventLog,
+    view: ConsumerView,
+    topics: Sequence[str],
+    min_window: float,
+    previous: dict[tuple[str, int], OffsetSample],
+) -> ConsumerView:
+    """Second sample, at least `min_window` seconds after the first; then the positions."""
+    if view.first:
+        wait = min_window - (time.time() - view.first[0].taken_at)
+        if wait > 0:
+            time.sleep(wait)
+    view.last = events.sample(topics, view.group)
+    first = {(s.topic, s.partition): s for s in view.first}
+    for s in view.last:
+        key = (s.topic, s.partition)
+        at = None
+        if s.committed is not None and s.committed < s.end:
+            at = events.message_time(s.topic, s.partition, s.committed)
+        view.positions[key] = position(first.get(key, s), s, previous.get(key), at)
+    return view
+
+
+def _same_value(hit: MclHit, metadata: str | None) -> bool:
+    if hit.value is None or metadata is None:
+        return False
+    try:
+        return bool(json_loads(hit.value) == json_loads(metadata))
+    except ValueError:
+        return False
+
+
+def gather(
+    events: EventLog,
+    view: ConsumerView,
+    topic: str,
+    findings: Sequence[Finding],
+    metadata: dict[tuple[str, str], str],
+) -> dict[str, KafkaEvidence]:
+    """Per finding key: is its MCL pending, was it consumed, or was it never published?
+
+    `metadata[(urn, aspect)]` is the version-0 JSON, to recognise the change's own MCL.
+    """
+    partitions = events.partitions(topic)
+    if partitions == 0:
+        return {}
+    by_partition: dict[int, list[Finding]] = defaultdict(list)
+    for f in findings:
+        if f.kind != Kind.MALFORMED_ASPECT:
+            by_partition[urn_partition(f.urn, partitions)].append(f)
+    out: dict[str, KafkaEvidence] = {}
+    for p, group in by_partition.items():
+        pos = view.of(topic, p)
+        if pos is None:
+            continue
+        committed = pos.committed if pos.committed is not None else pos.start
+        urns = {f.urn for f in group}
+        pending, pending_complete = events.find(topic, p, urns, committed, pos.end, READ_CAP)
+        pending_by_urn: dict[str, list[MclHit]] = defaultdict(list)
+        for hit in pending:
+            pending_by_urn[hit.urn].append(hit)
+
+        changes = [f for f in group if f.kind in CHANGE_KINDS and f.changed_at is not None]
+        consumed_by_urn: dict[str, list[MclHit]] = defaultdict(list)
+        history_complete = False
+        oldest: datetime | None = None
+        if changes:
+            since = min(f.changed_at for f in changes if f.changed_at) - timedelta(
+                seconds=CLOCK_SKEW_SECONDS
+            )
+            begin = events.offset_for_time(topic, p, since)
+            begin = committed if begin is None else min(begin, committed)
+            hits, history_complete = events.find(
+                topic, p, {f.urn for f in changes}, begin, committed, READ_CAP
+            )
+            for hit in hits:
+                consumed_by_urn[hit.urn].append(hit)
+            oldest = events.message_time(topic, p, pos.start) if pos.start < pos.end else None
+
+        for f in group:
+            hits = pending_by_urn.get(f.urn, [])
+            if f.aspect is not None:
+                hits = [h for h in hits if h.aspect in (None, f.aspect)]
+            consumed = None
+            if f.kind in CHANGE_KINDS and f.changed_at is not None:
+                for hit in consumed_by_urn.get(f.urn, []):
+                    if f.aspect is not None and hit.aspect not in (None, f.aspect):
+                        continue
+                    if hit.value is not None and f.aspect is not None:
+                        if _same_value(hit, metadata.get((f.urn, f.aspect))):
+                            consumed = hit
+                    elif hit.timestamp.timestamp() >= f.changed_at.timestamp() - 1.0:
+                        consumed = hit
+            within = oldest is None or f.changed_at is None or f.changed_at >= oldest
+            out[f.key] = KafkaEvidence(
+                pending=hits[0] if hits else None,
+                pending_complete=pending_complete,
+                consumed=consumed,
+                history_complete=history_complete,
+                within_retention=within or pos.start == 0,
+            )
+    return out

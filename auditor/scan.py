@@ -1,0 +1,242 @@
+"""The drift scan: stream the truth and the projections in urn order, join, run the checks."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote_plus
+
+from auditor.backends.search import GRAPH_INDEX, SYSTEM_METADATA_INDEX, SearchIndex, prefixed
+from auditor.backends.store import EntityRows, MetadataStore
+from auditor.core.entity import JoinedEntity, SearchDoc
+from auditor.core.join import grouped, merge_join, ordered, prefetch
+from auditor.core.model import Finding
+from auditor.core.registry import Registry
+from auditor.core.urns import UrnError, entity_type
+from auditor.errors import ConfigError
+from checks import BUILTIN_CHECKS, Check, CheckContext
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which part of the catalog a scan (or a rebuild) covers."""
+
+    entity_types: tuple[str, ...] = ()
+    urn_like: str | None = None
+    since: datetime | None = None
+    shard: tuple[int, int] | None = None  # (i, n), 0 <= i < n
+    urns: tuple[str, ...] = ()  # exact urns (triage, confirmation, targeted rebuilds)
+
+    def in_shard(self, urn: str) -> bool:
+        if self.shard is None:
+            return True
+        i, n = self.shard
+        return zlib.crc32(urn.encode("utf-8")) % n == i
+
+
+@dataclass
+class JoinResult:
+    """What the join saw, besides findings."""
+
+    findings: list[Finding] = field(default_factory=list)
+    entities: dict[str, int] = field(default_factory=dict)
+    documents: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def like_to_wildcard(pattern: str) -> str:
+    """SQL LIKE (`%`, `_`) -> a keyword wildcard query (`*`, `?`), literals escaped."""
+    out = []
+    for ch in pattern:
+        if ch == "%":
+            out.append("*")
+        elif ch == "_":
+            out.append("?")
+        elif ch in "*?\\":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _urn_query(field_name: str, selection: Selection) -> dict[str, Any] | None:
+    must: list[dict[str, Any]] = []
+    if selection.entity_types:
+        must.append(
+            {
+                "bool": {
+                    "should": [
+                        {"prefix": {field_name: f"urn:li:{t}:"}} for t in selection.entity_types
+                    ],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
+    if selection.urn_like:
+        must.append({"wildcard": {field_name: {"value": like_to_wildcard(selection.urn_like)}}})
+    if selection.urns:
+        must.append({"terms": {field_name: list(selection.urns)}})
+    return {"bool": {"filter": must}} if must else None
+
+
+def _type_order(types: list[str]) -> list[str]:
+    # urns of one type are contiguous in byte order, and types come in `urn:li:<type>:` order
+    return sorted(types, key=lambda t: f"urn:li:{t}:")
+
+
+class Scanner:
+    """Joins the store with the search cluster for a selection and runs the checks."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        search: SearchIndex,
+        registry: Registry,
+        *,
+        index_prefix: str = "",
+        checks: tuple[type[Check], ...] = BUILTIN_CHECKS,
+        now: datetime | None = None,
+    ) -> None:
+        self.store = store
+        self.search = search
+        self.registry = registry
+        self.index_prefix = index_prefix
+        self.checks = [c() for c in checks]
+        self.ctx = CheckContext(registry, now or datetime.now(UTC), index_prefix)
+
+    def entity_types(self, selection: Selection) -> list[str]:
+        if not selection.entity_types:
+            return _type_order(list(self.registry.entity_names))
+        unknown = [t for t in selection.entity_types if not self.registry.has_entity(t)]
+        if unknown:
+            raise ConfigError(
+                f"unknown entity type(s): {', '.join(unknown)}",
+                hint="`auditor registry` lists the entity types DataHub's schemas define",
+            )
+        return _type_order([self.registry.entity(t).name for t in selection.entity_types])
+
+    # -- the streams ----------------------------------------------------------------------
+    def _rows(self, selection: Selection, types: list[str]) -> Iterator[tuple[str, EntityRows]]:
+        stream = self.store.stream_entities(
+            tuple(types) if selection.entity_types else (),
+            selection.urn_like,
+            selection.since,
+            selection.urns,
+        )
+        checked = ordered(prefetch(stream), lambda e: e.urn, f"store {self.store.description}")
+        return ((e.urn, e) for e in checked)
+
+    def _docs(
+        self, selection: Selection, types: list[str], indices: dict[str, str]
+    ) -> Iterator[tuple[str, SearchDoc]]:
+        def all_docs() -> Iterator[tuple[str, SearchDoc]]:
+            query = _urn_query("urn", selection)
+            for t in types:
+                index = indices.get(t)
+                if index is None:
+                    continue
+                for doc_id, source in self.search.stream(index, ["urn"], query=query):
+                    urn = source.get("urn")
+                    if not isinstance(urn, str):
+                        urn = unquote_plus(doc_id)
+                    yield urn, SearchDoc(index, doc_id, source)
+
+        checked = ordered(prefetch(all_docs()), lambda d: d[0], "entity indices")
+        for urn, docs in grouped(checked, lambda d: d[0]):
+            yield urn, docs[0][1]
+
+    def _group_stream(
+        self, index: str, sort: list[str], key_field: str, selection: Selection
+    ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        def key(source: dict[str, Any]) -> str:
+            value: Any = source
+            for part in key_field.split("."):
+                value = value.get(part, {}) if isinstance(value, dict) else {}
+            return value if isinstance(value, str) else ""
+
+        docs = (s for _, s in self.search.stream(index, sort, query=_urn_query(key_field, selection)))
+        checked = ordered(prefetch(docs), key, index)
+        return grouped(checked, key)
+
+    # -- the join -------------------------------------------------------------------------
+    def run(self, selection: Selection, progress: Progress | None = None) -> JoinResult:
+        result = JoinResult()
+        types = self.entity_types(selection)
+        existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
+        indices = {
+            t: name
+            for t in types
+            if (name := self.registry.index_name(t, self.index_prefix)) in existing
+        }
+        for t, name in indices.items():
+            result.documents[name] = 0
+        streams: dict[str, Iterator[tuple[str, Any]]] = {
+            "rows": self._rows(selection, types),
+            "doc": self._docs(selection, types, indices),
+        }
+        sysmeta = prefixed(SYSTEM_METADATA_INDEX, self.index_prefix)
+        if sysmeta in existing:
+            streams["sysmeta"] = self._group_stream(sysmeta, ["urn", "aspect"], "urn", selection)
+        else:
+            result.warnings.append(f"{sysmeta} does not exist: system metadata not checked")
+        graph = prefixed(GRAPH_INDEX, self.index_prefix)
+        if graph in existing:
+            streams["edges"] = self._group_stream(
+                graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn", selection
+            )
+        else:
+            result.warnings.append(f"{graph} does not exist: edges not checked")
+        if selection.since is not None:
+            result.warnings.append("--since: documents without rows (orphans) are not looked for")
+
+        seen = 0
+        for urn, parts in merge_join(streams):
+            rows: EntityRows | None = parts.get("rows")
+            if selection.since is not None and rows is None:
+                continue
+            if not selection.in_shard(urn):
+                continue
+            try:
+                etype = entity_type(urn)
+            except UrnError:
+                result.unknown["(not a urn)"] = result.unknown.get("(not a urn)", 0) + 1
+                continue
+            if not self.registry.has_entity(etype):
+                result.unknown[etype] = result.unknown.get(etype, 0) + 1
+                continue
+            etype = self.registry.entity(etype).name
+            entity = JoinedEntity(
+                urn=urn,
+                entity_type=etype,
+                index=indices.get(etype),
+                rows=rows,
+                doc=parts.get("doc"),
+                system_metadata=parts.get("sysmeta") or [],
+                edges=parts.get("edges") or [],
+            )
+            if rows is not None:
+                result.entities[etype] = result.entities.get(etype, 0) + 1
+            if entity.doc is not None:
+                result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
+            for check in self.checks:
+                result.findings.extend(check.run(entity, self.ctx))
+            seen += 1
+            if progress is not None and seen % 1000 == 0:
+                progress(seen)
+        if progress is not None:
+            progress(seen)
+        for key, n in self.ctx.unknown.items():
+            result.unknown[key] = result.unknown.get(key, 0) + n
+        missing = [t for t in types if t not in indices and result.entities.get(t)]
+        for t in missing:
+            result.warnings.append(
+                f"no index {self.registry.index_name(t, self.index_prefix)} for "
+                f"{result.entities[t]} {t} entities"
+            )
+        return result

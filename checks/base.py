@@ -1,0 +1,80 @@
+"""What a check is: a stable id, the kinds it reports, and `run(entity, ctx) -> findings`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.model import Finding, Kind
+from auditor.core.projection import ExpectedDocument, FieldDiff, compare_document, project_entity
+from auditor.core.registry import Registry
+
+
+@dataclass
+class CheckContext:
+    """What every check may use: the registry and the scan's settings. No I/O."""
+
+    registry: Registry
+    now: datetime
+    index_prefix: str = ""
+    # relationship types whose edges the graph check compares
+    edge_types: frozenset[str] = frozenset(
+        {"DownstreamOf", "OwnedBy", "TaggedWith", "TermedWith", "IsPartOf"}
+    )
+    unknown: dict[str, int] = field(default_factory=dict)  # registry skew counters
+
+    def expected(self, entity: JoinedEntity) -> ExpectedDocument:
+        """The search document the entity's aspects project to (memoized on the entity)."""
+        doc = entity.cache.get("expected")
+        if doc is None:
+            doc = project_entity(self.registry, entity.urn, entity.aspects)
+            entity.cache["expected"] = doc
+            for aspect in doc.unknown_aspects:
+                key = f"{entity.entity_type}.{aspect}"
+                self.unknown[key] = self.unknown.get(key, 0) + 1
+        return doc
+
+    def diffs(self, entity: JoinedEntity) -> list[FieldDiff]:
+        """Differences between the expected and the actual document (memoized on the entity)."""
+        found = entity.cache.get("diffs")
+        if found is None:
+            actual = entity.doc.source if entity.doc else {}
+            found = compare_document(self.expected(entity), actual)
+            entity.cache["diffs"] = found
+        return list(found)
+
+
+class Check:
+    """A rule comparing the truth with one projection. Subclasses set the class variables."""
+
+    id: ClassVar[str]
+    kinds: ClassVar[tuple[Kind, ...]]
+    repair: ClassVar[str]  # the command that repairs what it finds ({urn} is filled in)
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    def finding(
+        self,
+        kind: Kind,
+        entity: JoinedEntity,
+        *,
+        index: str | None = None,
+        aspect: str | None = None,
+        changed_at: datetime | None = None,
+        **details: Any,
+    ) -> Finding:
+        return Finding(
+            check=self.id,
+            kind=kind,
+            urn=entity.urn,
+            entity_type=entity.entity_type,
+            index=index if index is not None else entity.index,
+            aspect=aspect,
+            changed_at=changed_at,
+            details=details,
+        )
+

@@ -1,0 +1,53 @@
+"""graph.edges: `graph_service_v1` edges vs the relationship fields of the aspects.
+
+Divergence: an edge the aspects imply (lineage `DownstreamOf`, ownership `OwnedBy`, tags,
+terms, containers) is missing from the graph index, or the graph holds such an edge from this
+entity that no aspect implies any more (lineage shows a removed upstream).
+Cause: the aspect's MCL was never published or applied, or the graph index was restored.
+Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.model import Finding, Kind
+from auditor.core.projection import expected_edges
+from checks.base import Check, CheckContext
+
+GRAPH_INDEX = "graph_service_v1"
+
+
+class Edges(Check):
+    id = "graph.edges"
+    kinds = (Kind.MISSING_EDGE, Kind.ORPHAN_EDGE)
+    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        index = f"{ctx.index_prefix}_{GRAPH_INDEX}" if ctx.index_prefix else GRAPH_INDEX
+        expected: dict[tuple[str, str], str | None] = {}
+        if entity.rows is not None:
+            for edge in expected_edges(ctx.registry, entity.urn, entity.aspects):
+                if edge.relationship_type in ctx.edge_types:
+                    expected[(edge.relationship_type, edge.destination)] = edge.aspect
+        actual = set()
+        for doc in entity.edges:
+            rel = doc.get("relationshipType")
+            dst = (doc.get("destination") or {}).get("urn")
+            if rel in ctx.edge_types and isinstance(dst, str):
+                actual.add((rel, dst))
+        rows = entity.rows.rows if entity.rows else {}
+        for rel, dst in sorted(expected.keys() - actual):
+            aspect = expected[(rel, dst)]
+            row = rows.get(aspect) if aspect else None
+            yield self.finding(
+                Kind.MISSING_EDGE, entity, index=index, aspect=aspect,
+                changed_at=row.createdon if row else None, relationship=rel, destination=dst,
+            )
+        for rel, dst in sorted(actual - expected.keys()):
+            yield self.finding(
+                Kind.ORPHAN_EDGE, entity, index=index,
+                changed_at=entity.rows.changed_at if entity.rows else None,
+                relationship=rel, destination=dst,
+            )

@@ -1,0 +1,75 @@
+"""index.stale-fields / index.soft-delete: a document whose searchable fields disagree with the rows.
+
+Divergence: the document exists but a field derived from an aspect holds another value than
+the version-0 aspect projects to (search finds the entity by old values); `removed` disagrees
+with the `status` aspect (a soft-deleted entity still shows, or a restored one is hidden).
+Cause: an update whose MCL was never published or whose index write was skipped, or an index
+restored from an older snapshot.
+Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay of the entity's aspects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.model import Finding, Kind
+from checks.base import Check, CheckContext
+
+REMOVED = "removed"
+
+
+def _short(value: object, limit: int = 200) -> object:
+    text = repr(value)
+    return value if len(text) <= limit else text[:limit] + "..."
+
+
+class StaleFields(Check):
+    id = "index.stale-fields"
+    kinds = (Kind.STALE_FIELDS,)
+    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        if entity.rows is None or entity.doc is None:
+            return
+        expected = ctx.expected(entity)
+        diffs = [d for d in ctx.diffs(entity) if d.field != REMOVED]
+        if not diffs:
+            return
+        aspects = sorted({a for d in diffs for a in expected.aspects_of(d.field)})
+        rows = entity.rows.rows
+        changed = [rows[a].createdon for a in aspects if a in rows] or [entity.rows.changed_at]
+        yield self.finding(
+            Kind.STALE_FIELDS,
+            entity,
+            aspect=aspects[0] if len(aspects) == 1 else None,
+            changed_at=max(changed),
+            aspects=aspects,
+            fields=[
+                {"field": d.field, "expected": _short(d.expected), "actual": _short(d.actual)}
+                for d in diffs
+            ],
+        )
+
+
+class SoftDelete(Check):
+    id = "index.soft-delete"
+    kinds = (Kind.SOFT_DELETE_MISMATCH,)
+    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        if entity.rows is None or entity.doc is None:
+            return
+        expected = bool(entity.aspects.get("status", {}).get(REMOVED, False))
+        actual = bool(entity.doc.source.get(REMOVED) or False)
+        if expected == actual:
+            return
+        status = entity.rows.rows.get("status")
+        yield self.finding(
+            Kind.SOFT_DELETE_MISMATCH,
+            entity,
+            aspect="status",
+            changed_at=status.createdon if status else entity.rows.changed_at,
+            expected_removed=expected,
+            actual_removed=actual,
+        )

@@ -1,0 +1,36 @@
+"""store.malformed-aspect: a version-0 row whose metadata is not a readable aspect.
+
+Divergence: the row's JSON does not parse, is not an object, or does not fit its aspect's
+schema; DataHub itself cannot serve or index it.
+Cause: a manual edit, a truncated write, a bad migration.
+Repair: restore the row from its previous version (version 1) or re-ingest; the auditor
+never repairs from a row it cannot read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.model import Finding, Kind
+from checks.base import Check, CheckContext
+
+
+class MalformedAspect(Check):
+    id = "store.malformed-aspect"
+    kinds = (Kind.MALFORMED_ASPECT,)
+    repair = "re-ingest or restore the aspect from its previous version"
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        if entity.rows is None:
+            return
+        problems = dict(entity.malformed)
+        if entity.doc is not None or problems or entity.rows is not None:
+            for aspect, reason in ctx.expected(entity).errors.items():
+                problems.setdefault(aspect, reason)
+        for aspect, reason in sorted(problems.items()):
+            row = entity.rows.rows.get(aspect)
+            yield self.finding(
+                Kind.MALFORMED_ASPECT, entity, index=None, aspect=aspect,
+                changed_at=row.createdon if row else None, reason=reason,
+            )

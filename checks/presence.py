@@ -1,0 +1,43 @@
+"""index.missing-document / index.orphan-document: an entity without a doc, a doc without an entity.
+
+Divergence: the entity index has no document for an entity that has rows (search cannot find
+it), or holds a document for a urn with no rows (search shows a ghost).
+Cause: an MCL never published, an index write that failed and was skipped, a restore from an
+old snapshot, or a hard delete whose event never reached the consumer.
+Repair: DataHub's `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay); an orphan
+doc is deleted from the index (RestoreIndices never deletes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.model import Finding, Kind
+from checks.base import Check, CheckContext
+
+
+class MissingDocument(Check):
+    id = "index.missing-document"
+    kinds = (Kind.MISSING_DOCUMENT,)
+    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        if entity.rows is None or entity.doc is not None or entity.index is None:
+            return
+        expected = ctx.expected(entity)
+        if not expected.indexed:
+            return  # nothing searchable: DataHub writes no document either
+        yield self.finding(Kind.MISSING_DOCUMENT, entity, changed_at=entity.rows.changed_at)
+
+
+class OrphanDocument(Check):
+    id = "index.orphan-document"
+    kinds = (Kind.ORPHAN_DOCUMENT,)
+    repair = "curl -X DELETE \"$SEARCH_URL/{index}/_doc/{doc_id}\""
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        if entity.rows is None and entity.doc is not None:
+            yield self.finding(
+                Kind.ORPHAN_DOCUMENT, entity, index=entity.doc.index, doc_id=entity.doc.id
+            )

@@ -1,0 +1,61 @@
+"""system-metadata.stale: `system_metadata_service_v1` disagrees with a row's systemmetadata.
+
+Divergence: the (urn, aspect) doc is missing, has another `runId`, or another `lastUpdated`
+than the row's `systemMetadata.lastObserved`; or a doc remains for an aspect with no row.
+Cause: the consumer never applied the aspect's MCL (never published, skipped, restored index).
+Consequence: `datahub delete --run-id` / rollback cannot find or wrongly finds the aspect.
+Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.model import Finding, Kind
+from auditor.core.urns import system_metadata_id
+from checks.base import Check, CheckContext
+
+SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
+
+
+class StaleSystemMetadata(Check):
+    id = "system-metadata.stale"
+    kinds = (Kind.STALE_SYSTEM_METADATA,)
+    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+
+    def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
+        index = f"{ctx.index_prefix}_{SYSTEM_METADATA_INDEX}" if ctx.index_prefix else SYSTEM_METADATA_INDEX
+        docs = {d.get("aspect"): d for d in entity.system_metadata}
+        rows = entity.rows.rows if entity.rows else {}
+        for aspect, row in rows.items():
+            if not ctx.registry.has_aspect(aspect) or aspect in entity.malformed:
+                continue
+            if ctx.registry.aspect(aspect).timeseries:
+                continue
+            doc = docs.get(aspect)
+            meta = entity.system_metadata_of(aspect) or {}
+            if doc is None:
+                yield self.finding(
+                    Kind.STALE_SYSTEM_METADATA, entity, index=index, aspect=aspect,
+                    changed_at=row.createdon, problem="missing",
+                    doc_id=system_metadata_id(entity.urn, aspect),
+                )
+                continue
+            wrong = {}
+            if meta.get("runId") is not None and doc.get("runId") != meta.get("runId"):
+                wrong["runId"] = {"expected": meta.get("runId"), "actual": doc.get("runId")}
+            observed = meta.get("lastObserved")
+            if observed is not None and doc.get("lastUpdated") != observed:
+                wrong["lastUpdated"] = {"expected": observed, "actual": doc.get("lastUpdated")}
+            if wrong:
+                yield self.finding(
+                    Kind.STALE_SYSTEM_METADATA, entity, index=index, aspect=aspect,
+                    changed_at=row.createdon, problem="stale", fields=wrong,
+                )
+        for aspect, doc in docs.items():
+            if aspect not in rows and not doc.get("removed"):
+                yield self.finding(
+                    Kind.STALE_SYSTEM_METADATA, entity, index=index, aspect=aspect,
+                    problem="orphan", doc_id=system_metadata_id(entity.urn, str(aspect)),
+                )

@@ -1,0 +1,82 @@
+"""The JSON report: every finding with its evidence, in a stable, documented schema (v1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from auditor.core.model import Classified, PartitionPosition, Report
+
+SCHEMA_VERSION = 1
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    return value
+
+
+def finding_json(c: Classified) -> dict[str, Any]:
+    f = c.finding
+    return {
+        "key": f.key,
+        "check": f.check,
+        "kind": f.kind.value,
+        "verdict": c.verdict.value,
+        "subkind": c.subkind,
+        "urn": f.urn,
+        "entity_type": f.entity_type,
+        "index": f.index,
+        "aspect": f.aspect,
+        "changed_at": _plain(f.changed_at),
+        "details": _plain(dict(f.details)),
+        "evidence": _plain(c.evidence),
+        "repair": c.repair,
+    }
+
+
+def partition_json(p: PartitionPosition) -> dict[str, Any]:
+    out = _plain(p)
+    out["lag"] = p.lag
+    out["eta_seconds"] = p.eta_seconds
+    return out
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "started_at": _plain(report.started_at),
+        "finished_at": _plain(report.finished_at),
+        "complete": report.complete,
+        "exit_code": report.exit_code,
+        "scope": _plain(report.scope),
+        "sources": report.sources,
+        "kafka_available": report.kafka_available,
+        "entities": report.entities,
+        "documents": report.documents,
+        "counts": [
+            {"entity_type": t, "verdict": v, "subkind": s, "count": n}
+            for (t, v, s), n in sorted(report.counts.items())
+        ],
+        "partitions": [partition_json(p) for p in report.partitions],
+        "unknown": report.unknown,
+        "warnings": report.warnings,
+        "converged": report.converged,
+        "findings_dropped": report.findings_dropped,
+        "findings": [finding_json(c) for c in report.findings],
+    }
+
+
+def render(report: Report) -> str:
+    return json.dumps(to_dict(report), indent=2, ensure_ascii=False, default=str)

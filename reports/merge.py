@@ -1,0 +1,114 @@
+"""Merging the JSON reports of sharded scans (`--shard i/N`) into one report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from auditor.core.model import (
+    Classified,
+    Evidence,
+    Finding,
+    Kind,
+    PartitionHealth,
+    PartitionPosition,
+    Report,
+    ScanScope,
+    Verdict,
+)
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def from_dict(data: dict[str, Any]) -> Report:
+    """A report back from its JSON form (schema_version 1)."""
+    if data.get("schema_version") != 1:
+        raise ValueError(f"unsupported report schema_version {data.get('schema_version')!r}")
+    scope = data.get("scope") or {}
+    report = Report(
+        started_at=_dt(data["started_at"]) or datetime.now(),
+        finished_at=_dt(data.get("finished_at")),
+        scope=ScanScope(
+            entity_types=tuple(scope.get("entity_types") or ()),
+            urn_like=scope.get("urn_like"),
+            since=_dt(scope.get("since")),
+            index_prefix=scope.get("index_prefix") or "",
+            shard=tuple(scope["shard"]) if scope.get("shard") else None,  # type: ignore[arg-type]
+        ),
+        sources=dict(data.get("sources") or {}),
+        entities=dict(data.get("entities") or {}),
+        documents=dict(data.get("documents") or {}),
+        kafka_available=bool(data.get("kafka_available")),
+        warnings=list(data.get("warnings") or []),
+        unknown=dict(data.get("unknown") or {}),
+        converged=list(data.get("converged") or []),
+        complete=bool(data.get("complete", True)),
+        findings_dropped=int(data.get("findings_dropped") or 0),
+    )
+    for row in data.get("counts") or []:
+        report.counts[(row["entity_type"], row["verdict"], row["subkind"])] = int(row["count"])
+    for p in data.get("partitions") or []:
+        report.partitions.append(
+            PartitionPosition(
+                topic=p["topic"], partition=p["partition"], committed=p["committed"], end=p["end"],
+                start=p["start"], position_time=_dt(p.get("position_time")),
+                health=PartitionHealth(p["health"]), rate=p.get("rate"), members=p.get("members", 0),
+                first_committed=p.get("first_committed"), window_seconds=p.get("window_seconds", 0.0),
+            )
+        )
+    for f in data.get("findings") or []:
+        ev = dict(f["evidence"])
+        for key in ("position_time", "first_seen"):
+            ev[key] = _dt(ev.get(key))
+        if ev.get("partition_health"):
+            ev["partition_health"] = PartitionHealth(ev["partition_health"])
+        finding = Finding(
+            check=f["check"], kind=Kind(f["kind"]), urn=f["urn"], entity_type=f["entity_type"],
+            index=f.get("index"), aspect=f.get("aspect"), changed_at=_dt(f.get("changed_at")),
+            details=f.get("details") or {},
+        )
+        report.findings.append(
+            Classified(finding, Verdict(f["verdict"]), f["subkind"], Evidence(**ev), f.get("repair"))
+        )
+    return report
+
+
+def merge(reports: Iterable[Report]) -> Report:
+    """One report from the shards' reports: counts added, findings joined, worst state kept."""
+    parts = list(reports)
+    if not parts:
+        raise ValueError("nothing to merge")
+    out = Report(started_at=min(r.started_at for r in parts), sources=dict(parts[0].sources))
+    out.finished_at = max((r.finished_at for r in parts if r.finished_at), default=None)
+    out.scope = ScanScope(
+        entity_types=parts[0].scope.entity_types,
+        urn_like=parts[0].scope.urn_like,
+        since=parts[0].scope.since,
+        index_prefix=parts[0].scope.index_prefix,
+    )
+    shards = {r.scope.shard for r in parts}
+    expected = {(i, n) for (_, n) in [s for s in shards if s] for i in range(n)}
+    if None in shards and len(parts) > 1:
+        out.warnings.append("merging a report that was not a shard: counts may repeat")
+    elif expected and shards != expected:
+        missing = sorted(expected - shards)  # type: ignore[operator]
+        out.warnings.append(f"shards missing from the merge: {missing}")
+        out.complete = False
+    for r in parts:
+        for table, into in ((r.entities, out.entities), (r.documents, out.documents), (r.unknown, out.unknown)):
+            for k, v in table.items():
+                into[k] = into.get(k, 0) + v
+        for k, v in r.counts.items():
+            out.counts[k] = out.counts.get(k, 0) + v
+        out.findings.extend(r.findings)
+        out.findings_dropped += r.findings_dropped
+        out.converged.extend(r.converged)
+        out.warnings.extend(w for w in r.warnings if w not in out.warnings)
+        out.complete = out.complete and r.complete
+        out.kafka_available = out.kafka_available or r.kafka_available
+    newest = max(parts, key=lambda r: r.finished_at or r.started_at)
+    out.partitions = list(newest.partitions)
+    return out

@@ -1,0 +1,99 @@
+"""Summaries every renderer shares: per-type tables, worst offenders and the commands to run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from auditor.core.model import Classified, Report, Verdict
+
+VERDICT_ORDER = ("invalid", "diverged", "stalled", "in_flight")
+
+
+def by_type(report: Report) -> list[tuple[str, int, dict[str, int]]]:
+    """(entity type, entities, {"verdict/subkind": count}) sorted by entity type."""
+    table: dict[str, dict[str, int]] = {}
+    for (etype, verdict, subkind), n in report.counts.items():
+        label = verdict if verdict == subkind else f"{verdict}/{subkind}"
+        table.setdefault(etype, {})[label] = table.setdefault(etype, {}).get(label, 0) + n
+    types = sorted(set(table) | set(report.entities))
+    return [(t, report.entities.get(t, 0), table.get(t, {})) for t in types]
+
+
+def totals(report: Report) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for (_, verdict, subkind), n in report.counts.items():
+        out[verdict if verdict == subkind else f"{verdict}/{subkind}"] += n
+    return out
+
+
+def worst(report: Report, limit: int = 10) -> list[tuple[str, int]]:
+    """Urns with the most findings (the kept detail only)."""
+    counts = Counter(c.finding.urn for c in report.findings if c.verdict != Verdict.IN_FLIGHT)
+    return counts.most_common(limit)
+
+
+def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
+    """What to run, most targeted first: DataHub's own RestoreIndices, scoped to the findings."""
+    diverged = [c for c in report.findings if c.verdict == Verdict.DIVERGED]
+    out: list[str] = []
+    restores = [c for c in diverged if c.subkind == "index_behind_restore"]
+    if restores:
+        since = min(c.finding.changed_at for c in restores if c.finding.changed_at)
+        until = report.started_at
+        out.append(
+            "datahub-upgrade -u RestoreIndices "
+            f"-a gePitEpochMs={int(since.timestamp() * 1000)} "
+            f"-a lePitEpochMs={int(until.timestamp() * 1000)}"
+            "   # the index is behind a restore: replay everything written since"
+        )
+    replay = [
+        c for c in diverged
+        if c.finding.kind.value != "orphan_document" and c.subkind != "index_behind_restore"
+    ]
+    urns = sorted({c.finding.urn for c in replay})
+    if len(urns) <= per_urn:
+        out += [c for c in dict.fromkeys(c.repair for c in replay if c.repair)]
+    else:
+        types = sorted({c.finding.entity_type for c in replay})
+        out += [f"datahub-upgrade -u RestoreIndices -a urnLike='urn:li:{t}:%'" for t in types]
+    orphans = [c for c in diverged if c.finding.kind.value == "orphan_document"]
+    out += [c.repair for c in orphans[:per_urn] if c.repair]
+    if len(orphans) > per_urn:
+        out.append(f"... and {len(orphans) - per_urn} more orphan documents (see the JSON report)")
+    if any(c.verdict == Verdict.STALLED for c in report.findings):
+        out.append(
+            "restart the MAE consumer (group generic-mae-consumer-job-client): "
+            "the stalled findings converge once it moves"
+        )
+    if any(c.verdict == Verdict.INVALID for c in report.findings):
+        out.append("fix the malformed rows (re-ingest, or restore version 1): see the findings")
+    return out
+
+
+def describe(c: Classified) -> str:
+    """One line for a finding."""
+    f = c.finding
+    where = f" {f.aspect}" if f.aspect else ""
+    extra = ""
+    if f.details.get("fields"):
+        names = [d["field"] if isinstance(d, dict) else d for d in f.details["fields"]]
+        extra = f" fields={','.join(map(str, names))[:80]}"
+    elif f.details.get("relationship"):
+        extra = f" {f.details['relationship']}->{f.details.get('destination')}"
+    return f"{c.verdict.value}/{c.subkind} {f.urn}{where}{extra}"
+
+
+def eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}min"
+    return f"{seconds / 3600:.1f}h"
+
+
+def sorted_findings(findings: Iterable[Classified]) -> list[Classified]:
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    return sorted(findings, key=lambda c: (rank.get(c.verdict.value, 9), c.finding.urn))
