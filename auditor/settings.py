@@ -72,6 +72,12 @@ class Settings(BaseModel):
     sample_window_seconds: float = Field(10.0, ge=0)
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
 
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name in ("search_url", "schema_registry_url") and isinstance(value, str):
+                value = redact_url(value)
+            yield name, value
+
     def describe(self) -> dict[str, str]:
         """Where the scan looked, safe to print: no password ever leaves this method."""
         out: dict[str, str] = {}

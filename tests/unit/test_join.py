@@ -1,0 +1,57 @@
+"""The merge-join: full outer join of sorted streams, order enforced, prefetch transparent."""
+
+from __future__ import annotations
+
+import pytest
+
+from auditor.core.join import JoinOrderError, grouped, merge_join, ordered, prefetch
+
+
+def test_outer_join_of_three_streams() -> None:
+    a = iter([("a", 1), ("c", 3), ("d", 4)])
+    b = iter([("b", "B"), ("c", "C")])
+    c = iter([("d", "D"), ("e", "E")])
+    rows = list(merge_join({"a": a, "b": b, "c": c}))
+    assert rows == [
+        ("a", {"a": 1}),
+        ("b", {"b": "B"}),
+        ("c", {"a": 3, "b": "C"}),
+        ("d", {"a": 4, "c": "D"}),
+        ("e", {"c": "E"}),
+    ]
+
+
+def test_byte_order_of_awkward_urns_matches_python_order() -> None:
+    urns = [
+        "urn:li:dataset:(urn:li:dataPlatform:hive,A b,PROD)",
+        "urn:li:dataset:(urn:li:dataPlatform:hive,a%b,PROD)",
+        "urn:li:dataset:(urn:li:dataPlatform:hive,café,PROD)",
+        "urn:li:dataset:(urn:li:dataPlatform:hive,中文,PROD)",
+        "urn:li:dataset:(urn:li:dataPlatform:hive,~x*,PROD)",
+    ]
+    # UTF-8 byte order (what binary collations and Lucene keywords use) == code point order
+    assert sorted(urns) == sorted(urns, key=lambda u: u.encode("utf-8"))
+    left = iter([(u, "row") for u in sorted(urns)])
+    right = iter([(u, "doc") for u in sorted(urns, key=lambda u: u.encode())])
+    assert all(len(parts) == 2 for _, parts in merge_join({"l": left, "r": right}))
+
+
+def test_out_of_order_stream_fails_loudly() -> None:
+    with pytest.raises(JoinOrderError, match="not in urn byte order"):
+        list(ordered(["a", "c", "b"], lambda x: x, "store"))
+
+
+def test_grouped() -> None:
+    docs = [("a", 1), ("a", 2), ("b", 3)]
+    assert list(grouped(docs, lambda d: d[0])) == [("a", [("a", 1), ("a", 2)]), ("b", [("b", 3)])]
+
+
+def test_prefetch_keeps_order_and_reraises() -> None:
+    assert list(prefetch(iter(range(5000)), chunk=7)) == list(range(5000))
+
+    def broken():
+        yield 1
+        raise RuntimeError("server went away")
+
+    with pytest.raises(RuntimeError, match="server went away"):
+        list(prefetch(broken()))

@@ -1,0 +1,85 @@
+"""Renderers: JSON round-trips (and merges), Markdown and Prometheus say what the report holds."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+from rich.console import Console
+
+from auditor.core.model import (
+    Classified,
+    Evidence,
+    Finding,
+    Kind,
+    PartitionHealth,
+    PartitionPosition,
+    Report,
+    ScanScope,
+    Verdict,
+)
+from reports import RENDERERS
+from reports import console as console_report
+from reports.merge import from_dict, merge
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def report(shard: tuple[int, int] | None = None, urn: str = "urn:li:dataset:(urn:li:dataPlatform:hive,a b,PROD)") -> Report:
+    r = Report(started_at=T0, finished_at=T0 + timedelta(seconds=3), scope=ScanScope(shard=shard))
+    r.sources = {"store": "mysql+pymysql://datahub:***@h/db"}
+    r.entities = {"dataset": 10}
+    diverged = Classified(
+        Finding("index.missing-document", Kind.MISSING_DOCUMENT, urn, "dataset", "datasetindex_v2", None, T0),
+        Verdict.DIVERGED, "event_never_published",
+        Evidence("no MCL for this change exists on the topic", partition=2, mcl_found=False),
+        f"datahub-upgrade -u RestoreIndices -a urn='{urn}'",
+    )
+    flight = Classified(
+        Finding("index.stale-fields", Kind.STALE_FIELDS, "urn:li:tag:x", "tag", "tagindex_v2", "tagProperties", T0,
+                {"fields": [{"field": "name", "expected": "x", "actual": "y"}]}),
+        Verdict.IN_FLIGHT, "in_flight", Evidence("its MCL waits", partition=1, eta_seconds=42.0),
+    )
+    r.findings = [diverged, flight]
+    r.counts = {("dataset", "diverged", "event_never_published"): 1, ("tag", "in_flight", "in_flight"): 1}
+    r.partitions = [PartitionPosition("MetadataChangeLog_Versioned_v1", 1, 5, 9, 0, T0, PartitionHealth.LAGGING, 2.0, 1)]
+    r.kafka_available = True
+    return r
+
+
+def test_json_round_trip_and_exit_code() -> None:
+    text = RENDERERS["json"](report())
+    data = json.loads(text)
+    assert data["exit_code"] == 1
+    assert data["findings"][0]["subkind"] == "event_never_published"
+    back = from_dict(data)
+    assert back.counts == report().counts
+    assert back.findings[1].evidence.eta_seconds == 42.0
+    assert RENDERERS["json"](back) == text
+
+
+def test_merge_adds_shards_and_flags_missing_ones() -> None:
+    a, b = report((0, 2)), report((1, 2), urn="urn:li:dataset:(urn:li:dataPlatform:hive,z,PROD)")
+    merged = merge([a, b])
+    assert merged.entities == {"dataset": 20}
+    assert merged.counts[("dataset", "diverged", "event_never_published")] == 2
+    assert merged.complete and merged.exit_code == 1
+    partial = merge([a])
+    assert not partial.complete and partial.exit_code == 3
+
+
+def test_markdown_and_console_name_the_findings_and_the_fix() -> None:
+    md = RENDERERS["markdown"](report())
+    assert "event_never_published" in md and "RestoreIndices" in md and "ETA 42s" in md
+    buffer = io.StringIO()
+    console_report.render(report(), Console(file=buffer, width=200))
+    out = buffer.getvalue()
+    assert "persistent divergence found" in out and "lagging" in out and "***" in out
+
+
+def test_prometheus_textfile() -> None:
+    text = RENDERERS["prometheus"](report())
+    assert 'auditor_findings{entity_type="dataset",verdict="diverged",subkind="event_never_published"} 1' in text
+    assert 'auditor_consumer_lag_messages{topic="MetadataChangeLog_Versioned_v1",partition="1",status="lagging"} 4' in text
+    assert "auditor_scan_duration_seconds 3.000" in text
