@@ -85,14 +85,16 @@ def _repair_hint(f: Finding) -> str:
 
 def scan(
     settings: Settings,
-    selection: Selection = Selection(),
-    options: ScanOptions = ScanOptions(),
+    selection: Selection | None = None,
+    options: ScanOptions | None = None,
     progress: Progress | None = None,
     *,
     registry: Registry | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Report:
     """Compare the store with the search cluster (and the consumer offsets) and judge it."""
+    selection = selection or Selection()
+    options = options or ScanOptions()
     started = datetime.now(UTC)
     grace = settings.grace_seconds if options.grace is None else options.grace
     window = settings.sample_window_seconds if options.sample_window is None else options.sample_window
@@ -138,13 +140,15 @@ def scan(
         now = datetime.now(UTC)
         history = state.history(f.key for f in joined.findings)
         classified = [
-            _judge(f, now, grace, options.settle, view, evidence, history, settings)
-            for f in joined.findings
+            _judge(f, now, grace, options.settle, view, evidence, history, settings) for f in joined.findings
         ]
         candidates = restore_candidates(classified)
         if candidates:
             changed = {
-                index: (instant, store.count_changed_since(_type_of_index(index, registry, settings), instant))
+                index: (
+                    instant,
+                    store.count_changed_since(_type_of_index(index, registry, settings), instant),
+                )
                 for index, instant in candidates.items()
             }
             classified = mark_restores(classified, changed)

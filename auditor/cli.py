@@ -108,25 +108,39 @@ def _run(debug: bool, fn: Any) -> None:
 StoreUrl = Annotated[
     str | None,
     typer.Option(
-        "--store-url", envvar="AUDITOR_STORE_URL", show_envvar=True,
+        "--store-url",
+        envvar="AUDITOR_STORE_URL",
+        show_envvar=True,
         help="SQLAlchemy URL of the aspect table's database, e.g. "
         "mysql+pymysql://user:pw@host:3306/datahub or postgresql+psycopg://user:pw@host/datahub.",
     ),
 ]
 SearchUrl = Annotated[
     str | None,
-    typer.Option("--search-url", envvar="AUDITOR_SEARCH_URL", show_envvar=True,
-                 help="OpenSearch or Elasticsearch URL (kind auto-detected)."),
+    typer.Option(
+        "--search-url",
+        envvar="AUDITOR_SEARCH_URL",
+        show_envvar=True,
+        help="OpenSearch or Elasticsearch URL (kind auto-detected).",
+    ),
 ]
 KafkaOpt = Annotated[
     str | None,
-    typer.Option("--kafka", envvar=["AUDITOR_KAFKA_BOOTSTRAP", "KAFKA_BOOTSTRAP_SERVER"],
-                 show_envvar=True, help="Kafka bootstrap servers (omit: weaker verdicts)."),
+    typer.Option(
+        "--kafka",
+        envvar=["AUDITOR_KAFKA_BOOTSTRAP", "KAFKA_BOOTSTRAP_SERVER"],
+        show_envvar=True,
+        help="Kafka bootstrap servers (omit: weaker verdicts).",
+    ),
 ]
 RegistryOpt = Annotated[
     str | None,
-    typer.Option("--schema-registry", envvar=["AUDITOR_SCHEMA_REGISTRY_URL", "KAFKA_SCHEMAREGISTRY_URL"],
-                 show_envvar=True, help="Schema registry URL (lets the scan read MCL contents)."),
+    typer.Option(
+        "--schema-registry",
+        envvar=["AUDITOR_SCHEMA_REGISTRY_URL", "KAFKA_SCHEMAREGISTRY_URL"],
+        show_envvar=True,
+        help="Schema registry URL (lets the scan read MCL contents).",
+    ),
 ]
 ConfigOpt = Annotated[
     Path | None,
@@ -145,19 +159,40 @@ def scan(
     entity_type: Annotated[
         list[str] | None, typer.Option("--entity-type", "-t", help="Only these entity types (repeatable).")
     ] = None,
-    urn_like: Annotated[str | None, typer.Option(help="SQL LIKE pattern on the urn, e.g. 'urn:li:dataset:%hive%'.")] = None,
-    since: Annotated[str | None, typer.Option(help="Only entities changed since (ISO time, or 30m / 6h / 2d).")] = None,
-    index_prefix: Annotated[str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")] = None,
-    shard: Annotated[str | None, typer.Option(help="Scan shard i of N (i/N); merge with `auditor report merge`.")] = None,
-    grace: Annotated[float | None, typer.Option(help="Seconds a fresh change may take to show up without Kafka evidence [default 300].")] = None,
-    settle: Annotated[float, typer.Option(help="Seconds between a row write and its MCL being produced.")] = 10.0,
-    sample_window: Annotated[float | None, typer.Option(help="Minimum seconds between the two offset samples [default 10].")] = None,
-    confirm: Annotated[float, typer.Option(help="Wait this many seconds, then re-check in-flight findings.")] = 0.0,
+    urn_like: Annotated[
+        str | None, typer.Option(help="SQL LIKE pattern on the urn, e.g. 'urn:li:dataset:%hive%'.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only entities changed since (ISO time, or 30m / 6h / 2d).")
+    ] = None,
+    index_prefix: Annotated[
+        str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
+    ] = None,
+    shard: Annotated[
+        str | None, typer.Option(help="Scan shard i of N (i/N); merge with `auditor report merge`.")
+    ] = None,
+    grace: Annotated[
+        float | None,
+        typer.Option(help="Seconds a fresh change may take to show up without Kafka evidence [default 300]."),
+    ] = None,
+    settle: Annotated[
+        float, typer.Option(help="Seconds between a row write and its MCL being produced.")
+    ] = 10.0,
+    sample_window: Annotated[
+        float | None, typer.Option(help="Minimum seconds between the two offset samples [default 10].")
+    ] = None,
+    confirm: Annotated[
+        float, typer.Option(help="Wait this many seconds, then re-check in-flight findings.")
+    ] = 0.0,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report here (default stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report here (default stdout).")
+    ] = None,
     metrics_file: Annotated[Path | None, typer.Option(help="Also write a Prometheus textfile here.")] = None,
     state_file: Annotated[str | None, typer.Option(help="SQLite file kept across scans.")] = None,
-    no_state: Annotated[bool, typer.Option("--no-state", help="Neither read nor write the state file.")] = False,
+    no_state: Annotated[
+        bool, typer.Option("--no-state", help="Neither read nor write the state file.")
+    ] = False,
     max_findings: Annotated[int, typer.Option(help="Findings kept in detail (all are counted).")] = 10_000,
     debug: DebugOpt = False,
 ) -> None:
@@ -179,32 +214,54 @@ def scan(
 
         settings = load_settings(
             config,
-            store_url=store_url, search_url=search_url, kafka_bootstrap=kafka,
-            schema_registry_url=schema_registry, index_prefix=index_prefix, state_file=state_file,
+            store_url=store_url,
+            search_url=search_url,
+            kafka_bootstrap=kafka,
+            schema_registry_url=schema_registry,
+            index_prefix=index_prefix,
+            state_file=state_file,
         )
         selection = Selection(
-            entity_types=tuple(entity_type or ()), urn_like=urn_like, since=_since(since),
+            entity_types=tuple(entity_type or ()),
+            urn_like=urn_like,
+            since=_since(since),
             shard=_shard(shard),
         )
         if selection.shard and not state_file and not no_state:
             i, n = selection.shard
             settings = settings.model_copy(update={"state_file": f"{settings.state_file}.shard{i}of{n}"})
         options = ScanOptions(
-            grace=grace, settle=settle, sample_window=sample_window, confirm=confirm,
-            max_findings=max_findings, use_state=not no_state,
+            grace=grace,
+            settle=settle,
+            sample_window=sample_window,
+            confirm=confirm,
+            max_findings=max_findings,
+            use_state=not no_state,
         )
         tty = err.is_terminal
         if tty:
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             with Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                TextColumn("{task.completed:,} entities"), TimeElapsedColumn(), console=err,
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed:,} entities"),
+                TimeElapsedColumn(),
+                console=err,
                 transient=True,
             ) as bar:
                 task = bar.add_task("scanning", total=None)
                 report = run_scan(
-                    settings, selection, options,
+                    settings,
+                    selection,
+                    options,
                     progress=lambda n: bar.update(task, completed=n),
                     log=lambda msg: bar.update(task, description=msg),
                 )
@@ -227,7 +284,9 @@ def scan(
 
 @report_app.command("merge")
 def report_merge(
-    reports: Annotated[list[Path], typer.Argument(help="JSON reports of `auditor scan --shard i/N -f json`.")],
+    reports: Annotated[
+        list[Path], typer.Argument(help="JSON reports of `auditor scan --shard i/N -f json`.")
+    ],
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
     metrics_file: Annotated[Path | None, typer.Option(help="Also write a Prometheus textfile here.")] = None,
@@ -260,7 +319,9 @@ def report_merge(
 
 @app.command()
 def registry(
-    entity_type: Annotated[str | None, typer.Argument(help="Show this entity's aspects and searchable fields.")] = None,
+    entity_type: Annotated[
+        str | None, typer.Argument(help="Show this entity's aspects and searchable fields.")
+    ] = None,
 ) -> None:
     """List the entity types, aspects and search indices DataHub's own schemas define."""
 

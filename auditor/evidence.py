@@ -102,9 +102,7 @@ def gather(
         history_complete = False
         oldest: datetime | None = None
         if changes:
-            since = min(f.changed_at for f in changes if f.changed_at) - timedelta(
-                seconds=CLOCK_SKEW_SECONDS
-            )
+            since = min(f.changed_at for f in changes if f.changed_at) - timedelta(seconds=CLOCK_SKEW_SECONDS)
             begin = events.offset_for_time(topic, p, since)
             begin = committed if begin is None else min(begin, committed)
             hits, history_complete = events.find(

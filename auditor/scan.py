@@ -71,9 +71,7 @@ def _urn_query(field_name: str, selection: Selection) -> dict[str, Any] | None:
         must.append(
             {
                 "bool": {
-                    "should": [
-                        {"prefix": {field_name: f"urn:li:{t}:"}} for t in selection.entity_types
-                    ],
+                    "should": [{"prefix": {field_name: f"urn:li:{t}:"}} for t in selection.entity_types],
                     "minimum_should_match": 1,
                 }
             }
@@ -170,11 +168,9 @@ class Scanner:
         types = self.entity_types(selection)
         existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
         indices = {
-            t: name
-            for t in types
-            if (name := self.registry.index_name(t, self.index_prefix)) in existing
+            t: name for t in types if (name := self.registry.index_name(t, self.index_prefix)) in existing
         }
-        for t, name in indices.items():
+        for name in indices.values():
             result.documents[name] = 0
         streams: dict[str, Iterator[tuple[str, Any]]] = {
             "rows": self._rows(selection, types),

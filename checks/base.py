@@ -77,4 +77,3 @@ class Check:
             changed_at=changed_at,
             details=details,
         )
-

@@ -28,9 +28,16 @@ class Edges(Check):
         index = f"{ctx.index_prefix}_{GRAPH_INDEX}" if ctx.index_prefix else GRAPH_INDEX
         expected: dict[tuple[str, str], str | None] = {}
         if entity.rows is not None:
+            writers = {
+                rel.name: name
+                for name in sorted(entity.aspects, reverse=True)
+                if ctx.registry.has_aspect(name)
+                for rel in ctx.registry.aspect(name).relationships
+            }
             for edge in expected_edges(ctx.registry, entity.urn, entity.aspects):
                 if edge.relationship_type in ctx.edge_types:
-                    expected[(edge.relationship_type, edge.destination)] = edge.aspect
+                    key = (edge.relationship_type, edge.destination)
+                    expected[key] = writers.get(edge.relationship_type)
         actual = set()
         for doc in entity.edges:
             rel = doc.get("relationshipType")
@@ -42,12 +49,20 @@ class Edges(Check):
             aspect = expected[(rel, dst)]
             row = rows.get(aspect) if aspect else None
             yield self.finding(
-                Kind.MISSING_EDGE, entity, index=index, aspect=aspect,
-                changed_at=row.createdon if row else None, relationship=rel, destination=dst,
+                Kind.MISSING_EDGE,
+                entity,
+                index=index,
+                aspect=aspect,
+                changed_at=row.createdon if row else None,
+                relationship=rel,
+                destination=dst,
             )
         for rel, dst in sorted(actual - expected.keys()):
             yield self.finding(
-                Kind.ORPHAN_EDGE, entity, index=index,
+                Kind.ORPHAN_EDGE,
+                entity,
+                index=index,
                 changed_at=entity.rows.changed_at if entity.rows else None,
-                relationship=rel, destination=dst,
+                relationship=rel,
+                destination=dst,
             )

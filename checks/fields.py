@@ -36,7 +36,7 @@ class StaleFields(Check):
         diffs = [d for d in ctx.diffs(entity) if d.field != REMOVED]
         if not diffs:
             return
-        aspects = sorted({a for d in diffs for a in expected.aspects_of(d.field)})
+        aspects = sorted({a for d in diffs for a in expected.field_aspects.get(d.field, ())})
         rows = entity.rows.rows
         changed = [rows[a].createdon for a in aspects if a in rows] or [entity.rows.changed_at]
         yield self.finding(
@@ -46,7 +46,12 @@ class StaleFields(Check):
             changed_at=max(changed),
             aspects=aspects,
             fields=[
-                {"field": d.field, "expected": _short(d.expected), "actual": _short(d.actual)}
+                {
+                    "field": d.field,
+                    "expected": _short(d.expected),
+                    "actual": _short(d.actual),
+                    "kind": d.kind,
+                }
                 for d in diffs
             ],
         )
@@ -60,7 +65,7 @@ class SoftDelete(Check):
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is None:
             return
-        expected = bool(entity.aspects.get("status", {}).get(REMOVED, False))
+        expected = ctx.expected(entity).removed
         actual = bool(entity.doc.source.get(REMOVED) or False)
         if expected == actual:
             return

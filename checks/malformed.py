@@ -25,12 +25,15 @@ class MalformedAspect(Check):
         if entity.rows is None:
             return
         problems = dict(entity.malformed)
-        if entity.doc is not None or problems or entity.rows is not None:
-            for aspect, reason in ctx.expected(entity).errors.items():
-                problems.setdefault(aspect, reason)
+        for error in ctx.expected(entity).errors:
+            problems.setdefault(error.aspect, error.reason)
         for aspect, reason in sorted(problems.items()):
             row = entity.rows.rows.get(aspect)
             yield self.finding(
-                Kind.MALFORMED_ASPECT, entity, index=None, aspect=aspect,
-                changed_at=row.createdon if row else None, reason=reason,
+                Kind.MALFORMED_ASPECT,
+                entity,
+                index=None,
+                aspect=aspect,
+                changed_at=row.createdon if row else None,
+                reason=reason,
             )

@@ -26,7 +26,7 @@ class MissingDocument(Check):
         if entity.rows is None or entity.doc is not None or entity.index is None:
             return
         expected = ctx.expected(entity)
-        if not expected.indexed:
+        if not (expected.fields or expected.ambiguous):
             return  # nothing searchable: DataHub writes no document either
         yield self.finding(Kind.MISSING_DOCUMENT, entity, changed_at=entity.rows.changed_at)
 
@@ -34,10 +34,8 @@ class MissingDocument(Check):
 class OrphanDocument(Check):
     id = "index.orphan-document"
     kinds = (Kind.ORPHAN_DOCUMENT,)
-    repair = "curl -X DELETE \"$SEARCH_URL/{index}/_doc/{doc_id}\""
+    repair = 'curl -X DELETE "$SEARCH_URL/{index}/_doc/{doc_id}"'
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None and entity.doc is not None:
-            yield self.finding(
-                Kind.ORPHAN_DOCUMENT, entity, index=entity.doc.index, doc_id=entity.doc.id
-            )
+            yield self.finding(Kind.ORPHAN_DOCUMENT, entity, index=entity.doc.index, doc_id=entity.doc.id)

@@ -37,8 +37,12 @@ class StaleSystemMetadata(Check):
             meta = entity.system_metadata_of(aspect) or {}
             if doc is None:
                 yield self.finding(
-                    Kind.STALE_SYSTEM_METADATA, entity, index=index, aspect=aspect,
-                    changed_at=row.createdon, problem="missing",
+                    Kind.STALE_SYSTEM_METADATA,
+                    entity,
+                    index=index,
+                    aspect=aspect,
+                    changed_at=row.createdon,
+                    problem="missing",
                     doc_id=system_metadata_id(entity.urn, aspect),
                 )
                 continue
@@ -50,12 +54,21 @@ class StaleSystemMetadata(Check):
                 wrong["lastUpdated"] = {"expected": observed, "actual": doc.get("lastUpdated")}
             if wrong:
                 yield self.finding(
-                    Kind.STALE_SYSTEM_METADATA, entity, index=index, aspect=aspect,
-                    changed_at=row.createdon, problem="stale", fields=wrong,
+                    Kind.STALE_SYSTEM_METADATA,
+                    entity,
+                    index=index,
+                    aspect=aspect,
+                    changed_at=row.createdon,
+                    problem="stale",
+                    fields=wrong,
                 )
         for aspect, doc in docs.items():
             if aspect not in rows and not doc.get("removed"):
                 yield self.finding(
-                    Kind.STALE_SYSTEM_METADATA, entity, index=index, aspect=aspect,
-                    problem="orphan", doc_id=system_metadata_id(entity.urn, str(aspect)),
+                    Kind.STALE_SYSTEM_METADATA,
+                    entity,
+                    index=index,
+                    aspect=aspect,
+                    problem="orphan",
+                    doc_id=system_metadata_id(entity.urn, str(aspect)),
                 )

@@ -22,9 +22,7 @@ def render(report: Report, console: Console, limit: int = 20) -> None:
         1: "[red bold]persistent divergence found[/]",
         4: "[yellow bold]the MAE consumer is stalled[/]",
     }.get(code, f"[red]incomplete (exit {code})[/]")
-    duration = (
-        (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
-    )
+    duration = (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
     console.print(f"Drift scan: {headline}  ({duration:.1f}s)")
     for name, value in report.sources.items():
         console.print(f"  {name}: {value}", style="dim", markup=False, highlight=False)
@@ -33,7 +31,9 @@ def render(report: Report, console: Console, limit: int = 20) -> None:
     table = Table(title="Findings per entity type", title_justify="left")
     table.add_column("entity type")
     table.add_column("entities", justify="right")
-    labels = sorted(counts, key=lambda k: (list(STYLE).index(k.split("/")[0]) if k.split("/")[0] in STYLE else 9, k))
+    labels = sorted(
+        counts, key=lambda k: (list(STYLE).index(k.split("/")[0]) if k.split("/")[0] in STYLE else 9, k)
+    )
     for label in labels:
         table.add_column(label, justify="right", style=_style(label))
     for etype, n, found in by_type(report):
@@ -46,7 +46,9 @@ def render(report: Report, console: Console, limit: int = 20) -> None:
         for col in ("partition", "committed", "end", "lag", "status", "rate/s", "ETA", "position time"):
             parts.add_column(col, justify="right" if col in ("committed", "end", "lag", "rate/s") else "left")
         for p in report.partitions:
-            style = {"stalled": "yellow", "stopped": "red", "rewound": "red", "lagging": "cyan"}.get(p.health.value, "")
+            style = {"stalled": "yellow", "stopped": "red", "rewound": "red", "lagging": "cyan"}.get(
+                p.health.value, ""
+            )
             parts.add_row(
                 f"{p.topic}[{p.partition}]",
                 str(p.committed),

@@ -27,8 +27,13 @@ def render(report: Report, limit: int = 50) -> str:
         text = ", ".join(f"{k}: {v}" for k, v in sorted(found.items())) or "consistent"
         lines.append(f"| {etype} | {n} | {text} |")
     if report.partitions:
-        lines += ["", "## MAE consumer", "", "| partition | committed | end | lag | status | rate/s | ETA |",
-                  "|---|---:|---:|---:|---|---:|---:|"]
+        lines += [
+            "",
+            "## MAE consumer",
+            "",
+            "| partition | committed | end | lag | status | rate/s | ETA |",
+            "|---|---:|---:|---:|---|---:|---:|",
+        ]
         for p in report.partitions:
             rate = f"{p.rate:.1f}" if p.rate else "-"
             lines.append(
@@ -39,11 +44,7 @@ def render(report: Report, limit: int = 50) -> str:
     if findings:
         lines += ["", "## Findings", ""]
         for c in findings[:limit]:
-            eta = (
-                f" (ETA {eta_text(c.evidence.eta_seconds)})"
-                if c.verdict == Verdict.IN_FLIGHT
-                else ""
-            )
+            eta = f" (ETA {eta_text(c.evidence.eta_seconds)})" if c.verdict == Verdict.IN_FLIGHT else ""
             lines.append(f"- `{describe(c)}`{eta}: {c.evidence.reason}")
         more = len(findings) - limit + report.findings_dropped
         if more > 0:

@@ -53,10 +53,17 @@ def from_dict(data: dict[str, Any]) -> Report:
     for p in data.get("partitions") or []:
         report.partitions.append(
             PartitionPosition(
-                topic=p["topic"], partition=p["partition"], committed=p["committed"], end=p["end"],
-                start=p["start"], position_time=_dt(p.get("position_time")),
-                health=PartitionHealth(p["health"]), rate=p.get("rate"), members=p.get("members", 0),
-                first_committed=p.get("first_committed"), window_seconds=p.get("window_seconds", 0.0),
+                topic=p["topic"],
+                partition=p["partition"],
+                committed=p["committed"],
+                end=p["end"],
+                start=p["start"],
+                position_time=_dt(p.get("position_time")),
+                health=PartitionHealth(p["health"]),
+                rate=p.get("rate"),
+                members=p.get("members", 0),
+                first_committed=p.get("first_committed"),
+                window_seconds=p.get("window_seconds", 0.0),
             )
         )
     for f in data.get("findings") or []:
@@ -66,8 +73,13 @@ def from_dict(data: dict[str, Any]) -> Report:
         if ev.get("partition_health"):
             ev["partition_health"] = PartitionHealth(ev["partition_health"])
         finding = Finding(
-            check=f["check"], kind=Kind(f["kind"]), urn=f["urn"], entity_type=f["entity_type"],
-            index=f.get("index"), aspect=f.get("aspect"), changed_at=_dt(f.get("changed_at")),
+            check=f["check"],
+            kind=Kind(f["kind"]),
+            urn=f["urn"],
+            entity_type=f["entity_type"],
+            index=f.get("index"),
+            aspect=f.get("aspect"),
+            changed_at=_dt(f.get("changed_at")),
             details=f.get("details") or {},
         )
         report.findings.append(
@@ -98,7 +110,11 @@ def merge(reports: Iterable[Report]) -> Report:
         out.warnings.append(f"shards missing from the merge: {missing}")
         out.complete = False
     for r in parts:
-        for table, into in ((r.entities, out.entities), (r.documents, out.documents), (r.unknown, out.unknown)):
+        for table, into in (
+            (r.entities, out.entities),
+            (r.documents, out.documents),
+            (r.unknown, out.unknown),
+        ):
             for k, v in table.items():
                 into[k] = into.get(k, 0) + v
         for k, v in r.counts.items():

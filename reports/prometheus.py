@@ -16,8 +16,7 @@ def render(report: Report) -> str:
     ]
     for (etype, verdict, subkind), n in sorted(report.counts.items()):
         out.append(
-            f'auditor_findings{{entity_type="{_label(etype)}",verdict="{verdict}",'
-            f'subkind="{subkind}"}} {n}'
+            f'auditor_findings{{entity_type="{_label(etype)}",verdict="{verdict}",subkind="{subkind}"}} {n}'
         )
     out += ["# HELP auditor_entities Entities read from the metadata store.", "# TYPE auditor_entities gauge"]
     for etype, n in sorted(report.entities.items()):
@@ -40,9 +39,7 @@ def render(report: Report) -> str:
         "# TYPE auditor_consumer_lag_seconds gauge",
         *lag_seconds,
     ]
-    duration = (
-        (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
-    )
+    duration = (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
     out += [
         "# HELP auditor_scan_duration_seconds Wall time of the last scan.",
         "# TYPE auditor_scan_duration_seconds gauge",

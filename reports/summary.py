@@ -48,7 +48,8 @@ def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
             "   # the index is behind a restore: replay everything written since"
         )
     replay = [
-        c for c in diverged
+        c
+        for c in diverged
         if c.finding.kind.value != "orphan_document" and c.subkind != "index_behind_restore"
     ]
     urns = sorted({c.finding.urn for c in replay})

@@ -144,15 +144,18 @@ class EventLog:
                 raise self._fail(f"watermarks of {tp.topic}[{tp.partition}]", exc) from None
             out.append(
                 OffsetSample(
-                    tp.topic, tp.partition, committed.get((tp.topic, tp.partition)),
-                    low, high, members, now,
+                    tp.topic,
+                    tp.partition,
+                    committed.get((tp.topic, tp.partition)),
+                    low,
+                    high,
+                    members,
+                    now,
                 )
             )
         return out
 
-    def _read(
-        self, topic: str, partition: int, start: int, stop: int, cap: int
-    ) -> Iterable[Any]:
+    def _read(self, topic: str, partition: int, start: int, stop: int, cap: int) -> Iterable[Any]:
         """Messages of one partition from `start` up to (not including) `stop`, at most `cap`."""
         from confluent_kafka import TopicPartition
 
@@ -219,15 +222,11 @@ class EventLog:
             aspect = change = payload = None
             if self._deserializer is not None:
                 try:
-                    value = self._deserializer(
-                        msg.value(), SerializationContext(topic, MessageField.VALUE)
-                    )
+                    value = self._deserializer(msg.value(), SerializationContext(topic, MessageField.VALUE))
                     aspect, change = value.get("aspectName"), value.get("changeType")
                     payload = (value.get("aspect") or {}).get("value")
                 except Exception:
                     pass
-            hits.append(
-                MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload)
-            )
+            hits.append(MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload))
         # the read stops early only at the cap (or at the end of the log)
         return hits, read < cap

@@ -72,9 +72,7 @@ class SearchIndex:
             with urllib.request.urlopen(request, timeout=10, context=context) as response:
                 info = json.load(response)
         except Exception as exc:
-            raise BackendUnavailable(
-                f"search cluster {redact_url(url)} unreachable: {exc}"
-            ) from None
+            raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
         distribution = info.get("version", {}).get("distribution", "elasticsearch")
         return "opensearch" if distribution == "opensearch" else "elasticsearch"
 
@@ -197,9 +195,7 @@ class SearchIndex:
     def search_term(self, index: str, field: str, value: str, size: int = 1000) -> list[dict[str, Any]]:
         """Docs whose keyword `field` equals `value` (triage)."""
         try:
-            response = self.client.search(
-                index=index, body={"size": size, "query": {"term": {field: value}}}
-            )
+            response = self.client.search(index=index, body={"size": size, "query": {"term": {field: value}}})
         except Exception as exc:
             if "index_not_found" in str(exc):
                 return []

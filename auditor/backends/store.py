@@ -92,9 +92,7 @@ class MetadataStore:
             clauses.append("urn LIKE :urn_like")
         if since is not None:
             params["since"] = since.astimezone(UTC).replace(tzinfo=None)
-            clauses.append(
-                f"urn IN (SELECT urn FROM {self.table} WHERE version = 0 AND createdon >= :since)"
-            )
+            clauses.append(f"urn IN (SELECT urn FROM {self.table} WHERE version = 0 AND createdon >= :since)")
         return " AND ".join(clauses)
 
     # -- reading ------------------------------------------------------------------------

@@ -135,14 +135,18 @@ def classify(
             seen_before=history.times_seen if history else 0,
             first_seen=history.first_seen if history else None,
             kafka=position is not None,
-            **({} if position is None else {
-                "topic": position.topic,
-                "partition": position.partition,
-                "partition_health": position.health,
-                "position_time": position.position_time,
-                "lag": position.lag,
-                "rate": position.rate,
-            }),
+            **(
+                {}
+                if position is None
+                else {
+                    "topic": position.topic,
+                    "partition": position.partition,
+                    "partition_health": position.health,
+                    "position_time": position.position_time,
+                    "lag": position.lag,
+                    "rate": position.rate,
+                }
+            ),
             **ev,  # type: ignore[arg-type]
         )
         return Classified(

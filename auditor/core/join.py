@@ -23,7 +23,7 @@ def ordered(stream: Iterable[T], key: Callable[[T], str], name: str) -> Iterator
         if last is not None and k < last:
             raise JoinOrderError(
                 f"{name} is not in urn byte order ({k!r} after {last!r}): "
-                "check the collation (binary on MySQL, COLLATE \"C\" on PostgreSQL) "
+                'check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) '
                 "and that `urn` is a keyword field"
             )
         last = k

@@ -7,7 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from auditor.backends.events import MclHit, OffsetSample
-from auditor.core.classify import History, KafkaEvidence, classify, mark_restores, partition_health, position
+from auditor.core.classify import (
+    History,
+    KafkaEvidence,
+    classify,
+    mark_restores,
+    partition_health,
+    position,
+)
 from auditor.core.model import Finding, Kind, PartitionHealth, Verdict
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -38,7 +45,9 @@ def test_rate_is_offsets_per_second() -> None:
     assert partition_health(sample(0, 100, 0), sample(20, 100, 10))[1] == pytest.approx(2.0)
 
 
-def finding(kind: Kind = Kind.STALE_FIELDS, age: float | None = 600.0, aspect: str | None = "globalTags") -> Finding:
+def finding(
+    kind: Kind = Kind.STALE_FIELDS, age: float | None = 600.0, aspect: str | None = "globalTags"
+) -> Finding:
     changed = None if age is None else NOW - timedelta(seconds=age)
     return Finding("c", kind, "urn:li:dataset:x", "dataset", "datasetindex_v2", aspect, changed)
 
@@ -51,32 +60,116 @@ HIT = MclHit("urn:li:dataset:x", 50, NOW, "globalTags", "UPSERT")
 
 CASES = [
     # (name, finding, position, kafka, history, verdict, subkind)
-    ("pending on a moving consumer", finding(), pos(10, 20), KafkaEvidence(HIT, True), None,
-     Verdict.IN_FLIGHT, "in_flight"),
-    ("pending on a stalled consumer", finding(), pos(20, 20), KafkaEvidence(HIT, True), None,
-     Verdict.STALLED, "stalled"),
-    ("pending on a stopped consumer", finding(), pos(20, 20, members=0), KafkaEvidence(HIT, True), None,
-     Verdict.STALLED, "stalled"),
-    ("consumed, not applied", finding(), pos(100, 100), KafkaEvidence(None, True, HIT, True), None,
-     Verdict.DIVERGED, "stale_fields"),
-    ("never published", finding(), pos(100, 100), KafkaEvidence(None, True, None, True), None,
-     Verdict.DIVERGED, "event_never_published"),
-    ("history not read whole", finding(), pos(100, 100), KafkaEvidence(None, True, None, False), None,
-     Verdict.DIVERGED, "stale_fields"),
-    ("beyond retention", finding(), pos(100, 100), KafkaEvidence(None, True, None, True, False), None,
-     Verdict.DIVERGED, "stale_fields"),
-    ("written a moment ago", finding(age=2), pos(100, 100), KafkaEvidence(None, True, None, True), None,
-     Verdict.IN_FLIGHT, "in_flight"),
-    ("orphan, nothing pending", finding(Kind.ORPHAN_DOCUMENT, None, None), pos(100, 100),
-     KafkaEvidence(None, True), None, Verdict.DIVERGED, "orphan_document"),
+    (
+        "pending on a moving consumer",
+        finding(),
+        pos(10, 20),
+        KafkaEvidence(HIT, True),
+        None,
+        Verdict.IN_FLIGHT,
+        "in_flight",
+    ),
+    (
+        "pending on a stalled consumer",
+        finding(),
+        pos(20, 20),
+        KafkaEvidence(HIT, True),
+        None,
+        Verdict.STALLED,
+        "stalled",
+    ),
+    (
+        "pending on a stopped consumer",
+        finding(),
+        pos(20, 20, members=0),
+        KafkaEvidence(HIT, True),
+        None,
+        Verdict.STALLED,
+        "stalled",
+    ),
+    (
+        "consumed, not applied",
+        finding(),
+        pos(100, 100),
+        KafkaEvidence(None, True, HIT, True),
+        None,
+        Verdict.DIVERGED,
+        "stale_fields",
+    ),
+    (
+        "never published",
+        finding(),
+        pos(100, 100),
+        KafkaEvidence(None, True, None, True),
+        None,
+        Verdict.DIVERGED,
+        "event_never_published",
+    ),
+    (
+        "history not read whole",
+        finding(),
+        pos(100, 100),
+        KafkaEvidence(None, True, None, False),
+        None,
+        Verdict.DIVERGED,
+        "stale_fields",
+    ),
+    (
+        "beyond retention",
+        finding(),
+        pos(100, 100),
+        KafkaEvidence(None, True, None, True, False),
+        None,
+        Verdict.DIVERGED,
+        "stale_fields",
+    ),
+    (
+        "written a moment ago",
+        finding(age=2),
+        pos(100, 100),
+        KafkaEvidence(None, True, None, True),
+        None,
+        Verdict.IN_FLIGHT,
+        "in_flight",
+    ),
+    (
+        "orphan, nothing pending",
+        finding(Kind.ORPHAN_DOCUMENT, None, None),
+        pos(100, 100),
+        KafkaEvidence(None, True),
+        None,
+        Verdict.DIVERGED,
+        "orphan_document",
+    ),
     ("no kafka, fresh", finding(age=30), None, None, None, Verdict.IN_FLIGHT, "in_flight"),
     ("no kafka, old", finding(age=3600), None, None, None, Verdict.DIVERGED, "stale_fields"),
-    ("no kafka, fresh but seen long ago", finding(age=30), None, None,
-     History(NOW - timedelta(hours=1), 3), Verdict.DIVERGED, "stale_fields"),
-    ("no kafka, orphan first seen", finding(Kind.ORPHAN_DOCUMENT, None, None), None, None, None,
-     Verdict.IN_FLIGHT, "in_flight"),
-    ("malformed row", finding(Kind.MALFORMED_ASPECT), pos(100, 100), KafkaEvidence(None, True), None,
-     Verdict.INVALID, "malformed_aspect"),
+    (
+        "no kafka, fresh but seen long ago",
+        finding(age=30),
+        None,
+        None,
+        History(NOW - timedelta(hours=1), 3),
+        Verdict.DIVERGED,
+        "stale_fields",
+    ),
+    (
+        "no kafka, orphan first seen",
+        finding(Kind.ORPHAN_DOCUMENT, None, None),
+        None,
+        None,
+        None,
+        Verdict.IN_FLIGHT,
+        "in_flight",
+    ),
+    (
+        "malformed row",
+        finding(Kind.MALFORMED_ASPECT),
+        pos(100, 100),
+        KafkaEvidence(None, True),
+        None,
+        Verdict.INVALID,
+        "malformed_aspect",
+    ),
 ]
 
 
@@ -89,8 +182,15 @@ def test_verdicts(name, f, p, k, h, verdict, subkind) -> None:
 
 
 def test_in_flight_has_an_eta_from_the_rate() -> None:
-    c = classify(finding(), NOW, grace=300, settle=10, position=pos(10, 20),
-                 kafka=KafkaEvidence(HIT, True), history=None)
+    c = classify(
+        finding(),
+        NOW,
+        grace=300,
+        settle=10,
+        position=pos(10, 20),
+        kafka=KafkaEvidence(HIT, True),
+        history=None,
+    )
     # 30 messages ahead of offset 20 (+1 for the hit itself) at 1 offset/s
     assert c.evidence.eta_seconds == pytest.approx(31.0)
 
@@ -98,10 +198,21 @@ def test_in_flight_has_an_eta_from_the_rate() -> None:
 def test_restore_relabels_only_when_most_changes_since_are_behind() -> None:
     base = [
         classify(
-            Finding("c", Kind.STALE_FIELDS, f"urn:li:dataset:{i}", "dataset", "datasetindex_v2", "x",
-                    NOW - timedelta(seconds=100 - i)),
-            NOW, grace=300, settle=10, position=pos(100, 100),
-            kafka=KafkaEvidence(None, True, HIT, True), history=None,
+            Finding(
+                "c",
+                Kind.STALE_FIELDS,
+                f"urn:li:dataset:{i}",
+                "dataset",
+                "datasetindex_v2",
+                "x",
+                NOW - timedelta(seconds=100 - i),
+            ),
+            NOW,
+            grace=300,
+            settle=10,
+            position=pos(100, 100),
+            kafka=KafkaEvidence(None, True, HIT, True),
+            history=None,
         )
         for i in range(12)
     ]

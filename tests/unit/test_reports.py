@@ -26,24 +26,39 @@ from reports.merge import from_dict, merge
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def report(shard: tuple[int, int] | None = None, urn: str = "urn:li:dataset:(urn:li:dataPlatform:hive,a b,PROD)") -> Report:
+def report(
+    shard: tuple[int, int] | None = None, urn: str = "urn:li:dataset:(urn:li:dataPlatform:hive,a b,PROD)"
+) -> Report:
     r = Report(started_at=T0, finished_at=T0 + timedelta(seconds=3), scope=ScanScope(shard=shard))
     r.sources = {"store": "mysql+pymysql://datahub:***@h/db"}
     r.entities = {"dataset": 10}
     diverged = Classified(
         Finding("index.missing-document", Kind.MISSING_DOCUMENT, urn, "dataset", "datasetindex_v2", None, T0),
-        Verdict.DIVERGED, "event_never_published",
+        Verdict.DIVERGED,
+        "event_never_published",
         Evidence("no MCL for this change exists on the topic", partition=2, mcl_found=False),
         f"datahub-upgrade -u RestoreIndices -a urn='{urn}'",
     )
     flight = Classified(
-        Finding("index.stale-fields", Kind.STALE_FIELDS, "urn:li:tag:x", "tag", "tagindex_v2", "tagProperties", T0,
-                {"fields": [{"field": "name", "expected": "x", "actual": "y"}]}),
-        Verdict.IN_FLIGHT, "in_flight", Evidence("its MCL waits", partition=1, eta_seconds=42.0),
+        Finding(
+            "index.stale-fields",
+            Kind.STALE_FIELDS,
+            "urn:li:tag:x",
+            "tag",
+            "tagindex_v2",
+            "tagProperties",
+            T0,
+            {"fields": [{"field": "name", "expected": "x", "actual": "y"}]},
+        ),
+        Verdict.IN_FLIGHT,
+        "in_flight",
+        Evidence("its MCL waits", partition=1, eta_seconds=42.0),
     )
     r.findings = [diverged, flight]
     r.counts = {("dataset", "diverged", "event_never_published"): 1, ("tag", "in_flight", "in_flight"): 1}
-    r.partitions = [PartitionPosition("MetadataChangeLog_Versioned_v1", 1, 5, 9, 0, T0, PartitionHealth.LAGGING, 2.0, 1)]
+    r.partitions = [
+        PartitionPosition("MetadataChangeLog_Versioned_v1", 1, 5, 9, 0, T0, PartitionHealth.LAGGING, 2.0, 1)
+    ]
     r.kafka_available = True
     return r
 
@@ -80,6 +95,11 @@ def test_markdown_and_console_name_the_findings_and_the_fix() -> None:
 
 def test_prometheus_textfile() -> None:
     text = RENDERERS["prometheus"](report())
-    assert 'auditor_findings{entity_type="dataset",verdict="diverged",subkind="event_never_published"} 1' in text
-    assert 'auditor_consumer_lag_messages{topic="MetadataChangeLog_Versioned_v1",partition="1",status="lagging"} 4' in text
+    assert (
+        'auditor_findings{entity_type="dataset",verdict="diverged",subkind="event_never_published"} 1' in text
+    )
+    assert (
+        'auditor_consumer_lag_messages{topic="MetadataChangeLog_Versioned_v1",'
+        'partition="1",status="lagging"} 4' in text
+    )
     assert "auditor_scan_duration_seconds 3.000" in text

@@ -10,8 +10,10 @@ from auditor.settings import load_settings, redact_url
 
 def test_precedence_file_env_flags(tmp_path) -> None:
     config = tmp_path / "auditor.toml"
-    config.write_text('grace_seconds = 5\n[store]\nurl = "mysql+pymysql://a:filepw@h/db"\n'
-                      '[search]\nurl = "http://file:9200"\n')
+    config.write_text(
+        'grace_seconds = 5\n[store]\nurl = "mysql+pymysql://a:filepw@h/db"\n'
+        '[search]\nurl = "http://file:9200"\n'
+    )
     env = {"AUDITOR_SEARCH_URL": "http://env:9200", "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME": "MCL_v"}
     s = load_settings(config, env=env, grace_seconds=7)
     assert s.store_url is not None and s.store_url.get_secret_value().endswith("@h/db")
@@ -21,9 +23,13 @@ def test_precedence_file_env_flags(tmp_path) -> None:
 
 
 def test_secrets_never_print() -> None:
-    s = load_settings(env={"AUDITOR_STORE_URL": "postgresql+psycopg://u:hunter2@h/db",
-                           "AUDITOR_SEARCH_URL": "https://elastic:s3cret@es:9200",
-                           "AUDITOR_KAFKA_SASL_PASSWORD": "kafkapw"})
+    s = load_settings(
+        env={
+            "AUDITOR_STORE_URL": "postgresql+psycopg://u:hunter2@h/db",
+            "AUDITOR_SEARCH_URL": "https://elastic:s3cret@es:9200",
+            "AUDITOR_KAFKA_SASL_PASSWORD": "kafkapw",
+        }
+    )
     text = repr(s) + str(s.describe())
     for secret in ("hunter2", "s3cret", "kafkapw"):
         assert secret not in text
