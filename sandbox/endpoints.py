@@ -1,0 +1,60 @@
+"""Loopback addresses of the sandbox's services, overridable by environment variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+PG_URL = "postgresql+psycopg://datahub:datahub@127.0.0.1:15432/datahub"
+MYSQL_URL = "mysql+pymysql://datahub:datahub@127.0.0.1:13306/datahub"
+KAFKA = "127.0.0.1:19092"
+REGISTRY = "http://127.0.0.1:18081/apis/ccompat/v7"
+OPENSEARCH = "http://127.0.0.1:19200"
+ELASTICSEARCH = "http://127.0.0.1:19201"
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where each sandbox service listens (see docs/architecture.md)."""
+
+    pg_url: str = PG_URL
+    mysql_url: str = MYSQL_URL
+    kafka: str = KAFKA
+    registry: str = REGISTRY
+    opensearch: str = OPENSEARCH
+    elasticsearch: str = ELASTICSEARCH
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Endpoints:
+        """Defaults, each replaced by its `SANDBOX_*` variable when set and non-empty."""
+        env = os.environ if env is None else env
+
+        def pick(name: str, default: str) -> str:
+            return env.get(name) or default
+
+        return cls(
+            pg_url=pick("SANDBOX_PG_URL", PG_URL),
+            mysql_url=pick("SANDBOX_MYSQL_URL", MYSQL_URL),
+            kafka=pick("SANDBOX_KAFKA", KAFKA),
+            registry=pick("SANDBOX_REGISTRY", REGISTRY),
+            opensearch=pick("SANDBOX_OPENSEARCH", OPENSEARCH),
+            elasticsearch=pick("SANDBOX_ELASTICSEARCH", ELASTICSEARCH),
+        )
+
+    def store_url(self, store: str) -> str:
+        """SQLAlchemy URL for `postgres` or `mariadb` (alias `mysql`)."""
+        if store in ("postgres", "postgresql", "pg"):
+            return self.pg_url
+        if store in ("mariadb", "mysql"):
+            return self.mysql_url
+        raise ValueError(f"unknown store {store!r} (expected postgres or mariadb)")
+
+    def search_url(self, search: str) -> str:
+        """HTTP address for `opensearch` or `elasticsearch`."""
+        if search == "opensearch":
+            return self.opensearch
+        if search == "elasticsearch":
+            return self.elasticsearch
+        raise ValueError(f"unknown search backend {search!r} "
+                         "(expected opensearch or elasticsearch)")
