@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from auditor.backends.events import EventLog, MclHit, OffsetSample
-from auditor.core.classify import CHANGE_KINDS, CLOCK_SKEW_SECONDS, KafkaEvidence, position
+from auditor.core.classify import (
+    CHANGE_KINDS,
+    CLOCK_SKEW_SECONDS,
+    KafkaEvidence,
+    owner_of,
+    owner_rates,
+    position,
+)
 from auditor.core.entity import json_loads
 from auditor.core.model import Finding, Kind, PartitionPosition
 from auditor.core.urns import urn_partition
@@ -49,12 +56,19 @@ def close_window(
             time.sleep(wait)
     view.last = events.sample(topics, view.group)
     first = {(s.topic, s.partition): s for s in view.first}
+    rates = owner_rates(first, view.last)
+    lagging: dict[str, int] = {}
+    for s in view.last:
+        if s.members and s.end > (s.committed if s.committed is not None else s.start):
+            lagging[owner_of(s)] = lagging.get(owner_of(s), 0) + 1
     for s in view.last:
         key = (s.topic, s.partition)
         at = None
         if s.committed is not None and s.committed < s.end:
             at = events.message_time(s.topic, s.partition, s.committed)
-        view.positions[key] = position(first.get(key, s), s, previous.get(key), at)
+        owner = owner_of(s)
+        owner_rate = rates.get(owner, 0.0) / lagging[owner] if owner in lagging else None
+        view.positions[key] = position(first.get(key, s), s, previous.get(key), at, owner_rate)
     return view
 
 
@@ -90,7 +104,10 @@ def gather(
         pos = view.of(topic, p)
         if pos is None:
             continue
-        committed = pos.committed if pos.committed is not None else pos.start
+        # pending = at or past where the consumer stood when the join began: an MCL applied
+        # while the scan ran may have been read before it was applied (that is delay too)
+        first = pos.first_committed if pos.first_committed is not None else pos.committed
+        committed = first if first is not None else pos.start
         urns = {f.urn for f in group}
         pending, pending_complete = events.find(topic, p, urns, committed, pos.end, READ_CAP)
         pending_by_urn: dict[str, list[MclHit]] = defaultdict(list)

@@ -24,6 +24,7 @@ class OffsetSample:
     end: int
     members: int
     taken_at: float  # epoch seconds
+    owner: str | None = None  # the group member the partition is assigned to
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,20 @@ class EventLog:
             self._partitions[topic] = 0 if t is None or t.error is not None else len(t.partitions)
         return self._partitions[topic]
 
-    def group_members(self, group: str) -> int:
+    def group_members(self, group: str) -> tuple[int, dict[tuple[str, int], str]]:
+        """Active members of the group, and which member owns each assigned partition."""
         try:
             futures = self.admin.describe_consumer_groups([group], request_timeout=self.timeout)
             described = futures[group].result(timeout=self.timeout)
         except Exception:
-            return 0
-        return len(described.members)
+            return 0, {}
+        owners = {
+            (tp.topic, tp.partition): m.member_id
+            for m in described.members
+            if m.assignment is not None
+            for tp in m.assignment.topic_partitions
+        }
+        return len(described.members), owners
 
     def sample(self, topics: Iterable[str], group: str) -> list[OffsetSample]:
         """The group's committed offsets and the log bounds of every partition of `topics`."""
@@ -134,7 +142,7 @@ class EventLog:
             }
         except Exception as exc:
             raise self._fail(f"offsets of group {group}", exc) from None
-        members = self.group_members(group)
+        members, owners = self.group_members(group)
         out = []
         now = time.time()
         for tp in wanted:
@@ -164,8 +172,10 @@ class EventLog:
         self.consumer.assign([TopicPartition(topic, partition, start)])
         seen = 0
         try:
-            while seen < min(cap, stop - start):
-                batch = self.consumer.consume(num_messages=1000, timeout=self.timeout)
+            want = min(cap, stop - start)
+            while seen < want:
+                # consume() waits for the whole batch or the timeout: never ask for more than is left
+                batch = self.consumer.consume(num_messages=min(500, want - seen), timeout=self.timeout)
                 if not batch:
                     return
                 for msg in batch:

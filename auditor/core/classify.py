@@ -86,13 +86,39 @@ def partition_health(
     return PartitionHealth.STALLED, None
 
 
+def owner_rates(first: dict[tuple[str, int], OffsetSample], last: list[OffsetSample]) -> dict[str, float]:
+    """Offsets per second each group member consumed over the window, all its partitions together."""
+    moved: dict[str, float] = {}
+    for s in last:
+        f = first.get((s.topic, s.partition))
+        if f is None or f.committed is None or s.committed is None or not s.members:
+            continue
+        span = max(s.taken_at - f.taken_at, 1e-3)
+        key = owner_of(s)
+        moved[key] = moved.get(key, 0.0) + max(0, s.committed - f.committed) / span
+    return moved
+
+
+def owner_of(sample: OffsetSample) -> str:
+    """The member that owns a partition; the whole group when the broker does not say."""
+    return sample.owner or "(group)"
+
+
 def position(
     first: OffsetSample,
     last: OffsetSample,
     previous: OffsetSample | None,
     position_time: datetime | None,
+    owner_rate: float | None = None,
 ) -> PartitionPosition:
+    """A partition's position; a quiet partition whose owner is busy elsewhere is not stalled.
+
+    `owner_rate`: this partition's share of its owner's consumption rate over the window.
+    """
     health, rate = partition_health(first, last, previous)
+    if health == PartitionHealth.STALLED and owner_rate:
+        # the member works through its other partitions first (one poll loop, many partitions)
+        health, rate = PartitionHealth.LAGGING, owner_rate
     return PartitionPosition(
         topic=last.topic,
         partition=last.partition,
@@ -188,6 +214,14 @@ def classify(
                 f"its MCL waits at offset {hit.offset}, but the consumer is {position.health.value}",
                 mcl_found=True,
                 mcl_offset=hit.offset,
+            )
+        if ahead < 0:
+            return out(
+                Verdict.IN_FLIGHT,
+                f"its MCL (offset {hit.offset}) was applied while the scan ran",
+                mcl_found=True,
+                mcl_offset=hit.offset,
+                eta_seconds=0.0,
             )
         eta = (ahead + 1) / position.rate if position.rate else None
         return out(

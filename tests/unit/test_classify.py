@@ -12,6 +12,7 @@ from auditor.core.classify import (
     KafkaEvidence,
     classify,
     mark_restores,
+    owner_rates,
     partition_health,
     position,
 )
@@ -221,3 +222,17 @@ def test_restore_relabels_only_when_most_changes_since_are_behind() -> None:
     assert {c.subkind for c in relabelled} == {"index_behind_restore"}
     untouched = mark_restores(base, {"datasetindex_v2": (instant, 100)})
     assert {c.subkind for c in untouched} == {"stale_fields"}
+
+
+def test_a_quiet_partition_of_a_busy_member_is_lagging_not_stalled() -> None:
+    first = {
+        ("t", 0): OffsetSample("t", 0, 5, 0, 50, 1, 0, "m1"),
+        ("t", 1): OffsetSample("t", 1, 5, 0, 50, 1, 0, "m1"),
+    }
+    last = [OffsetSample("t", 0, 25, 0, 50, 1, 10, "m1"), OffsetSample("t", 1, 5, 0, 50, 1, 10, "m1")]
+    rates = owner_rates(first, last)
+    assert rates == {"m1": pytest.approx(2.0)}
+    quiet = position(first[("t", 1)], last[1], None, NOW, rates["m1"] / 2)
+    assert quiet.health == PartitionHealth.LAGGING and quiet.rate == pytest.approx(1.0)
+    alone = position(first[("t", 1)], last[1], None, NOW, None)
+    assert alone.health == PartitionHealth.STALLED

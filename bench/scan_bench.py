@@ -1,0 +1,184 @@
+"""Scan benchmark: seed N entities, then time a bare read of the table and of the index, and a
+full scan of the same data, in the same run; report throughput, the ratio, and peak RSS.
+
+    python bench/scan_bench.py --n 100000 --store mariadb            # seed (if needed) + measure
+    python bench/scan_bench.py --n 1000000 --store mariadb --reseed
+
+The catalog is loaded straight into the table and the index (bulk), consistent, so the scan
+does all its work and finds nothing. Kafka is left out: the per-finding look-ups are not what
+is measured here. Figures go to stdout as one JSON line too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import text  # noqa: E402
+
+from sandbox.database import engine_for  # noqa: E402
+from sandbox.ddl import create_schema  # noqa: E402
+from sandbox.endpoints import Endpoints  # noqa: E402
+from sandbox.generator import generate_catalog  # noqa: E402
+from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index  # noqa: E402
+from sandbox.projection import document_fields  # noqa: E402
+from sandbox.search import connect  # noqa: E402
+
+PREFIX = "bench"
+CHUNK = 5000
+
+
+def seed(store: str, search: str, n: int) -> None:
+    """Bulk-load n entities (version-0 rows + their entity docs) under the `bench` prefix."""
+    endpoints = Endpoints.from_env()
+    engine = engine_for(store, endpoints)
+    create_schema(engine)
+    with engine.begin() as conn:
+        conn.execute(text(f"DELETE FROM {ASPECT_TABLE}"))
+    client = connect(search, endpoints)
+    for index in client.list_indices(f"{PREFIX}_*"):
+        client.delete_index(index)
+    started = time.monotonic()
+    insert = text(
+        f"INSERT INTO {ASPECT_TABLE} (urn, aspect, version, metadata, systemmetadata, createdon, "
+        "createdby) VALUES (:urn, :aspect, 0, :metadata, :sm, :createdon, 'urn:li:corpuser:datahub')"
+    )
+    now = datetime.now(UTC).replace(tzinfo=None)
+    done = rows = 0
+    chunk_no = 0
+    while done < n:
+        size = min(CHUNK, n - done)
+        catalog = generate_catalog(size, seed=chunk_no, prefix=f"c{chunk_no}-")
+        chunk_no += 1
+        params: list[dict[str, Any]] = []
+        docs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for entity in catalog:
+            for aspect, value in entity.aspects:
+                params.append(
+                    {
+                        "urn": entity.urn,
+                        "aspect": aspect,
+                        "metadata": json.dumps(value, separators=(",", ":")),
+                        "sm": json.dumps({"lastObserved": 0, "runId": "bench"}),
+                        "createdon": now,
+                    }
+                )
+            doc = {"urn": entity.urn, **document_fields(entity.aspects)}
+            docs.setdefault(entity_index(entity.entity_type, PREFIX), []).append(
+                (entity_doc_id(entity.urn), doc)
+            )
+        with engine.begin() as conn:
+            conn.execute(insert, params)
+        for index, items in docs.items():
+            client.bulk_put(index, items)
+        done += size
+        rows += len(params)
+        print(
+            f"  seeded {done:,}/{n:,} entities ({rows:,} rows) {time.monotonic() - started:.0f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+    for index in client.list_indices(f"{PREFIX}_*"):
+        client.refresh(index)
+
+
+def measure(mode: str, store: str, search: str) -> dict[str, Any]:
+    """One measurement in this process: `db`, `index` or `scan`."""
+    from auditor.api import ScanOptions, open_search, open_store, scan
+    from auditor.backends.search import ENTITY_INDEX_SUFFIX
+    from auditor.settings import load_settings
+
+    endpoints = Endpoints.from_env()
+    settings = load_settings(
+        env={},
+        store_url=endpoints.store_url(store),
+        search_url=endpoints.search_url(search),
+        index_prefix=PREFIX,
+    )
+    started = time.monotonic()
+    count = 0
+    if mode == "db":
+        for _ in open_store(settings).stream_rows():
+            count += 1
+    elif mode == "index":
+        client = open_search(settings)
+        for index in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}")):
+            for _ in client.stream(index, ["urn"]):
+                count += 1
+    else:
+        report = scan(settings, options=ScanOptions(use_state=False, sample_window=0))
+        count = sum(report.entities.values())
+        findings = sum(report.counts.values())
+        if findings:
+            print(f"  scan found {findings} differences on a consistent catalog", file=sys.stderr)
+    seconds = time.monotonic() - started
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": rss}
+
+
+def run_child(mode: str, store: str, search: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", mode, "--store", store, "--search", search],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    sys.stderr.write(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--store", default="mariadb", choices=("mariadb", "postgres"))
+    parser.add_argument("--search", default="opensearch", choices=("opensearch", "elasticsearch"))
+    parser.add_argument("--reseed", action="store_true", help="reload even if the counts match")
+    parser.add_argument("--measure", choices=("db", "index", "scan"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.store, args.search)))
+        return 0
+    probe = run_child("index", args.store, args.search)
+    if args.reseed or probe["count"] != args.n:
+        seed(args.store, args.search, args.n)
+    db = run_child("db", args.store, args.search)
+    index = run_child("index", args.store, args.search)
+    scan = run_child("scan", args.store, args.search)
+    slower = max(db["seconds"], index["seconds"])
+    result = {
+        "entities": scan["count"],
+        "aspect_rows": db["count"],
+        "docs": index["count"],
+        "store": args.store,
+        "search": args.search,
+        "bare_db_seconds": round(db["seconds"], 2),
+        "bare_index_seconds": round(index["seconds"], 2),
+        "scan_seconds": round(scan["seconds"], 2),
+        "scan_entities_per_second": round(scan["count"] / scan["seconds"]),
+        "ratio_scan_to_slower_bare_read": round(scan["seconds"] / slower, 2),
+        "scan_peak_rss_mib": round(scan["peak_rss_mib"]),
+        "bare_db_peak_rss_mib": round(db["peak_rss_mib"]),
+        "bare_index_peak_rss_mib": round(index["peak_rss_mib"]),
+        "cpus": os.cpu_count(),
+    }
+    for key, value in result.items():
+        print(f"{key:34} {value}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

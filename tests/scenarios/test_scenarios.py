@@ -1,0 +1,52 @@
+"""Fault -> verdict scenarios against the real stack, expanded from cases.yaml."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from faults import FAULTS
+from world import World
+
+CASES = yaml.safe_load((Path(__file__).with_name("cases.yaml")).read_text())
+PARAMS = [
+    pytest.param(case, pair, id=f"{case['name']} [{pair}]") for case in CASES for pair in case["run_on"]
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("case", "pair"), PARAMS)
+def test_scenario(case: dict, pair: str, tmp_path: Path) -> None:
+    store, search = pair.split("/")
+    world = World(store, search, tmp_path)
+    try:
+        targets = FAULTS[case["fault"]](world)
+        report = world.scan(**case.get("scan", {}))
+    finally:
+        world.close()
+    expect = case["expect"]
+    summary = Counter((c.finding.urn, c.verdict.value, c.subkind) for c in report.findings)
+    assert report.complete
+    assert sum(report.entities.values()) >= len(world.entities) - len(targets)
+    stray = [c for c in report.findings if c.finding.urn not in targets]
+    assert not stray, f"findings on urns the fault did not touch: {[str(c) for c in stray[:5]]}"
+    if "findings" in expect:
+        assert len(report.findings) == expect["findings"], summary
+    target = expect.get("target")
+    if target:
+        for urn in targets:
+            mine = [c for c in report.findings if c.finding.urn == urn]
+            assert mine, f"no finding for {urn}: {summary}"
+            main = [c for c in mine if c.verdict.value == target["verdict"]]
+            assert main, f"{urn}: no {target['verdict']} finding in {summary}"
+            if "subkind" in target:
+                assert target["subkind"] in {c.subkind for c in main}, summary
+            if target.get("eta"):
+                assert any(c.evidence.eta_seconds is not None for c in main), summary
+            for c in mine:
+                assert c.evidence.reason
+    if "warning" in expect:
+        assert any(expect["warning"] in w for w in report.warnings), report.warnings
+    assert report.exit_code == expect["exit"], summary

@@ -1,0 +1,95 @@
+"""A fresh DataHub-shaped world per scenario: the real store, index, Kafka and consumer."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from sqlalchemy import text
+
+from auditor.api import ScanOptions, scan
+from auditor.core.model import Report
+from auditor.scan import Selection
+from auditor.settings import Settings, load_settings
+from sandbox.consumer import MaeConsumer
+from sandbox.database import engine_for
+from sandbox.ddl import create_schema
+from sandbox.endpoints import Endpoints
+from sandbox.generator import CatalogEntity
+from sandbox.generator import seed as seed_catalog
+from sandbox.naming import ASPECT_TABLE, MAE_CONSUMER_GROUP, MCL_TOPICS
+from sandbox.search import connect
+from sandbox.topics import admin_client, end_offsets
+from sandbox.writer import GmsWriter
+
+
+def move_group_to_end(bootstrap: str) -> None:
+    """Start the MAE group at the log end: earlier scenarios' events are not this world's."""
+    admin = admin_client(bootstrap)
+    ends = end_offsets(bootstrap, MCL_TOPICS)
+    partitions = [TopicPartition(t, p, off) for (t, p), off in ends.items()]
+    futures = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(MAE_CONSUMER_GROUP, partitions)]
+    )
+    for future in futures.values():
+        future.result(timeout=30)
+
+
+class World:
+    """One store + one search backend, an empty table and fresh prefixed indices."""
+
+    def __init__(self, store: str, search: str, tmp: Path, n: int = 60) -> None:
+        self.store_name, self.search_name = store, search
+        self.endpoints = Endpoints.from_env()
+        self.prefix = f"t{uuid.uuid4().hex[:8]}"
+        self.engine = engine_for(store, self.endpoints)
+        create_schema(self.engine)
+        with self.engine.begin() as conn:
+            conn.execute(text(f"DELETE FROM {ASPECT_TABLE}"))
+        self.search = connect(search, self.endpoints)
+        move_group_to_end(self.endpoints.kafka)
+        self.writer = GmsWriter(self.engine, self.endpoints)
+        self.consumer = MaeConsumer(search, self.endpoints, index_prefix=self.prefix)
+        self.consumer.start()
+        self.entities: list[CatalogEntity] = seed_catalog(
+            self.writer, n, seed=int(self.prefix[1:], 16) % 10_000, prefix=f"{self.prefix}-"
+        )
+        assert self.consumer.drain(120), "the consumer did not index the seed catalog"
+        self.state_file = tmp / "state.sqlite"
+
+    def close(self) -> None:
+        self.consumer.stop()
+        self.writer.close()
+        for index in self.search.list_indices(f"{self.prefix}_*"):
+            self.search.delete_index(index)
+        self.engine.dispose()
+
+    def of_type(self, entity_type: str, removed: bool | None = False) -> list[CatalogEntity]:
+        return [
+            e
+            for e in self.entities
+            if e.entity_type == entity_type and (removed is None or e.removed == removed)
+        ]
+
+    def settings(self, kafka: bool = True, **over: Any) -> Settings:
+        e = self.endpoints
+        return load_settings(
+            env={},
+            store_url=e.store_url(self.store_name),
+            search_url=e.search_url(self.search_name),
+            kafka_bootstrap=e.kafka if kafka else None,
+            schema_registry_url=e.registry if kafka else None,
+            index_prefix=self.prefix,
+            state_file=str(self.state_file),
+            **over,
+        )
+
+    def scan(self, kafka: bool = True, selection: Selection | None = None, **options: Any) -> Report:
+        opts = {"grace": 300.0, "settle": 0.5, "sample_window": 2.0, **options}
+        time.sleep(opts["settle"])
+        for index in self.search.list_indices(f"{self.prefix}_*"):
+            self.search.refresh(index)
+        return scan(self.settings(kafka), selection or Selection(), ScanOptions(**opts))
