@@ -234,7 +234,7 @@ def _confirm(
     if not pending:
         return classified
     time.sleep(wait)
-    still = set()
+    still: set[str] = set()
     urns = sorted({c.finding.urn for c in pending})
     for i in range(0, len(urns), 500):
         try:

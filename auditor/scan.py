@@ -190,6 +190,13 @@ class Scanner:
             result.warnings.append(f"{graph} does not exist: edges not checked")
         if selection.since is not None:
             result.warnings.append("--since: documents without rows (orphans) are not looked for")
+        # a projection that does not exist is reported once, not as one finding per entity
+        skipped = set()
+        if "sysmeta" not in streams:
+            skipped.add("system-metadata.stale")
+        if "edges" not in streams:
+            skipped.add("graph.edges")
+        checks = [c for c in self.checks if c.id not in skipped]
 
         seen = 0
         for urn, parts in merge_join(streams):
@@ -220,7 +227,7 @@ class Scanner:
                 result.entities[etype] = result.entities.get(etype, 0) + 1
             if entity.doc is not None:
                 result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
-            for check in self.checks:
+            for check in checks:
                 result.findings.extend(check.run(entity, self.ctx))
             seen += 1
             if progress is not None and seen % 1000 == 0:

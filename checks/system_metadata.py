@@ -62,13 +62,13 @@ class StaleSystemMetadata(Check):
                     problem="stale",
                     fields=wrong,
                 )
-        for aspect, doc in docs.items():
-            if aspect not in rows and not doc.get("removed"):
+        for name, doc in docs.items():
+            if name is not None and name not in rows and not doc.get("removed"):
                 yield self.finding(
                     Kind.STALE_SYSTEM_METADATA,
                     entity,
                     index=index,
-                    aspect=aspect,
+                    aspect=name,
                     problem="orphan",
-                    doc_id=system_metadata_id(entity.urn, str(aspect)),
+                    doc_id=system_metadata_id(entity.urn, str(name)),
                 )

@@ -6,7 +6,15 @@ from rich.console import Console
 from rich.table import Table
 
 from auditor.core.model import Report, Verdict
-from reports.summary import by_type, describe, eta_text, repair_commands, sorted_findings, totals
+from reports.summary import (
+    by_type,
+    describe,
+    eta_text,
+    repair_commands,
+    sorted_findings,
+    totals,
+    worst,
+)
 
 STYLE = {"invalid": "magenta", "diverged": "red", "stalled": "yellow", "in_flight": "cyan"}
 
@@ -70,6 +78,11 @@ def render(report: Report, console: Console, limit: int = 20) -> None:
             eta = f" ETA {eta_text(c.evidence.eta_seconds)}" if c.verdict == Verdict.IN_FLIGHT else ""
             console.print(f"  [{STYLE.get(c.verdict.value, '')}]{describe(c)}[/]{eta}", highlight=False)
             console.print(f"      {c.evidence.reason}", style="dim", highlight=False, markup=False)
+    offenders = [(urn, n) for urn, n in worst(report, 5) if n > 1]
+    if offenders:
+        console.print("[bold]Worst offenders:[/]")
+        for urn, n in offenders:
+            console.print(f"  {n:4d}  {urn}", markup=False, highlight=False)
     if report.converged:
         console.print(f"[green]{len(report.converged)} in-flight findings converged during --confirm[/]")
     commands = repair_commands(report)

@@ -117,8 +117,8 @@ def merge(reports: Iterable[Report]) -> Report:
         ):
             for k, v in table.items():
                 into[k] = into.get(k, 0) + v
-        for k, v in r.counts.items():
-            out.counts[k] = out.counts.get(k, 0) + v
+        for key, n in r.counts.items():
+            out.counts[key] = out.counts.get(key, 0) + n
         out.findings.extend(r.findings)
         out.findings_dropped += r.findings_dropped
         out.converged.extend(r.converged)

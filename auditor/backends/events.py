@@ -179,11 +179,13 @@ class EventLog:
                 if not batch:
                     return
                 for msg in batch:
-                    if msg.error() is not None:
-                        if msg.error().code() == -191:  # _PARTITION_EOF
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() == -191:  # _PARTITION_EOF
                             return
-                        raise self._fail(f"reading {topic}[{partition}]", msg.error())
-                    if msg.offset() >= stop:
+                        raise self._fail(f"reading {topic}[{partition}]", Exception(str(error)))
+                    offset = msg.offset()
+                    if offset is None or offset >= stop:
                         return
                     seen += 1
                     yield msg

@@ -120,9 +120,10 @@ class MetadataStore:
                 for part in result.partitions(batch):
                     yield from part  # type: ignore[misc]
         except SQLAlchemyError as exc:
+            cause = getattr(exc, "orig", None) or exc
             raise BackendUnavailable(
-                f"metadata store {self.description} failed: {type(exc.orig or exc).__name__}: "
-                f"{str(exc.orig or exc).splitlines()[0]}"
+                f"metadata store {self.description} failed: {type(cause).__name__}: "
+                f"{str(cause).splitlines()[0]}"
             ) from None
 
     def stream_entities(

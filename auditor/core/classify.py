@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from auditor.backends.events import MclHit, OffsetSample
 from auditor.core.model import (
@@ -155,25 +156,24 @@ def classify(
 ) -> Classified:
     """Exactly one verdict for one finding, with the evidence it rests on."""
 
-    def out(verdict: Verdict, reason: str, subkind: str | None = None, **ev: object) -> Classified:
+    def out(verdict: Verdict, reason: str, subkind: str | None = None, **ev: Any) -> Classified:
+        where: dict[str, Any] = {}
+        if position is not None:
+            where = {
+                "topic": position.topic,
+                "partition": position.partition,
+                "partition_health": position.health,
+                "position_time": position.position_time,
+                "lag": position.lag,
+                "rate": position.rate,
+            }
         evidence = Evidence(
             reason=reason,
             seen_before=history.times_seen if history else 0,
             first_seen=history.first_seen if history else None,
             kafka=position is not None,
-            **(
-                {}
-                if position is None
-                else {
-                    "topic": position.topic,
-                    "partition": position.partition,
-                    "partition_health": position.health,
-                    "position_time": position.position_time,
-                    "lag": position.lag,
-                    "rate": position.rate,
-                }
-            ),
-            **ev,  # type: ignore[arg-type]
+            **where,
+            **ev,
         )
         return Classified(
             finding,

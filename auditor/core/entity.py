@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.backends.store import EntityRows
 
+json_loads: Callable[[str | bytes], Any]
 try:  # orjson parses the aspect JSON several times faster; the stdlib is the fallback
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover
-    from json import loads as json_loads
+    from json import loads as json_loads  # type: ignore[assignment,no-redef]
 
 
 @dataclass(slots=True)
