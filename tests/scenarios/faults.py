@@ -26,8 +26,8 @@ def none(world: World) -> set[str]:
     return set()
 
 
-def drop_mcl(world: World) -> set[str]:
-    urn = _datasets(world, 1)[0]
+def drop_mcl(world: World, which: int = 0) -> set[str]:
+    urn = _datasets(world, which + 1)[which]
     world.writer.write(urn, "globalTags", _tags("dropped"), drop_mcl=True)
     return {urn}
 
@@ -49,8 +49,8 @@ def skip_index_write_new_entity(world: World) -> set[str]:
     return {urn}
 
 
-def hard_delete(world: World) -> set[str]:
-    urn = _datasets(world, 1)[0]
+def hard_delete(world: World, which: int = 0) -> set[str]:
+    urn = _datasets(world, which + 1)[which]
     assert world.writer.hard_delete_rows(urn) > 0
     return {urn}
 
