@@ -80,6 +80,12 @@ def _shard(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
+def _stdout_console() -> Console:
+    """A terminal's own width; 140 columns when piped to a file or a log."""
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=140, soft_wrap=True)
+
+
 def _write(path: Path | None, text: str) -> None:
     if path is None or str(path) == "-":
         sys.stdout.write(text)
@@ -274,7 +280,7 @@ def scan(
                 with open(output, "w", encoding="utf-8") as handle:
                     console_report.render(report, Console(file=handle, width=160))
             else:
-                console_report.render(report, Console())
+                console_report.render(report, _stdout_console())
         else:
             _write(output, RENDERERS[fmt.value](report))
         return report.exit_code
@@ -309,7 +315,7 @@ def report_merge(
         if metrics_file:
             _write(metrics_file, RENDERERS["prometheus"](merged))
         if fmt == Format.console:
-            console_report.render(merged, Console())
+            console_report.render(merged, _stdout_console())
         else:
             _write(output, RENDERERS[fmt.value](merged))
         return merged.exit_code

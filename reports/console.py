@@ -2,82 +2,122 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
+
 from rich.console import Console
 from rich.table import Table
 
-from auditor.core.model import Report, Verdict
-from reports.summary import (
-    by_type,
-    describe,
-    eta_text,
-    repair_commands,
-    sorted_findings,
-    totals,
-    worst,
-)
+from auditor.core.model import Classified, Report, Verdict
+from reports.summary import eta_text, repair_commands, sorted_findings, totals, worst
 
 STYLE = {"invalid": "magenta", "diverged": "red", "stalled": "yellow", "in_flight": "cyan"}
+VERDICTS = ("in_flight", "stalled", "diverged", "invalid")
 
 
-def _style(label: str) -> str:
-    return STYLE.get(label.split("/")[0], "")
+def _topic(name: str) -> str:
+    # MetadataChangeLog_Versioned_v1 -> Versioned (the table stays narrow)
+    return name.removeprefix("MetadataChangeLog_").removesuffix("_v1")
 
 
-def render(report: Report, console: Console, limit: int = 20) -> None:
-    code = report.exit_code
-    headline = {
+def _headline(report: Report) -> str:
+    return {
         0: "[green]no persistent divergence[/]",
         1: "[red bold]persistent divergence found[/]",
         4: "[yellow bold]the MAE consumer is stalled[/]",
-    }.get(code, f"[red]incomplete (exit {code})[/]")
-    duration = (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
-    console.print(f"Drift scan: {headline}  ({duration:.1f}s)")
-    for name, value in report.sources.items():
-        console.print(f"  {name}: {value}", style="dim", markup=False, highlight=False)
+    }.get(report.exit_code, f"[red]incomplete (exit {report.exit_code})[/]")
 
-    counts = totals(report)
+
+def _types_table(report: Report) -> Table:
+    per_type: dict[str, Counter[str]] = defaultdict(Counter)
+    causes: dict[str, Counter[str]] = defaultdict(Counter)
+    for (etype, verdict, subkind), n in report.counts.items():
+        per_type[etype][verdict] += n
+        if verdict in ("diverged", "invalid"):
+            causes[etype][subkind] += n
     table = Table(title="Findings per entity type", title_justify="left")
     table.add_column("entity type")
     table.add_column("entities", justify="right")
-    labels = sorted(
-        counts, key=lambda k: (list(STYLE).index(k.split("/")[0]) if k.split("/")[0] in STYLE else 9, k)
-    )
-    for label in labels:
-        table.add_column(label, justify="right", style=_style(label))
-    for etype, n, found in by_type(report):
-        if n or found:
-            table.add_row(etype, str(n), *[str(found.get(label, "")) for label in labels])
-    console.print(table)
+    for verdict in VERDICTS:
+        table.add_column(verdict, justify="right", style=STYLE[verdict])
+    table.add_column("why (diverged)")
+    for etype in sorted(set(report.entities) | set(per_type)):
+        counts = per_type.get(etype, Counter())
+        why = ", ".join(f"{k} {n}" for k, n in causes[etype].most_common())
+        table.add_row(
+            etype,
+            str(report.entities.get(etype, 0)),
+            *[str(counts[v]) if counts[v] else "" for v in VERDICTS],
+            why,
+        )
+    return table
 
+
+def _partitions_table(report: Report) -> Table:
+    table = Table(title="MAE consumer (generic-mae-consumer-job-client)", title_justify="left")
+    for col in ("partition", "committed", "end", "lag", "status", "rate/s", "ETA", "at"):
+        table.add_column(col, justify="right" if col in ("committed", "end", "lag", "rate/s") else "left")
+    for p in report.partitions:
+        style = {"stalled": "yellow", "stopped": "red", "rewound": "red", "lagging": "cyan"}.get(
+            p.health.value, ""
+        )
+        table.add_row(
+            f"{_topic(p.topic)}[{p.partition}]",
+            str(p.committed),
+            str(p.end),
+            str(p.lag),
+            f"[{style}]{p.health.value}[/]" if style else p.health.value,
+            f"{p.rate:.1f}" if p.rate else "-",
+            eta_text(p.eta_seconds) if p.lag else "-",
+            p.position_time.strftime("%H:%M:%S") if p.position_time else "-",
+        )
+    return table
+
+
+def _by_urn(findings: list[Classified]) -> list[tuple[Classified, Counter[str]]]:
+    """One entry per urn: its most important finding, and a count of the others by subkind."""
+    groups: dict[str, list[Classified]] = {}
+    for c in sorted_findings(findings):
+        groups.setdefault(c.finding.urn, []).append(c)
+    out = []
+    for items in groups.values():
+        head, rest = items[0], items[1:]
+        out.append((head, Counter(f"{c.verdict.value}/{c.subkind}" for c in rest)))
+    return out
+
+
+def render(report: Report, console: Console, limit: int = 15) -> None:
+    duration = (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
+    console.print(f"Drift scan: {_headline(report)}  ({duration:.1f}s)")
+    for name, value in report.sources.items():
+        console.print(f"  {name}: {value}", style="dim", markup=False, highlight=False)
+    console.print(_types_table(report))
     if report.partitions:
-        parts = Table(title="MAE consumer (generic-mae-consumer-job-client)", title_justify="left")
-        for col in ("partition", "committed", "end", "lag", "status", "rate/s", "ETA", "position time"):
-            parts.add_column(col, justify="right" if col in ("committed", "end", "lag", "rate/s") else "left")
-        for p in report.partitions:
-            style = {"stalled": "yellow", "stopped": "red", "rewound": "red", "lagging": "cyan"}.get(
-                p.health.value, ""
-            )
-            parts.add_row(
-                f"{p.topic}[{p.partition}]",
-                str(p.committed),
-                str(p.end),
-                str(p.lag),
-                f"[{style}]{p.health.value}[/]" if style else p.health.value,
-                f"{p.rate:.1f}" if p.rate else "-",
-                eta_text(p.eta_seconds),
-                p.position_time.isoformat(timespec="seconds") if p.position_time else "-",
-            )
-        console.print(parts)
+        console.print(_partitions_table(report))
     elif not report.kafka_available:
         console.print("[yellow]Kafka not available: verdicts rest on time and history only.[/]")
 
-    findings = sorted_findings(report.findings)
-    if findings:
-        console.print(f"[bold]Findings[/] (first {min(limit, len(findings))} of {sum(counts.values())}):")
-        for c in findings[:limit]:
-            eta = f" ETA {eta_text(c.evidence.eta_seconds)}" if c.verdict == Verdict.IN_FLIGHT else ""
-            console.print(f"  [{STYLE.get(c.verdict.value, '')}]{describe(c)}[/]{eta}", highlight=False)
-            console.print(f"      {c.evidence.reason}", style="dim", highlight=False, markup=False)
+    counts = totals(report)
+    groups = _by_urn(report.findings)
+    if groups:
+        console.print(
+            f"[bold]Findings[/] ({sum(counts.values())} on {len(groups)} entities; "
+            f"first {min(limit, len(groups))} entities):"
+        )
+        for head, rest in groups[:limit]:
+            f = head.finding
+            style = STYLE.get(head.verdict.value, "")
+            what = f"{head.verdict.value}/{head.subkind}"
+            where = f" {f.aspect}" if f.aspect else ""
+            eta = f" ETA {eta_text(head.evidence.eta_seconds)}" if head.verdict == Verdict.IN_FLIGHT else ""
+            console.print(f"  [{style}]{what}[/]{eta} ", end="", highlight=False)
+            console.print(f"{f.urn}{where}", markup=False, highlight=False)
+            if f.details.get("fields"):
+                names = [d["field"] if isinstance(d, dict) else str(d) for d in f.details["fields"]]
+                console.print(f"      fields: {', '.join(names)}", style="dim", markup=False, highlight=False)
+            console.print(f"      {head.evidence.reason}", style="dim", markup=False, highlight=False)
+            if rest:
+                more = ", ".join(f"{k} {n}" for k, n in rest.most_common())
+                console.print(f"      and: {more}", style="dim", markup=False, highlight=False)
     offenders = [(urn, n) for urn, n in worst(report, 5) if n > 1]
     if offenders:
         console.print("[bold]Worst offenders:[/]")
@@ -89,7 +129,7 @@ def render(report: Report, console: Console, limit: int = 20) -> None:
     if commands:
         console.print("[bold]To repair:[/]")
         for command in commands:
-            console.print(f"  {command}", markup=False, highlight=False)
+            console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
     if report.unknown:
         skew = ", ".join(f"{k}: {v}" for k, v in sorted(report.unknown.items()))
         console.print(f"[yellow]Unknown to the registry (skipped):[/] {skew}", highlight=False)
