@@ -47,11 +47,9 @@ def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
             f"-a lePitEpochMs={int(until.timestamp() * 1000)}"
             "   # the index is behind a restore: replay everything written since"
         )
-    replay = [
-        c
-        for c in diverged
-        if c.finding.kind.value != "orphan_document" and c.subkind != "index_behind_restore"
-    ]
+    # an entity with no rows left cannot be replayed: its docs are deleted instead
+    gone = {c.finding.urn for c in diverged if c.finding.kind.value == "orphan_document"}
+    replay = [c for c in diverged if c.finding.urn not in gone and c.subkind != "index_behind_restore"]
     urns = sorted({c.finding.urn for c in replay})
     if len(urns) <= per_urn:
         out += [c for c in dict.fromkeys(c.repair for c in replay if c.repair)]
