@@ -27,13 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import text  # noqa: E402
 
-from sandbox.database import engine_for  # noqa: E402
-from sandbox.ddl import create_schema  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
-from sandbox.generator import generate_catalog  # noqa: E402
-from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index  # noqa: E402
-from sandbox.projection import document_fields  # noqa: E402
-from sandbox.search import connect  # noqa: E402
 
 PREFIX = "bench"
 CHUNK = 5000
@@ -41,6 +35,14 @@ CHUNK = 5000
 
 def seed(store: str, search: str, n: int) -> None:
     """Bulk-load n entities (version-0 rows + their entity docs) under the `bench` prefix."""
+    # imported here: the measuring processes must not carry the generator's memory
+    from sandbox.database import engine_for
+    from sandbox.ddl import create_schema
+    from sandbox.generator import generate_catalog
+    from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index
+    from sandbox.projection import document_fields
+    from sandbox.search import connect
+
     endpoints = Endpoints.from_env()
     engine = engine_for(store, endpoints)
     create_schema(engine)

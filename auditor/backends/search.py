@@ -18,6 +18,22 @@ def prefixed(name: str, prefix: str = "") -> str:
     return f"{prefix}_{name}" if prefix else name
 
 
+def _fast_serializer() -> Any:
+    """opensearch-py's JSON serializer, parsing responses with orjson (the scan's hot path)."""
+    from opensearchpy.serializer import JSONSerializer
+
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover
+        return JSONSerializer()
+
+    class OrjsonSerializer(JSONSerializer):
+        def loads(self, s: str) -> Any:
+            return orjson.loads(s)
+
+    return OrjsonSerializer()
+
+
 class SearchIndex:
     """Read access (and, for rebuild, bulk writes) to a DataHub search cluster."""
 
@@ -43,10 +59,16 @@ class SearchIndex:
             from opensearchpy import OpenSearch
 
             opts["timeout"] = opts.pop("request_timeout")
-            self.client: Any = OpenSearch(url, http_auth=auth, **opts)
+            self.client: Any = OpenSearch(url, http_auth=auth, serializer=_fast_serializer(), **opts)
         elif self.kind == "elasticsearch":
             from elasticsearch import Elasticsearch
 
+            try:
+                from elastic_transport import OrjsonSerializer
+
+                opts["serializers"] = {"application/json": OrjsonSerializer()}
+            except ImportError:  # pragma: no cover
+                pass
             self.client = Elasticsearch(url, basic_auth=auth, **opts)
         else:
             raise ConfigError(f"unknown search kind {kind!r}: use opensearch or elasticsearch")

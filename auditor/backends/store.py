@@ -21,7 +21,12 @@ class AspectRow:
     aspect: str
     metadata: str
     systemmetadata: str | None
-    createdon: datetime
+    created: Any  # as the driver returns it (naive UTC datetime); see `createdon`
+
+    @property
+    def createdon(self) -> datetime:
+        """The write time, timezone-aware (UTC); converted on demand, off the hot path."""
+        return _utc(self.created)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +38,7 @@ class EntityRows:
 
     @property
     def changed_at(self) -> datetime:
-        return max(r.createdon for r in self.rows.values())
+        return _utc(max(r.created for r in self.rows.values()))
 
 
 def _utc(value: Any) -> datetime:
@@ -143,7 +148,7 @@ class MetadataStore:
                 if current is not None:
                     yield EntityRows(current, rows)
                 current, rows = urn, {}
-            rows[aspect] = AspectRow(aspect, metadata, systemmetadata, _utc(createdon))
+            rows[aspect] = AspectRow(aspect, metadata, systemmetadata, createdon)
         if current is not None:
             yield EntityRows(current, rows)
 
@@ -160,7 +165,7 @@ class MetadataStore:
             raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
         if not found:
             return None
-        return EntityRows(urn, {a: AspectRow(a, m, s, _utc(c)) for a, m, s, c in found})
+        return EntityRows(urn, {a: AspectRow(a, m, s, c) for a, m, s, c in found})
 
     def fetch_versions(self, urn: str, aspect: str) -> list[tuple[int, str, datetime]]:
         """Every stored version of one aspect, newest first: (version, metadata, createdon)."""

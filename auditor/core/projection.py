@@ -1040,10 +1040,20 @@ def project_entity(registry: Registry, urn: str, aspects: Mapping[str, Any]) -> 
 
     ambiguous: dict[str, tuple[Any, ...]] = {}
     for field_name, values in candidates.items():
-        distinct: list[Any] = []
-        for v in values:
-            if not any(_same(field_name in plan.multiset, v, d) for d in distinct):
-                distinct.append(v)
+        distinct: list[Any]
+        if all(v is None or isinstance(v, (str, bool, int, float)) for v in values):
+            # the common case (has-flags, names, platform): plain values dedupe exactly by hash
+            # keyed by type too: True and 1 are different field values
+            distinct = list({(type(v), v): v for v in values}.values())
+            if len(distinct) > 1 and any(isinstance(v, float) for v in distinct):
+                distinct = [
+                    v for i, v in enumerate(distinct) if not any(_same(False, v, d) for d in distinct[:i])
+                ]
+        else:
+            distinct = []
+            for v in values:
+                if not any(_same(field_name in plan.multiset, v, d) for d in distinct):
+                    distinct.append(v)
         if len(distinct) == 1:
             fields[field_name] = distinct[0]
         else:
