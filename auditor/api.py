@@ -132,11 +132,17 @@ def scan(
             if log:
                 log("sampling the MAE consumer's offsets")
             previous = state.previous_samples(group)
-            close_window(events, view, topics, window, previous)
-            report.partitions = sorted(view.positions.values(), key=lambda p: (p.topic, p.partition))
-            metadata = _metadata_of(joined.findings, store)
-            evidence = gather(events, view, settings.mcl_versioned_topic, joined.findings, metadata)
-            state.record_samples(group, view.last)
+            try:
+                close_window(events, view, topics, window, previous)
+                report.partitions = sorted(view.positions.values(), key=lambda p: (p.topic, p.partition))
+                metadata = _metadata_of(joined.findings, store)
+                evidence = gather(events, view, settings.mcl_versioned_topic, joined.findings, metadata)
+                state.record_samples(group, view.last)
+            except BackendUnavailable as exc:
+                # Kafka went away mid-scan: the comparison stands, the verdicts get weaker
+                report.warnings.append(f"{exc}: verdicts rest on time and history only (weaker)")
+                report.kafka_available = False
+                report.partitions, view, evidence = [], None, {}
         now = datetime.now(UTC)
         history = state.history(f.key for f in joined.findings)
         classified = [

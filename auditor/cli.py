@@ -96,6 +96,11 @@ def _write(path: Path | None, text: str) -> None:
 
 
 def _run(debug: bool, fn: Any) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.CRITICAL, format="%(name)s: %(message)s"
+    )
     try:
         code = fn()
     except AuditorError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable
@@ -41,7 +42,11 @@ class MclHit:
 
 def kafka_config(settings: Settings) -> dict[str, Any]:
     """librdkafka settings from ours (security options included, never logged)."""
-    conf: dict[str, Any] = {"bootstrap.servers": settings.kafka_bootstrap}
+    conf: dict[str, Any] = {
+        "bootstrap.servers": settings.kafka_bootstrap,
+        # librdkafka's own chatter goes to a logger (shown with --debug), not to stderr
+        "logger": logging.getLogger("auditor.kafka"),
+    }
     if settings.kafka_security_protocol:
         conf["security.protocol"] = settings.kafka_security_protocol
     if settings.kafka_sasl_mechanism:
