@@ -165,42 +165,64 @@ class SearchIndex:
         source: Sequence[str] | bool = True,
         page: int = 2000,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """`(_id, _source)` of every matching doc, ordered by the keyword fields in `sort`."""
-        pit = self._open_pit(index)
-        after: list[Any] | None = None
+        """`(_id, _source)` of every matching doc, ordered by the keyword fields in `sort`.
+
+        A point in time + search_after gives one consistent view; a cluster without PIT is
+        read with a sorted scroll instead.
+        """
         body: dict[str, Any] = {
             "size": page,
             "sort": [{f: {"order": "asc"}} for f in sort],
             "query": query or {"match_all": {}},
             "_source": source if isinstance(source, bool) else list(source),
-            "track_total_hits": False,
         }
+        pit = self._open_pit(index)
         try:
-            while True:
-                if after is not None:
-                    body["search_after"] = after
-                if pit is not None:
+            if pit is None:
+                yield from self._scroll(index, body)
+                return
+            body["track_total_hits"] = False
+            after: list[Any] | None = None
+            try:
+                while True:
+                    if after is not None:
+                        body["search_after"] = after
                     body["pit"] = {"id": pit, "keep_alive": "5m"}
                     response = self.client.search(body=body)
-                else:
-                    response = self.client.search(index=index, body=body)
-                hits = response["hits"]["hits"]
-                if pit is not None and response.get("pit_id"):
-                    pit = response["pit_id"]
-                for hit in hits:
-                    yield hit["_id"], hit.get("_source") or {}
-                if len(hits) < page:
-                    return
-                after = hits[-1]["sort"]
+                    pit = response.get("pit_id") or pit
+                    hits = response["hits"]["hits"]
+                    for hit in hits:
+                        yield hit["_id"], hit.get("_source") or {}
+                    if len(hits) < page:
+                        return
+                    after = hits[-1]["sort"]
+            finally:
+                self._close_pit(pit)
         except BackendUnavailable:
             raise
         except Exception as exc:
             if "index_not_found" in str(exc):
                 return
             raise self._fail(f"reading {index}", exc) from None
+
+    def _scroll(self, index: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        response = self.client.search(index=index, body=body, scroll="5m")
+        scroll_id = response.get("_scroll_id")
+        try:
+            while True:
+                hits = response["hits"]["hits"]
+                for hit in hits:
+                    yield hit["_id"], hit.get("_source") or {}
+                if not hits or not scroll_id:
+                    return
+                response = self.client.scroll(body={"scroll_id": scroll_id, "scroll": "5m"})
+                scroll_id = response.get("_scroll_id") or scroll_id
         finally:
-            if pit is not None:
-                self._close_pit(pit)
+            if scroll_id:
+                try:
+                    self.client.clear_scroll(body={"scroll_id": scroll_id})
+                except Exception:
+                    pass
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """`_id` -> `_source` of the docs that exist."""

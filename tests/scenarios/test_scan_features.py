@@ -164,3 +164,20 @@ def test_unreachable_backend_and_bad_usage_exit_codes(broken: tuple[World, set[s
     assert usage.returncode == 2 and "--shard" in usage.stderr
     unknown = cli(world, "scan", "--entity-type", "nosuchtype")
     assert unknown.returncode == 2 and "nosuchtype" in unknown.stderr
+
+
+def test_scroll_reads_what_point_in_time_reads(broken: tuple[World, set[str]]) -> None:
+    """Clusters without point-in-time are read with a sorted scroll: same docs, same order."""
+    from auditor.api import open_search
+
+    world, _ = broken
+    client = open_search(world.settings())
+    indices = sorted(client.indices(f"{world.prefix}_*index_v2"))
+    with_pit = [d for i in indices for d in client.stream(i, ["urn"], page=7)]
+    client._pit_ok = False  # as on a cluster that refuses PIT
+    with_scroll = [d for i in indices for d in client.stream(i, ["urn"], page=7)]
+    assert len(with_pit) >= 50
+    assert with_pit == with_scroll
+    assert [d[1]["urn"] for d in with_pit if "dataset" in d[1]["urn"]] == sorted(
+        d[1]["urn"] for d in with_pit if "dataset" in d[1]["urn"]
+    )
