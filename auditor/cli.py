@@ -98,9 +98,7 @@ def _write(path: Path | None, text: str) -> None:
 def _run(debug: bool, fn: Any) -> None:
     import logging
 
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.CRITICAL, format="%(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.DEBUG if debug else logging.CRITICAL, format="%(name)s: %(message)s")
     try:
         code = fn()
     except AuditorError as exc:
@@ -324,6 +322,63 @@ def report_merge(
         else:
             _write(output, RENDERERS[fmt.value](merged))
         return merged.exit_code
+
+    _run(debug, go)
+
+
+@app.command()
+def triage(
+    urn: Annotated[
+        str,
+        typer.Argument(help="The urn to trace, e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'."),
+    ],
+    store_url: StoreUrl = None,
+    search_url: SearchUrl = None,
+    kafka: KafkaOpt = None,
+    schema_registry: RegistryOpt = None,
+    config: ConfigOpt = None,
+    index_prefix: Annotated[
+        str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
+    ] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """ "I can't find my dataset": walk one entity from its rows to its search doc.
+
+    Checks, in order: the version-0 rows, its MCLs on the urn's partition, the MAE group's
+    position, the entity document, its searchable fields, system metadata and edges; prints
+    the first boundary where the expected state is missing. Read-only. Exit code 0 if every
+    boundary holds, 1 if one breaks.
+    """
+
+    def go() -> int:
+        from auditor.settings import load_settings
+        from auditor.triage import triage as run_triage
+
+        settings = load_settings(
+            config,
+            store_url=store_url,
+            search_url=search_url,
+            kafka_bootstrap=kafka,
+            schema_registry_url=schema_registry,
+            index_prefix=index_prefix,
+        )
+        result = run_triage(settings, urn)
+        console = _stdout_console()
+        console.print(f"[bold]{urn}[/]", highlight=False)
+        for step in result.steps:
+            mark = {True: "[green]ok[/]  ", False: "[red]BROKEN[/]", None: "[dim]--[/]  "}[step.ok]
+            console.print(f"  {mark} {step.name}: ", end="", highlight=False)
+            console.print(step.detail, markup=False, highlight=False)
+        broken = result.first_break
+        if broken is None:
+            console.print("[green]every boundary holds[/]")
+            return 0
+        console.print(f"[red bold]first break: {broken.name}[/]", highlight=False)
+        for c in result.findings:
+            if c.repair:
+                console.print(f"  to repair: {c.repair}", markup=False, highlight=False)
+                break
+        return 1
 
     _run(debug, go)
 

@@ -27,8 +27,11 @@ def _require(service: str, address: str, probe: Callable[[], object]) -> None:
     try:
         probe()
     except Exception as exc:  # any failure means the test cannot run: fail loudly
-        pytest.fail(f"{service} is unreachable at {address} ({type(exc).__name__}: {exc}); "
-                    "start the stack with `sandbox/stack up`", pytrace=False)
+        pytest.fail(
+            f"{service} is unreachable at {address} ({type(exc).__name__}: {exc}); "
+            "start the stack with `sandbox/stack up`",
+            pytrace=False,
+        )
 
 
 def _tcp(address: str) -> Callable[[], object]:
@@ -54,8 +57,9 @@ def registry(endpoints: Endpoints) -> str:
     """URL of a reachable schema registry (Confluent-compatible API)."""
     from sandbox.avro import registry_client
 
-    _require("schema registry", endpoints.registry,
-             lambda: registry_client(endpoints.registry).get_subjects())
+    _require(
+        "schema registry", endpoints.registry, lambda: registry_client(endpoints.registry).get_subjects()
+    )
     return endpoints.registry
 
 
@@ -167,8 +171,7 @@ def mae(consumer_pool: ConsumerPool) -> Iterator[Callable[[str], MaeConsumer]]:
 
 
 @pytest.fixture
-def writer_for(endpoints: Endpoints, kafka: str, registry: str
-               ) -> Iterator[Callable[[Engine], GmsWriter]]:
+def writer_for(endpoints: Endpoints, kafka: str, registry: str) -> Iterator[Callable[[Engine], GmsWriter]]:
     """`writer_for(engine)`: a GmsWriter on that store (flushed and closed afterwards)."""
     made: list[GmsWriter] = []
 
@@ -189,8 +192,7 @@ def scratch_databases(endpoints: Endpoints, prefix: str) -> Iterator[dict[str, s
     store_engine(endpoints, "mariadb")
     name = f"sbx_{prefix.rstrip('_')}"
     env = {}
-    for var, url in (("SANDBOX_PG_URL", endpoints.pg_url),
-                     ("SANDBOX_MYSQL_URL", endpoints.mysql_url)):
+    for var, url in (("SANDBOX_PG_URL", endpoints.pg_url), ("SANDBOX_MYSQL_URL", endpoints.mysql_url)):
         admin = make_engine(url).execution_options(isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f"CREATE DATABASE {name}"))

@@ -16,7 +16,7 @@ def java_murmur2(data: bytes) -> int:
     m, r = 0x5BD1E995, 24
     h = (0x9747B28C ^ length) & 0xFFFFFFFF
     for i in range(length // 4):
-        k = int.from_bytes(data[i * 4:i * 4 + 4], "little")
+        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
         k = (k * m) & 0xFFFFFFFF
         k ^= k >> r
         k = (k * m) & 0xFFFFFFFF
@@ -48,8 +48,10 @@ def md5_base64(raw: str) -> str:
 
 def rows(engine: Engine, urn: str, aspect: str | None = None) -> list[dict[str, Any]]:
     """Rows of metadata_aspect_v2 for a urn (optionally one aspect), by aspect then version."""
-    sql = ("SELECT urn, aspect, version, metadata, systemmetadata, createdon, createdby "
-           "FROM metadata_aspect_v2 WHERE urn = :urn")
+    sql = (
+        "SELECT urn, aspect, version, metadata, systemmetadata, createdon, createdby "
+        "FROM metadata_aspect_v2 WHERE urn = :urn"
+    )
     params = {"urn": urn}
     if aspect is not None:
         sql += " AND aspect = :aspect"
@@ -57,8 +59,11 @@ def rows(engine: Engine, urn: str, aspect: str | None = None) -> list[dict[str, 
     with engine.connect() as conn:
         found = conn.execute(text(sql + " ORDER BY aspect, version"), params).mappings().all()
     return [
-        {**row, "metadata": json.loads(row["metadata"]),
-         "systemmetadata": json.loads(row["systemmetadata"]) if row["systemmetadata"] else None}
+        {
+            **row,
+            "metadata": json.loads(row["metadata"]),
+            "systemmetadata": json.loads(row["systemmetadata"]) if row["systemmetadata"] else None,
+        }
         for row in found
     ]
 

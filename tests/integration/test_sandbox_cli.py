@@ -26,10 +26,16 @@ from sandbox.writer import GmsWriter
 pytestmark = pytest.mark.integration
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sandbox", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sandbox", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -41,10 +47,21 @@ def no_pool_consumer(consumer_pool) -> Iterator[None]:  # type: ignore[no-untype
 
 
 def test_seed_writes_and_indexes_a_catalog(
-        no_pool_consumer: None, prefix: str, engine_for: Callable[[str], Engine],
-        endpoints: Endpoints) -> None:
-    done = run_cli("seed", "--store", "mariadb", "--search", "elasticsearch", "-n", "15",
-                   "--seed", "3", "--prefix", prefix)
+    no_pool_consumer: None, prefix: str, engine_for: Callable[[str], Engine], endpoints: Endpoints
+) -> None:
+    done = run_cli(
+        "seed",
+        "--store",
+        "mariadb",
+        "--search",
+        "elasticsearch",
+        "-n",
+        "15",
+        "--seed",
+        "3",
+        "--prefix",
+        prefix,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "drained=True" in done.stdout
     engine = engine_for("mariadb")
@@ -55,11 +72,29 @@ def test_seed_writes_and_indexes_a_catalog(
 
 
 def test_consume_runs_until_interrupted(
-        no_pool_consumer: None, prefix: str, pg_engine: Engine, endpoints: Endpoints,
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "consume", "--search",
-                             "opensearch", "--rate", "50", "--report-every", "0.5"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    no_pool_consumer: None,
+    prefix: str,
+    pg_engine: Engine,
+    endpoints: Endpoints,
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sandbox",
+            "consume",
+            "--search",
+            "opensearch",
+            "--rate",
+            "50",
+            "--report-every",
+            "0.5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         urn = f"urn:li:dataset:(urn:li:dataPlatform:hive,{prefix}cli,PROD)"
         writer_for(pg_engine).write(urn, "datasetProperties", {"name": "cli"})
@@ -77,8 +112,12 @@ def test_consume_runs_until_interrupted(
 
 
 def test_reset_wipes_table_indices_and_group(
-        scratch_databases: dict[str, str], prefix: str, kafka: str, endpoints: Endpoints,
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    scratch_databases: dict[str, str],
+    prefix: str,
+    kafka: str,
+    endpoints: Endpoints,
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     group = f"{prefix}group"
     env = scratch_databases
     engines = [make_engine(url) for url in env.values()]
@@ -89,12 +128,20 @@ def test_reset_wipes_table_indices_and_group(
     store.put(index, "a", {"urn": "a"})
     store.put(f"{prefix}_graph_service_v1", "e", {"relationshipType": "x"})
     reader = Consumer({"bootstrap.servers": kafka, "group.id": group})
-    reader.commit(offsets=[TopicPartition("MetadataChangeLog_Versioned_v1", 0, 0)],
-                  asynchronous=False)
+    reader.commit(offsets=[TopicPartition("MetadataChangeLog_Versioned_v1", 0, 0)], asynchronous=False)
     reader.close()
 
-    done = run_cli("reset", "--index-prefix", prefix, "--search", "opensearch",
-                   "--keep-topics", "--group", group, env=env)
+    done = run_cli(
+        "reset",
+        "--index-prefix",
+        prefix,
+        "--search",
+        "opensearch",
+        "--keep-topics",
+        "--group",
+        group,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     for engine in engines:
         assert not inspect(engine).has_table("metadata_aspect_v2")

@@ -32,25 +32,37 @@ def dataset(prefix: str, name: str = "t") -> tuple[str, str]:
 
 
 def test_drop_mcl_writes_the_row_but_publishes_nothing(
-        pg_engine: Engine, prefix: str, kafka: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    kafka: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     urn, doc_id = dataset(prefix)
     before = end_offsets(kafka)
     result = writer_for(pg_engine).write(urn, "datasetProperties", {"name": "x"}, drop_mcl=True)
     assert not result.published and result.partition is None and result.offset is None
     assert {r["aspect"]: r["metadata"] for r in rows(pg_engine, urn)} == {
-        "datasetKey": {"platform": "urn:li:dataPlatform:hive", "name": f"{prefix}t",
-                       "origin": "PROD"},  # GMS writes the new entity's key aspect too
-        "datasetProperties": {"name": "x"}}
+        "datasetKey": {
+            "platform": "urn:li:dataPlatform:hive",
+            "name": f"{prefix}t",
+            "origin": "PROD",
+        },  # GMS writes the new entity's key aspect too
+        "datasetProperties": {"name": "x"},
+    }
     assert end_offsets(kafka) == before
     assert consumer.drain(30)
     assert consumer.store.get(INDEX, doc_id) is None
 
 
 def test_pause_stops_consuming_until_resume(
-        pg_engine: Engine, prefix: str, kafka: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    kafka: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     assert consumer.drain(30)
     consumer.pause()
@@ -70,8 +82,12 @@ def test_pause_stops_consuming_until_resume(
 
 
 def test_stall_keeps_membership_but_neither_applies_nor_commits(
-        pg_engine: Engine, prefix: str, kafka: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    kafka: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     assert consumer.drain(30)
     consumer.stall()
@@ -94,20 +110,21 @@ def test_stall_keeps_membership_but_neither_applies_nor_commits(
 
 
 def test_rate_throttles_consumption(
-        pg_engine: Engine, prefix: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     assert consumer.drain(30)
     consumer.rate(10)
     writer = writer_for(pg_engine)
     started = time.monotonic()
     for i in range(15):
-        writer.write(dataset(prefix, f"t{i}")[0], "datasetProperties", {"name": str(i)},
-                     wait=False)
+        writer.write(dataset(prefix, f"t{i}")[0], "datasetProperties", {"name": str(i)}, wait=False)
     writer.flush()
     time.sleep(0.5)
-    seen_early = sum(consumer.store.get(INDEX, dataset(prefix, f"t{i}")[1]) is not None
-                     for i in range(15))
+    seen_early = sum(consumer.store.get(INDEX, dataset(prefix, f"t{i}")[1]) is not None for i in range(15))
     assert seen_early < 15
     assert consumer.drain(30)
     assert time.monotonic() - started >= 1.3  # 15 messages at 10/s
@@ -115,8 +132,12 @@ def test_rate_throttles_consumption(
 
 
 def test_skip_index_write_consumes_and_commits_without_the_doc(
-        pg_engine: Engine, prefix: str, kafka: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    kafka: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     writer = writer_for(pg_engine)
     skipped, skipped_id = dataset(prefix, "skipped")
@@ -129,8 +150,10 @@ def test_skip_index_write_consumes_and_commits_without_the_doc(
     assert committed_offsets(kafka)[result.partition] >= result.offset + 1
     assert consumer.store.get(INDEX, skipped_id) is None  # ... but the doc was never written
     assert consumer.store.get(INDEX, kept_id)["name"] == "k"
-    assert consumer.store.get("system_metadata_service_v1",
-                              md5_base64(f"{skipped}--datasetProperties")) is not None
+    assert (
+        consumer.store.get("system_metadata_service_v1", md5_base64(f"{skipped}--datasetProperties"))
+        is not None
+    )
     assert consumer.stats.skipped_index_writes >= 1
 
     consumer.skip_index_write(lambda urn, aspect: aspect == "globalTags")
@@ -141,8 +164,12 @@ def test_skip_index_write_consumes_and_commits_without_the_doc(
 
 @pytest.mark.parametrize("search", ["opensearch", "elasticsearch"])
 def test_restore_from_an_old_snapshot(
-        search: str, pg_engine: Engine, prefix: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    search: str,
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae(search)
     writer = writer_for(pg_engine)
     old, old_id = dataset(prefix, "old")
@@ -166,8 +193,12 @@ def test_restore_from_an_old_snapshot(
 
 
 def test_hard_delete_rows_behind_the_index(
-        engine: Engine, prefix: str, kafka: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    engine: Engine,
+    prefix: str,
+    kafka: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     writer = writer_for(engine)
     urn, doc_id = dataset(prefix)
@@ -185,8 +216,11 @@ def test_hard_delete_rows_behind_the_index(
 
 
 def test_docs_removed_or_planted_behind_the_database(
-        pg_engine: Engine, prefix: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     urn, doc_id = dataset(prefix)
     writer_for(pg_engine).write(urn, "datasetProperties", {"name": "a"})

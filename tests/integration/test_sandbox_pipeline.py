@@ -33,8 +33,9 @@ def dataset_urn(prefix: str, name: str = "db.t") -> str:
 
 
 def read_message(kafka: str, topic: str, partition: int, offset: int) -> Message:
-    consumer = Consumer({"bootstrap.servers": kafka, "group.id": "sandbox-test-reader",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka, "group.id": "sandbox-test-reader", "enable.auto.commit": False}
+    )
     try:
         consumer.assign([TopicPartition(topic, partition, offset)])
         for _ in range(50):
@@ -47,62 +48,94 @@ def read_message(kafka: str, topic: str, partition: int, offset: int) -> Message
 
 
 @pytest.mark.parametrize("search", SEARCHES)
-def test_write_reaches_the_index(engine: Engine, search: str, prefix: str,
-                                 mae: Callable[[str], MaeConsumer],
-                                 writer_for: Callable[[Engine], GmsWriter]) -> None:
+def test_write_reaches_the_index(
+    engine: Engine,
+    search: str,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae(search)
     writer = writer_for(engine)
     urn = dataset_urn(prefix)
     owner = f"urn:li:corpuser:{prefix}jdoe"
-    writer.write(urn, "datasetKey", m.DatasetKeyClass(
-        platform="urn:li:dataPlatform:hive", name=f"{prefix}db.t", origin="PROD"))
-    writer.write(urn, "datasetProperties", m.DatasetPropertiesClass(
-        name="t", description="Orders", customProperties={"team": "core"}))
-    writer.write(urn, "ownership", {
-        "owners": [{"owner": owner, "type": "TECHNICAL_OWNER"}],
-        "ownerTypes": {"urn:li:ownershipType:__system__none": [owner]}})
+    writer.write(
+        urn,
+        "datasetKey",
+        m.DatasetKeyClass(platform="urn:li:dataPlatform:hive", name=f"{prefix}db.t", origin="PROD"),
+    )
+    writer.write(
+        urn,
+        "datasetProperties",
+        m.DatasetPropertiesClass(name="t", description="Orders", customProperties={"team": "core"}),
+    )
+    writer.write(
+        urn,
+        "ownership",
+        {
+            "owners": [{"owner": owner, "type": "TECHNICAL_OWNER"}],
+            "ownerTypes": {"urn:li:ownershipType:__system__none": [owner]},
+        },
+    )
     assert consumer.drain(30)
     assert consumer.stats.errors == 0
 
-    doc_id = ("urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Ahive%2C"
-              f"{prefix}db.t%2CPROD%29")
+    doc_id = f"urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Ahive%2C{prefix}db.t%2CPROD%29"
     doc = consumer.store.get("datasetindex_v2", doc_id)
     assert doc is not None
     assert isinstance(doc.pop("systemCreated"), int)
     assert doc == {
-        "urn": urn, "platform": "urn:li:dataPlatform:hive", "id": f"{prefix}db.t",
+        "urn": urn,
+        "platform": "urn:li:dataPlatform:hive",
+        "id": f"{prefix}db.t",
         "origin": "PROD",
-        "customProperties": ["team=core"], "name": "t", "description": "Orders",
+        "customProperties": ["team=core"],
+        "name": "t",
+        "description": "Orders",
         "hasDescription": True,
-        "owners": [owner], "hasOwners": True, "ownerAttributionDates": [],
-        "ownerAttributionActors": [], "ownerAttributionSources": [],
+        "owners": [owner],
+        "hasOwners": True,
+        "ownerAttributionDates": [],
+        "ownerAttributionActors": [],
+        "ownerAttributionSources": [],
         "ownerTypes": {"urn:li:ownershipType:__system__none": [owner]},
     }
     row = rows(engine, urn, "ownership")[0]
     sm_doc = consumer.store.get("system_metadata_service_v1", md5_base64(f"{urn}--ownership"))
     assert sm_doc == {
-        "urn": urn, "aspect": "ownership", "runId": "no-run-id-provided",
-        "lastUpdated": row["systemmetadata"]["lastObserved"], "registryName": "unknownRegistry",
-        "registryVersion": "0.0.0", "removed": False,
+        "urn": urn,
+        "aspect": "ownership",
+        "runId": "no-run-id-provided",
+        "lastUpdated": row["systemmetadata"]["lastObserved"],
+        "registryName": "unknownRegistry",
+        "registryVersion": "0.0.0",
+        "removed": False,
     }
     edge = consumer.store.get("graph_service_v1", md5_base64(f"{urn}--OwnedBy--{owner}"))
     assert edge == {
         "source": {"urn": urn, "entityType": "dataset"},
         "destination": {"urn": owner, "entityType": "corpuser"},
         "relationshipType": "OwnedBy",
-        "createdOn": row["systemmetadata"]["lastObserved"], "createdActor": ACTOR,
-        "updatedOn": row["systemmetadata"]["lastObserved"], "updatedActor": ACTOR,
+        "createdOn": row["systemmetadata"]["lastObserved"],
+        "createdActor": ACTOR,
+        "updatedOn": row["systemmetadata"]["lastObserved"],
+        "updatedActor": ACTOR,
     }
 
 
-def test_versioning_archives_the_old_row(engine: Engine, prefix: str,
-                                         writer_for: Callable[[Engine], GmsWriter]) -> None:
+def test_versioning_archives_the_old_row(
+    engine: Engine, prefix: str, writer_for: Callable[[Engine], GmsWriter]
+) -> None:
     writer = writer_for(engine)
     urn = dataset_urn(prefix)
-    first = writer.write(urn, "datasetProperties", {"name": "v1"},
-                         system_metadata={"runId": "run-1"})
-    second = writer.write(urn, "datasetProperties", {"name": "v2"},
-                          system_metadata={"runId": "run-2"}, actor=f"urn:li:corpuser:{prefix}x")
+    first = writer.write(urn, "datasetProperties", {"name": "v1"}, system_metadata={"runId": "run-1"})
+    second = writer.write(
+        urn,
+        "datasetProperties",
+        {"name": "v2"},
+        system_metadata={"runId": "run-2"},
+        actor=f"urn:li:corpuser:{prefix}x",
+    )
     third = writer.write(urn, "datasetProperties", {"name": "v3"})
     assert (first.version, first.archived_version) == (1, None)
     assert (second.version, second.archived_version) == (2, 1)
@@ -110,7 +143,10 @@ def test_versioning_archives_the_old_row(engine: Engine, prefix: str,
 
     found = rows(engine, urn, "datasetProperties")
     assert [(r["version"], r["metadata"]) for r in found] == [
-        (0, {"name": "v3"}), (1, {"name": "v1"}), (2, {"name": "v2"})]
+        (0, {"name": "v3"}),
+        (1, {"name": "v1"}),
+        (2, {"name": "v2"}),
+    ]
     current, v1, v2 = found
     assert v1["systemmetadata"]["runId"] == "run-1"
     assert v2["systemmetadata"]["runId"] == "run-2"
@@ -135,13 +171,17 @@ def test_murmur2_matches_kafka_test_vectors() -> None:
 
 
 def test_mcl_is_confluent_framed_avro_on_the_murmur2_partition(
-        pg_engine: Engine, prefix: str, kafka: str, registry: str,
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine, prefix: str, kafka: str, registry: str, writer_for: Callable[[Engine], GmsWriter]
+) -> None:
     writer = writer_for(pg_engine)
     urns = [dataset_urn(prefix, f"db.t{i}") for i in range(12)]
     results = [writer.write(u, "datasetProperties", {"name": u[-12:]}) for u in urns]
-    update = writer.write(urns[0], "datasetProperties", {"name": "renamed"},
-                          system_metadata={"runId": "run-9", "properties": {"appSource": "ui"}})
+    update = writer.write(
+        urns[0],
+        "datasetProperties",
+        {"name": "renamed"},
+        system_metadata={"runId": "run-9", "properties": {"appSource": "ui"}},
+    )
 
     topic = "MetadataChangeLog_Versioned_v1"
     admin = AdminClient({"bootstrap.servers": kafka})
@@ -181,27 +221,32 @@ def test_mcl_is_confluent_framed_avro_on_the_murmur2_partition(
     assert record["created"]["time"] == row["systemmetadata"]["lastObserved"]
 
 
-def test_group_and_topic_names(pg_engine: Engine, prefix: str, kafka: str,
-                               mae: Callable[[str], MaeConsumer],
-                               writer_for: Callable[[Engine], GmsWriter]) -> None:
+def test_group_and_topic_names(
+    pg_engine: Engine,
+    prefix: str,
+    kafka: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     result = writer_for(pg_engine).write(dataset_urn(prefix), "status", {"removed": False})
     assert consumer.drain(30)
     admin = AdminClient({"bootstrap.servers": kafka})
     group = "generic-mae-consumer-job-client"
     tp = TopicPartition("MetadataChangeLog_Versioned_v1", result.partition)
-    offsets = admin.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group, [tp])])[group].result()
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [tp])])[group].result()
     assert offsets.topic_partitions[0].offset >= (result.offset or 0) + 1
     description = admin.describe_consumer_groups([group])[group].result()
-    assigned = {tp.topic for member in description.members
-                for tp in member.assignment.topic_partitions}
+    assigned = {tp.topic for member in description.members for tp in member.assignment.topic_partitions}
     assert assigned == {"MetadataChangeLog_Versioned_v1", "MetadataChangeLog_Timeseries_v1"}
 
 
-def test_index_names_and_literal_doc_ids(pg_engine: Engine, prefix: str,
-                                         mae: Callable[[str], MaeConsumer],
-                                         writer_for: Callable[[Engine], GmsWriter]) -> None:
+def test_index_names_and_literal_doc_ids(
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     writer = writer_for(pg_engine)
     user = f"urn:li:corpuser:{prefix}Jane Doe~é+*%"
@@ -209,28 +254,37 @@ def test_index_names_and_literal_doc_ids(pg_engine: Engine, prefix: str,
     job = f"urn:li:dataJob:(urn:li:dataFlow:(airflow,{prefix}flow,prod),load*orders)"
     writer.write(user, "corpUserKey", {"username": f"{prefix}Jane Doe~é+*%"})
     writer.write(term, "glossaryTermKey", {"name": f"{prefix}Finance.Revenue (Net)"})
-    writer.write(job, "dataJobKey", {"flow": f"urn:li:dataFlow:(airflow,{prefix}flow,prod)",
-                                     "jobId": "load*orders"})
+    writer.write(
+        job, "dataJobKey", {"flow": f"urn:li:dataFlow:(airflow,{prefix}flow,prod)", "jobId": "load*orders"}
+    )
     assert consumer.drain(30)
     store = consumer.store
-    assert store.get("corpuserindex_v2",
-                     f"urn%3Ali%3Acorpuser%3A{prefix}Jane+Doe%7E%C3%A9%2B*%25")["ldap"] == \
-        f"{prefix}Jane Doe~é+*%"
-    assert store.get("glossarytermindex_v2",
-                     f"urn%3Ali%3AglossaryTerm%3A{prefix}Finance.Revenue+%28Net%29")["id"] == \
-        f"{prefix}Finance.Revenue (Net)"
-    job_doc = store.get("datajobindex_v2",
-                        "urn%3Ali%3AdataJob%3A%28urn%3Ali%3AdataFlow%3A%28airflow%2C"
-                        f"{prefix}flow%2Cprod%29%2Cload*orders%29")
+    assert (
+        store.get("corpuserindex_v2", f"urn%3Ali%3Acorpuser%3A{prefix}Jane+Doe%7E%C3%A9%2B*%25")["ldap"]
+        == f"{prefix}Jane Doe~é+*%"
+    )
+    assert (
+        store.get("glossarytermindex_v2", f"urn%3Ali%3AglossaryTerm%3A{prefix}Finance.Revenue+%28Net%29")[
+            "id"
+        ]
+        == f"{prefix}Finance.Revenue (Net)"
+    )
+    job_doc = store.get(
+        "datajobindex_v2",
+        f"urn%3Ali%3AdataJob%3A%28urn%3Ali%3AdataFlow%3A%28airflow%2C{prefix}flow%2Cprod%29%2Cload*orders%29",
+    )
     assert job_doc is not None and job_doc["jobId"] == "load*orders"
     flow = f"urn:li:dataFlow:(airflow,{prefix}flow,prod)"
     assert store.get("graph_service_v1", md5_base64(f"{job}--IsPartOf--{flow}")) is not None
     assert store.get("system_metadata_service_v1", md5_base64(f"{user}--corpUserKey")) is not None
 
 
-def test_deletes_and_soft_deletes(pg_engine: Engine, prefix: str,
-                                  mae: Callable[[str], MaeConsumer],
-                                  writer_for: Callable[[Engine], GmsWriter]) -> None:
+def test_deletes_and_soft_deletes(
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     writer = writer_for(pg_engine)
     user = f"urn:li:corpuser:{prefix}owner"
@@ -248,18 +302,19 @@ def test_deletes_and_soft_deletes(pg_engine: Engine, prefix: str,
     writer.delete_aspect(user, "corpUserKey")  # the key aspect: the entity is gone
     assert consumer.drain(30)
 
-    doc_a = store.get("datasetindex_v2", f"urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform"
-                                         f"%3Ahive%2C{prefix}a%2CPROD%29")
+    doc_a = store.get(
+        "datasetindex_v2", f"urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Ahive%2C{prefix}a%2CPROD%29"
+    )
     assert doc_a is not None
     assert (doc_a["tags"], doc_a["hasTags"], doc_a["tagAttributionDates"]) == (None, False, None)
     assert doc_a["name"] == "x"
     assert rows(pg_engine, a, "globalTags") == []
     assert store.get("system_metadata_service_v1", md5_base64(f"{a}--globalTags")) is None
-    assert store.get("graph_service_v1",
-                     md5_base64(f"{a}--TaggedWith--urn:li:tag:{prefix}pii")) is None
+    assert store.get("graph_service_v1", md5_base64(f"{a}--TaggedWith--urn:li:tag:{prefix}pii")) is None
 
-    doc_b = store.get("datasetindex_v2", f"urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform"
-                                         f"%3Ahive%2C{prefix}b%2CPROD%29")
+    doc_b = store.get(
+        "datasetindex_v2", f"urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Ahive%2C{prefix}b%2CPROD%29"
+    )
     assert doc_b is not None and doc_b["removed"] is True
     sm_b = store.search("system_metadata_service_v1", {"term": {"urn": b}})
     assert len(sm_b) == 5 and all(hit["_source"]["removed"] is True for hit in sm_b)
@@ -271,28 +326,32 @@ def test_deletes_and_soft_deletes(pg_engine: Engine, prefix: str,
 
 
 def test_timeseries_aspect_goes_to_its_topic_without_a_row(
-        pg_engine: Engine, prefix: str, writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine, prefix: str, writer_for: Callable[[Engine], GmsWriter]
+) -> None:
     urn = dataset_urn(prefix)
-    result = writer_for(pg_engine).write(urn, "datasetProfile", m.DatasetProfileClass(
-        timestampMillis=1_700_000_000_000, rowCount=10))
+    result = writer_for(pg_engine).write(
+        urn, "datasetProfile", m.DatasetProfileClass(timestampMillis=1_700_000_000_000, rowCount=10)
+    )
     assert result.topic == "MetadataChangeLog_Timeseries_v1" and result.published
     assert rows(pg_engine, urn) == []
 
 
-@pytest.mark.parametrize("store,search", [("postgres", "opensearch"),
-                                          ("mariadb", "elasticsearch")])
-def test_seeded_catalog_is_consistent(store: str, search: str, prefix: str,
-                                      engine_for: Callable[[str], Engine],
-                                      mae: Callable[[str], MaeConsumer],
-                                      writer_for: Callable[[Engine], GmsWriter]) -> None:
+@pytest.mark.parametrize("store,search", [("postgres", "opensearch"), ("mariadb", "elasticsearch")])
+def test_seeded_catalog_is_consistent(
+    store: str,
+    search: str,
+    prefix: str,
+    engine_for: Callable[[str], Engine],
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     engine = engine_for(store)
     consumer = mae(search)
     entities = seed(writer_for(engine), 40, seed=7, prefix=prefix)
     assert entities == generate_catalog(40, seed=7, prefix=prefix)
     assert consumer.drain(60) and consumer.stats.errors == 0
     for entity in entities:
-        current = {r["aspect"]: r["metadata"] for r in rows(engine, entity.urn)
-                   if r["version"] == 0}
+        current = {r["aspect"]: r["metadata"] for r in rows(engine, entity.urn) if r["version"] == 0}
         assert current == dict(entity.aspects)
         expected = document_fields(entity.aspects)
         index = f"{entity.entity_type.lower()}index_v2"
@@ -302,9 +361,12 @@ def test_seeded_catalog_is_consistent(store: str, search: str, prefix: str,
         assert doc == {"urn": entity.urn, **expected}, entity.urn
 
 
-def test_restate_reindexes_with_force_indexing(pg_engine: Engine, prefix: str,
-                                               mae: Callable[[str], MaeConsumer],
-                                               writer_for: Callable[[Engine], GmsWriter]) -> None:
+def test_restate_reindexes_with_force_indexing(
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     store = consumer.store
     writer = writer_for(pg_engine)
@@ -317,15 +379,23 @@ def test_restate_reindexes_with_force_indexing(pg_engine: Engine, prefix: str,
     assert store.get("datasetindex_v2", doc_id) is None
     consumer.skip_index_write(None)
     stale_id = md5_base64(f"{urn}--OwnedBy--{bogus}")
-    store.put("graph_service_v1", stale_id, {
-        "source": {"urn": urn, "entityType": "dataset"},
-        "destination": {"urn": bogus, "entityType": "corpuser"}, "relationshipType": "OwnedBy"})
+    store.put(
+        "graph_service_v1",
+        stale_id,
+        {
+            "source": {"urn": urn, "entityType": "dataset"},
+            "destination": {"urn": bogus, "entityType": "corpuser"},
+            "relationshipType": "OwnedBy",
+        },
+    )
 
     result = writer.restate(urn, "ownership")
     assert result is not None and result.change_type == "RESTATE" and result.published
     assert result.system_metadata["properties"] == {"forceIndexing": "true"}
     assert [(r["aspect"], r["version"]) for r in rows(pg_engine, urn)] == [
-        ("datasetKey", 0), ("ownership", 0)]
+        ("datasetKey", 0),
+        ("ownership", 0),
+    ]
     assert consumer.drain(30)
     assert store.get("datasetindex_v2", doc_id)["owners"] == [owner]
     assert store.get("graph_service_v1", stale_id) is None  # non-diff mode replaced the edges
@@ -334,26 +404,29 @@ def test_restate_reindexes_with_force_indexing(pg_engine: Engine, prefix: str,
 
 
 def test_first_write_of_an_entity_writes_its_key_aspect(
-        pg_engine: Engine, prefix: str, mae: Callable[[str], MaeConsumer],
-        writer_for: Callable[[Engine], GmsWriter]) -> None:
+    pg_engine: Engine,
+    prefix: str,
+    mae: Callable[[str], MaeConsumer],
+    writer_for: Callable[[Engine], GmsWriter],
+) -> None:
     consumer = mae("opensearch")
     writer = writer_for(pg_engine)
     urn = f"urn:li:chart:(looker,{prefix}Revenue %28EUR%29)"
     first = writer.write(urn, "status", {"removed": False})
     writer.write(urn, "status", {"removed": True})
     found = rows(pg_engine, urn)
-    assert [(r["aspect"], r["version"]) for r in found] == [
-        ("chartKey", 0), ("status", 0), ("status", 1)]
-    assert found[0]["metadata"] == {"dashboardTool": "looker",
-                                    "chartId": f"{prefix}Revenue %28EUR%29"}
-    key_message = read_message(consumer.endpoints.kafka, first.topic, first.partition or 0,
-                               (first.offset or 1) - 1)
+    assert [(r["aspect"], r["version"]) for r in found] == [("chartKey", 0), ("status", 0), ("status", 1)]
+    assert found[0]["metadata"] == {"dashboardTool": "looker", "chartId": f"{prefix}Revenue %28EUR%29"}
+    key_message = read_message(
+        consumer.endpoints.kafka, first.topic, first.partition or 0, (first.offset or 1) - 1
+    )
     assert key_message.key() == urn.encode("utf-8")
     key_mcl = consumer.codec.decode(first.topic, key_message.value() or b"")
     assert (key_mcl["entityUrn"], key_mcl["aspectName"]) == (urn, "chartKey")
     assert consumer.drain(30)
     doc = consumer.store.get(
-        "chartindex_v2", f"urn%3Ali%3Achart%3A%28looker%2C{prefix}Revenue+%2528EUR%2529%29")
+        "chartindex_v2", f"urn%3Ali%3Achart%3A%28looker%2C{prefix}Revenue+%2528EUR%2529%29"
+    )
     assert doc is not None
     assert (doc["tool"], doc["removed"]) == ("looker", True)
     assert isinstance(doc["systemCreated"], int)

@@ -11,8 +11,19 @@ from sandbox.naming import entity_type_of
 from sandbox.projection import PROJECTED_ASPECTS
 from sandbox.registry import entity_facts
 
-TYPES = {"dataset", "chart", "dashboard", "dataJob", "dataFlow", "container", "domain", "tag",
-         "glossaryTerm", "corpuser", "corpGroup"}
+TYPES = {
+    "dataset",
+    "chart",
+    "dashboard",
+    "dataJob",
+    "dataFlow",
+    "container",
+    "domain",
+    "tag",
+    "glossaryTerm",
+    "corpuser",
+    "corpGroup",
+}
 
 
 def test_deterministic() -> None:
@@ -48,8 +59,18 @@ def test_awkward_urns_and_soft_deletes() -> None:
     removed = [e for e in catalog if e.removed]
     assert 0 < len(removed) < len(catalog) // 5
     search_aspects = {name for e in catalog for name, _ in e.aspects}
-    assert {"ownership", "globalTags", "glossaryTerms", "schemaMetadata", "upstreamLineage",
-            "status", "browsePathsV2", "container", "subTypes", "domains"} <= search_aspects
+    assert {
+        "ownership",
+        "globalTags",
+        "glossaryTerms",
+        "schemaMetadata",
+        "upstreamLineage",
+        "status",
+        "browsePathsV2",
+        "container",
+        "subTypes",
+        "domains",
+    } <= search_aspects
 
 
 def test_generate_yields_every_aspect_and_seed_writes_them() -> None:
@@ -61,8 +82,7 @@ def test_generate_yields_every_aspect_and_seed_writes_them() -> None:
             self.writes: list[tuple[str, str, dict[str, Any]]] = []
             self.flushed = False
 
-        def write(self, urn: str, aspect_name: str, value: dict[str, Any], *,
-                  wait: bool = True) -> None:
+        def write(self, urn: str, aspect_name: str, value: dict[str, Any], *, wait: bool = True) -> None:
             assert not wait
             self.writes.append((urn, aspect_name, value))
 

@@ -29,20 +29,36 @@ def test_schema_is_datahubs() -> None:
     assert schema["name"] == "MetadataChangeLog"
     assert schema["namespace"] == "com.linkedin.pegasus2avro.mxe"
     names = [f["name"] for f in schema["fields"]]
-    assert names[:6] == ["auditHeader", "entityType", "entityUrn", "entityKeyAspect",
-                         "changeType", "aspectName"]
+    assert names[:6] == [
+        "auditHeader",
+        "entityType",
+        "entityUrn",
+        "entityKeyAspect",
+        "changeType",
+        "aspectName",
+    ]
 
 
 @pytest.mark.parametrize("change_type", ["UPSERT", "DELETE", "RESTATE"])
 def test_build_and_read(change_type: str) -> None:
     new = None if change_type == "DELETE" else {"name": "é", "n": 1}
     record = build_mcl(
-        entity_type="dataset", urn="urn:li:dataset:(urn:li:dataPlatform:hive,t,PROD)",
-        change_type=change_type, aspect_name="datasetProperties", aspect=new,
-        system_metadata={"lastObserved": 5, "runId": "r", "version": "2",
-                         "properties": {"forceIndexing": "true"}},
-        previous_aspect={"name": "old"}, previous_system_metadata={"lastObserved": 4},
-        created_time_ms=5, actor="urn:li:corpuser:datahub")
+        entity_type="dataset",
+        urn="urn:li:dataset:(urn:li:dataPlatform:hive,t,PROD)",
+        change_type=change_type,
+        aspect_name="datasetProperties",
+        aspect=new,
+        system_metadata={
+            "lastObserved": 5,
+            "runId": "r",
+            "version": "2",
+            "properties": {"forceIndexing": "true"},
+        },
+        previous_aspect={"name": "old"},
+        previous_system_metadata={"lastObserved": 4},
+        created_time_ms=5,
+        actor="urn:li:corpuser:datahub",
+    )
     decoded = roundtrip(record)
     assert decoded["changeType"] == change_type
     change = read_mcl(decoded)
@@ -59,9 +75,17 @@ def test_build_and_read(change_type: str) -> None:
 
 def test_force_indexing_only_when_asked() -> None:
     record = build_mcl(
-        entity_type="tag", urn="urn:li:tag:x", change_type="UPSERT", aspect_name="tagKey",
-        aspect={"name": "x"}, system_metadata={"lastObserved": 1}, previous_aspect=None,
-        previous_system_metadata=None, created_time_ms=1, actor="urn:li:corpuser:datahub")
+        entity_type="tag",
+        urn="urn:li:tag:x",
+        change_type="UPSERT",
+        aspect_name="tagKey",
+        aspect={"name": "x"},
+        system_metadata={"lastObserved": 1},
+        previous_aspect=None,
+        previous_system_metadata=None,
+        created_time_ms=1,
+        actor="urn:li:corpuser:datahub",
+    )
     change = read_mcl(roundtrip(record))
     assert not change.force_indexing
     assert change.previous_aspect is None and change.previous_system_metadata is None

@@ -29,52 +29,92 @@ def obj(aspect: Any) -> dict[str, Any]:
 
 
 def test_dataset_key_and_properties() -> None:
-    assert search_document(URN, "datasetKey", {
-        "platform": "urn:li:dataPlatform:hive", "name": "db.t", "origin": "PROD"}) == {
-        "urn": URN, "platform": "urn:li:dataPlatform:hive", "id": "db.t", "origin": "PROD"}
-    props = obj(m.DatasetPropertiesClass(
-        name="t", qualifiedName="hive.db.t", description="Orders",
-        customProperties={"team": "core", "big": "x" * 5000, "k=v": "a, b"},
-        created=m.TimeStampClass(time=1700000000000)))
+    assert search_document(
+        URN, "datasetKey", {"platform": "urn:li:dataPlatform:hive", "name": "db.t", "origin": "PROD"}
+    ) == {"urn": URN, "platform": "urn:li:dataPlatform:hive", "id": "db.t", "origin": "PROD"}
+    props = obj(
+        m.DatasetPropertiesClass(
+            name="t",
+            qualifiedName="hive.db.t",
+            description="Orders",
+            customProperties={"team": "core", "big": "x" * 5000, "k=v": "a, b"},
+            created=m.TimeStampClass(time=1700000000000),
+        )
+    )
     assert project("datasetProperties", props) == {
         "customProperties": ["team=core", "k=v=a, b"],  # values of 4096+ chars are left out
-        "name": "t", "qualifiedName": "hive.db.t", "description": "Orders",
-        "hasDescription": True, "createdAt": 1700000000000,
+        "name": "t",
+        "qualifiedName": "hive.db.t",
+        "description": "Orders",
+        "hasDescription": True,
+        "createdAt": 1700000000000,
     }
 
 
 def test_empty_strings_absent_scalars_and_defaults() -> None:
     assert project("datasetProperties", {"description": ""}) == {
-        "customProperties": [], "description": None, "hasDescription": False}
+        "customProperties": [],
+        "description": None,
+        "hasDescription": False,
+    }
     assert project("datasetProperties", {}) == {"customProperties": [], "hasDescription": False}
     assert project("status", {}) == {"removed": False}  # Pegasus default applies
     assert project("status", {"removed": True, "lifecycleStage": "x"}) == {
-        "removed": True, "lifecycleStage": "x"}
+        "removed": True,
+        "lifecycleStage": "x",
+    }
     assert project("corpUserInfo", {"active": True}) == {
-        "customProperties": [], "active": True, "system": False}
+        "customProperties": [],
+        "active": True,
+        "system": False,
+    }
 
 
 def test_arrays_has_and_num_fields() -> None:
-    tags = obj(m.GlobalTagsClass(tags=[
-        m.TagAssociationClass(tag="urn:li:tag:a"),
-        m.TagAssociationClass(tag="urn:li:tag:b", attribution=m.MetadataAttributionClass(
-            time=5, actor="urn:li:corpuser:x", source="urn:li:dataHubAction:y")),
-    ]))
+    tags = obj(
+        m.GlobalTagsClass(
+            tags=[
+                m.TagAssociationClass(tag="urn:li:tag:a"),
+                m.TagAssociationClass(
+                    tag="urn:li:tag:b",
+                    attribution=m.MetadataAttributionClass(
+                        time=5, actor="urn:li:corpuser:x", source="urn:li:dataHubAction:y"
+                    ),
+                ),
+            ]
+        )
+    )
     assert project("globalTags", tags) == {
-        "tags": ["urn:li:tag:a", "urn:li:tag:b"], "hasTags": True,
-        "tagAttributionDates": [5], "tagAttributionActors": ["urn:li:corpuser:x"],
+        "tags": ["urn:li:tag:a", "urn:li:tag:b"],
+        "hasTags": True,
+        "tagAttributionDates": [5],
+        "tagAttributionActors": ["urn:li:corpuser:x"],
         "tagAttributionSources": ["urn:li:dataHubAction:y"],
     }
     assert project("globalTags", {"tags": []}) == {
-        "tags": [], "hasTags": False, "tagAttributionDates": [], "tagAttributionActors": [],
-        "tagAttributionSources": []}
-    io = {"inputDatasets": ["urn:a", "urn:b"], "outputDatasets": [],
-          "inputDatasetEdges": [{"destinationUrn": "urn:a"}, {"destinationUrn": "urn:b"}]}
+        "tags": [],
+        "hasTags": False,
+        "tagAttributionDates": [],
+        "tagAttributionActors": [],
+        "tagAttributionSources": [],
+    }
+    io = {
+        "inputDatasets": ["urn:a", "urn:b"],
+        "outputDatasets": [],
+        "inputDatasetEdges": [{"destinationUrn": "urn:a"}, {"destinationUrn": "urn:b"}],
+    }
     assert project("dataJobInputOutput", io) == {
-        "inputs": ["urn:a", "urn:b"], "numInputDatasets": 2,
-        "inputDatasetEdges": ["urn:a", "urn:b"], "outputs": [], "numOutputDatasets": 0,
-        "outputDatasetEdges": [], "inputFields": [], "numInputFields": 0,
-        "outputFields": [], "numOutputFields": 0, "fineGrainedUpstreams": [],
+        "inputs": ["urn:a", "urn:b"],
+        "numInputDatasets": 2,
+        "inputDatasetEdges": ["urn:a", "urn:b"],
+        "outputs": [],
+        "numOutputDatasets": 0,
+        "outputDatasetEdges": [],
+        "inputFields": [],
+        "numInputFields": 0,
+        "outputFields": [],
+        "numOutputFields": 0,
+        "fineGrainedUpstreams": [],
         "hasFineGrainedUpstreams": False,
     }
     many = {"typeNames": [str(i) for i in range(1500)]}
@@ -82,17 +122,29 @@ def test_arrays_has_and_num_fields() -> None:
 
 
 def test_schema_metadata_field_specs() -> None:
-    schema = obj(m.SchemaMetadataClass(
-        schemaName="t", platform="urn:li:dataPlatform:hive", version=0, hash="",
-        platformSchema=m.OtherSchemaClass(rawSchema=""),
-        fields=[
-            m.SchemaFieldClass(fieldPath="id", nativeDataType="int",
-                               type=m.SchemaFieldDataTypeClass(type=m.NumberTypeClass())),
-            m.SchemaFieldClass(fieldPath="name", nativeDataType="varchar", description="Name",
-                               type=m.SchemaFieldDataTypeClass(type=m.StringTypeClass()),
-                               globalTags=m.GlobalTagsClass(
-                                   tags=[m.TagAssociationClass(tag="urn:li:tag:pii")])),
-        ]))
+    schema = obj(
+        m.SchemaMetadataClass(
+            schemaName="t",
+            platform="urn:li:dataPlatform:hive",
+            version=0,
+            hash="",
+            platformSchema=m.OtherSchemaClass(rawSchema=""),
+            fields=[
+                m.SchemaFieldClass(
+                    fieldPath="id",
+                    nativeDataType="int",
+                    type=m.SchemaFieldDataTypeClass(type=m.NumberTypeClass()),
+                ),
+                m.SchemaFieldClass(
+                    fieldPath="name",
+                    nativeDataType="varchar",
+                    description="Name",
+                    type=m.SchemaFieldDataTypeClass(type=m.StringTypeClass()),
+                    globalTags=m.GlobalTagsClass(tags=[m.TagAssociationClass(tag="urn:li:tag:pii")]),
+                ),
+            ],
+        )
+    )
     doc = project("schemaMetadata", schema)
     assert doc is not None
     assert doc["fieldPaths"] == ["id", "name"]
@@ -103,27 +155,38 @@ def test_schema_metadata_field_specs() -> None:
 
 
 def test_ownership_owner_types_and_browse_paths() -> None:
-    owners = {"owners": [{"owner": "urn:li:corpuser:a", "type": "DATAOWNER"}],
-              "ownerTypes": {"urn:li:ownershipType:__system__none": ["urn:li:corpuser:a",
-                                                                      "urn:li:corpGroup:b"]}}
-    assert project("ownership", owners) == {
-        "owners": ["urn:li:corpuser:a"], "hasOwners": True, "ownerAttributionDates": [],
-        "ownerAttributionActors": [], "ownerAttributionSources": [],
-        "ownerTypes": {"urn:li:ownershipType:__system__none": ["urn:li:corpuser:a",
-                                                                "urn:li:corpGroup:b"]},
+    owners = {
+        "owners": [{"owner": "urn:li:corpuser:a", "type": "DATAOWNER"}],
+        "ownerTypes": {"urn:li:ownershipType:__system__none": ["urn:li:corpuser:a", "urn:li:corpGroup:b"]},
     }
-    path = obj(m.BrowsePathsV2Class(path=[
-        m.BrowsePathEntryClass(id="prod"), m.BrowsePathEntryClass(id="urn:li:container:c",
-                                                                  urn="urn:li:container:c")]))
-    assert project("browsePathsV2", path) == {
-        "browsePathV2": f"{SEP}prod{SEP}urn:li:container:c"}
+    assert project("ownership", owners) == {
+        "owners": ["urn:li:corpuser:a"],
+        "hasOwners": True,
+        "ownerAttributionDates": [],
+        "ownerAttributionActors": [],
+        "ownerAttributionSources": [],
+        "ownerTypes": {"urn:li:ownershipType:__system__none": ["urn:li:corpuser:a", "urn:li:corpGroup:b"]},
+    }
+    path = obj(
+        m.BrowsePathsV2Class(
+            path=[
+                m.BrowsePathEntryClass(id="prod"),
+                m.BrowsePathEntryClass(id="urn:li:container:c", urn="urn:li:container:c"),
+            ]
+        )
+    )
+    assert project("browsePathsV2", path) == {"browsePathV2": f"{SEP}prod{SEP}urn:li:container:c"}
     assert project("browsePathsV2", {"path": []}) == {"browsePathV2": ""}
 
 
 def test_delete_nulls_fields() -> None:
     assert project("globalTags", {"tags": []}, for_delete=True) == {
-        "hasTags": False, "tags": None, "tagAttributionDates": None,
-        "tagAttributionActors": None, "tagAttributionSources": None}
+        "hasTags": False,
+        "tags": None,
+        "tagAttributionDates": None,
+        "tagAttributionActors": None,
+        "tagAttributionSources": None,
+    }
     assert project("dataJobInputOutput", {}, for_delete=True)["numInputDatasets"] == 0
 
 
@@ -139,29 +202,41 @@ def test_document_fields_merge_in_order() -> None:
 
 
 def test_edges_fallbacks_and_ids() -> None:
-    lineage = obj(m.UpstreamLineageClass(upstreams=[m.UpstreamClass(
-        dataset="urn:li:dataset:(urn:li:dataPlatform:hive,db.up,PROD)",
-        type=m.DatasetLineageTypeClass.TRANSFORMED,
-        auditStamp=m.AuditStampClass(time=123, actor="urn:li:corpuser:etl"),
-        properties={"k": "v"})]))
+    lineage = obj(
+        m.UpstreamLineageClass(
+            upstreams=[
+                m.UpstreamClass(
+                    dataset="urn:li:dataset:(urn:li:dataPlatform:hive,db.up,PROD)",
+                    type=m.DatasetLineageTypeClass.TRANSFORMED,
+                    auditStamp=m.AuditStampClass(time=123, actor="urn:li:corpuser:etl"),
+                    properties={"k": "v"},
+                )
+            ]
+        )
+    )
     sm = {"lastObserved": 999}
-    (edge,) = extract_edges(URN, "upstreamLineage", lineage, system_metadata=sm,
-                            created_actor="urn:li:corpuser:datahub")
+    (edge,) = extract_edges(
+        URN, "upstreamLineage", lineage, system_metadata=sm, created_actor="urn:li:corpuser:datahub"
+    )
     assert edge.to_doc() == {
         "source": {"urn": URN, "entityType": "dataset"},
-        "destination": {"urn": "urn:li:dataset:(urn:li:dataPlatform:hive,db.up,PROD)",
-                        "entityType": "dataset"},
+        "destination": {
+            "urn": "urn:li:dataset:(urn:li:dataPlatform:hive,db.up,PROD)",
+            "entityType": "dataset",
+        },
         "relationshipType": "DownstreamOf",
-        "createdOn": 999, "createdActor": "urn:li:corpuser:datahub",  # no `created`: fallbacks
-        "updatedOn": 123, "updatedActor": "urn:li:corpuser:datahub",
+        "createdOn": 999,
+        "createdActor": "urn:li:corpuser:datahub",  # no `created`: fallbacks
+        "updatedOn": 123,
+        "updatedActor": "urn:li:corpuser:datahub",
         "properties": {"k": "v"},
     }
     merged = edge.to_doc(keep_created=False)
     assert "createdOn" not in merged and "createdActor" not in merged
-    owned = extract_edges(URN, "ownership",
-                          {"owners": [{"owner": "urn:li:corpGroup:g", "type": "DATAOWNER"}]})
-    assert [(e.relationship_type, e.destination) for e in owned] == [
-        ("OwnedBy", "urn:li:corpGroup:g")]
+    owned = extract_edges(
+        URN, "ownership", {"owners": [{"owner": "urn:li:corpGroup:g", "type": "DATAOWNER"}]}
+    )
+    assert [(e.relationship_type, e.destination) for e in owned] == [("OwnedBy", "urn:li:corpGroup:g")]
     assert owned[0].doc_id == "BCps7j6QKvbodv8FWQlOOg=="
     assert relationship_types("ownership") == ["OwnedBy", "ownershipType"]
     assert relationship_types("corpGroupInfo") == ["IsPartOf"]
@@ -169,6 +244,7 @@ def test_edges_fallbacks_and_ids() -> None:
 
 
 # ---------------------------------------------------------------- the table vs the wheel
+
 
 def _annotation_names(node: Any, key: str) -> set[str]:
     """Every fieldName / has / num name written in the .avsc's `key` annotations."""
@@ -187,8 +263,9 @@ def _annotation_names(node: Any, key: str) -> set[str]:
 def _names_in(annotation: Any) -> set[str]:
     if not isinstance(annotation, dict):
         return set()
-    found = {annotation[k] for k in ("fieldName", "hasValuesFieldName", "numValuesFieldName")
-             if k in annotation}
+    found = {
+        annotation[k] for k in ("fieldName", "hasValuesFieldName", "numValuesFieldName") if k in annotation
+    }
     for value in annotation.values():
         found |= _names_in(value)
     return found
@@ -205,10 +282,18 @@ def _schema_file(aspect: str) -> dict[str, Any]:
 
 
 # Names declared in nested records that schemaMetadata's field-level overrides replace.
-OVERRIDDEN = {"schemaMetadata": {"tags", "tagAttributionActors", "tagAttributionSources",
-                                 "tagAttributionDates", "glossaryTerms",
-                                 "termAttributionActors", "termAttributionSources",
-                                 "termAttributionDates"}}
+OVERRIDDEN = {
+    "schemaMetadata": {
+        "tags",
+        "tagAttributionActors",
+        "tagAttributionSources",
+        "tagAttributionDates",
+        "glossaryTerms",
+        "termAttributionActors",
+        "termAttributionSources",
+        "termAttributionDates",
+    }
+}
 
 
 @pytest.mark.parametrize("aspect", sorted(PROJECTED_ASPECTS))
