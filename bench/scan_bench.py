@@ -163,6 +163,7 @@ def main() -> int:
     parser.add_argument("--store", default="mariadb", choices=("mariadb", "postgres"))
     parser.add_argument("--search", default="opensearch", choices=("opensearch", "elasticsearch"))
     parser.add_argument("--reseed", action="store_true", help="reload even if the counts match")
+    parser.add_argument("--drop", action="store_true", help="drop the bench table and indices at the end")
     parser.add_argument("--measure", choices=("db", "index", "scan"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -203,7 +204,22 @@ def main() -> int:
     for key, value in result.items():
         print(f"{key:34} {value}")
     print(json.dumps(result))
+    if args.drop:
+        drop(args.store, args.search)
     return 0
+
+
+def drop(store: str, search: str) -> None:
+    """Remove what `seed` loaded (big indices slow every later start of the search node)."""
+    from sandbox.database import engine_for
+    from sandbox.search import connect
+
+    endpoints = Endpoints.from_env()
+    with engine_for(store, endpoints).begin() as conn:
+        conn.execute(text(f"DROP TABLE IF EXISTS {TABLE}"))
+    client = connect(search, endpoints)
+    for index in client.list_indices(f"{PREFIX}_*"):
+        client.delete_index(index)
 
 
 if __name__ == "__main__":
