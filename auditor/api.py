@@ -122,7 +122,11 @@ def scan(
     try:
         view: ConsumerView | None = None
         if events is not None:
-            view = start_window(events, topics, group)
+            try:
+                view = start_window(events, topics, group)
+            except BackendUnavailable as exc:
+                report.warnings.append(f"{exc}: verdicts rest on time and history only (weaker)")
+                report.kafka_available = False
         scanner = Scanner(store, search, registry, index_prefix=settings.index_prefix, now=started)
         joined = scanner.run(selection, progress)
         report.entities, report.documents = joined.entities, joined.documents
@@ -161,7 +165,11 @@ def scan(
         if options.confirm > 0:
             classified = _confirm(classified, options.confirm, scanner, store, search, report)
         if options.use_state:
-            state.record_findings(joined.findings, started, selection.entity_types)
+            # forget findings not seen again only when the whole of their types was scanned
+            narrowed = bool(selection.since or selection.urn_like or selection.urns)
+            state.record_findings(
+                joined.findings, started, selection.entity_types, forget_unseen=not narrowed
+            )
     finally:
         state.close()
         if events is not None:

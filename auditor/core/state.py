@@ -58,7 +58,11 @@ class ScanState:
         return out
 
     def record_findings(
-        self, findings: Iterable[Finding], now: datetime, scope_types: tuple[str, ...]
+        self,
+        findings: Iterable[Finding],
+        now: datetime,
+        scope_types: tuple[str, ...],
+        forget_unseen: bool = True,
     ) -> None:
         """Remember this scan's findings; forget those of the scope that were not seen again."""
         ts = now.timestamp()
@@ -69,6 +73,8 @@ class ScanState:
                     "last_seen = excluded.last_seen, times_seen = times_seen + 1",
                     (f.key, f.entity_type, ts, ts),
                 )
+            if not forget_unseen:
+                return
             if scope_types:
                 marks = ",".join("?" * len(scope_types))
                 self.db.execute(
