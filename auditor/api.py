@@ -14,6 +14,7 @@ from auditor.core.classify import classify, mark_restores, restore_candidates
 from auditor.core.model import Classified, Finding, Report, ScanScope, Verdict
 from auditor.core.registry import Registry
 from auditor.core.state import ScanState
+from auditor.core.urns import urn_partition
 from auditor.errors import AuditorError, BackendUnavailable, ConfigError
 from auditor.evidence import ConsumerView, close_window, gather, start_window
 from auditor.scan import Progress, Scanner, Selection
@@ -218,8 +219,6 @@ def _judge(
 ) -> Classified:
     position = None
     if view is not None:
-        from auditor.core.urns import urn_partition
-
         parts = sum(1 for p in view.positions if p[0] == settings.mcl_versioned_topic)
         if parts:
             position = view.of(settings.mcl_versioned_topic, urn_partition(f.urn, parts))

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from auditor.backends.search import GRAPH_INDEX, prefixed
 from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind
 from auditor.core.projection import expected_edges
 from checks.base import Check, CheckContext
-
-GRAPH_INDEX = "graph_service_v1"
 
 
 class Edges(Check):
@@ -25,7 +24,7 @@ class Edges(Check):
     repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
-        index = f"{ctx.index_prefix}_{GRAPH_INDEX}" if ctx.index_prefix else GRAPH_INDEX
+        index = prefixed(GRAPH_INDEX, ctx.index_prefix)
         expected: dict[tuple[str, str], str | None] = {}
         if entity.rows is not None:
             writers = {

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from auditor.backends.search import SYSTEM_METADATA_INDEX, prefixed
 from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind
 from auditor.core.urns import system_metadata_id
 from checks.base import Check, CheckContext
-
-SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
 
 
 class StaleSystemMetadata(Check):
@@ -25,7 +24,7 @@ class StaleSystemMetadata(Check):
     repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
-        index = f"{ctx.index_prefix}_{SYSTEM_METADATA_INDEX}" if ctx.index_prefix else SYSTEM_METADATA_INDEX
+        index = prefixed(SYSTEM_METADATA_INDEX, ctx.index_prefix)
         docs = {d.get("aspect"): d for d in entity.system_metadata}
         rows = entity.rows.rows if entity.rows else {}
         for aspect, row in rows.items():

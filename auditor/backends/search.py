@@ -35,7 +35,7 @@ def _fast_serializer() -> Any:
 
 
 class SearchIndex:
-    """Read access (and, for rebuild, bulk writes) to a DataHub search cluster."""
+    """Read access to a DataHub search cluster (a scan never writes)."""
 
     def __init__(
         self,
@@ -126,16 +126,6 @@ class SearchIndex:
             counts[alias["alias"]] = counts.get(alias["index"], 0)
         return counts
 
-    def exists(self, index: str) -> bool:
-        try:
-            return bool(self.client.indices.exists(index=index))
-        except Exception as exc:
-            raise self._fail(f"checking {index}", exc) from None
-
-    def refresh(self, index: str) -> None:
-        self.client.indices.refresh(index=index)
-
-    # -- reading ------------------------------------------------------------------------
     def _open_pit(self, index: str) -> str | None:
         if not self._pit_ok:
             return None
@@ -235,13 +225,3 @@ class SearchIndex:
                 return {}
             raise self._fail(f"reading {index}", exc) from None
         return {d["_id"]: d.get("_source") or {} for d in response["docs"] if d.get("found")}
-
-    def search_term(self, index: str, field: str, value: str, size: int = 1000) -> list[dict[str, Any]]:
-        """Docs whose keyword `field` equals `value` (triage)."""
-        try:
-            response = self.client.search(index=index, body={"size": size, "query": {"term": {field: value}}})
-        except Exception as exc:
-            if "index_not_found" in str(exc):
-                return []
-            raise self._fail(f"searching {index}", exc) from None
-        return [h.get("_source") or {} for h in response["hits"]["hits"]]

@@ -167,18 +167,6 @@ class MetadataStore:
             return None
         return EntityRows(urn, {a: AspectRow(a, m, s, c) for a, m, s, c in found})
 
-    def fetch_versions(self, urn: str, aspect: str) -> list[tuple[int, str, datetime]]:
-        """Every stored version of one aspect, newest first: (version, metadata, createdon)."""
-        sql = text(
-            f"SELECT version, metadata, createdon FROM {self.table} "
-            "WHERE urn = :urn AND aspect = :aspect ORDER BY version"
-        )
-        with self.engine.connect() as conn:
-            found = conn.execute(sql, {"urn": urn, "aspect": aspect}).all()
-        # version 0 is the newest, then N, N-1, ... 1
-        ordered = sorted(found, key=lambda r: (r[0] != 0, -r[0]))
-        return [(v, m, _utc(c)) for v, m, c in ordered]
-
     def count_changed_since(self, entity_type: str, since: datetime) -> int:
         """Entities of a type with a version-0 row written at or after `since`."""
         prefix = f"urn:li:{entity_type}:"
