@@ -211,6 +211,18 @@ def scan(
     verdict: in_flight (will converge; ETA given), stalled (waits on a consumer that does not
     move), diverged (will not converge; subkind says why, the report says what to run) or
     invalid (a row that cannot be read).
+
+    Exit codes: 0 no persistent divergence (in-flight allowed); 1 persistent divergence or
+    unreadable rows; 2 usage or configuration error; 3 could not complete; 4 the MAE consumer
+    is stalled.
+
+    \b
+    Examples:
+      auditor scan --store-url 'mysql+pymysql://datahub:PW@mysql/datahub' \\
+          --search-url http://opensearch:9200 --kafka broker:9092 \\
+          --schema-registry http://schema-registry:8081 -f markdown -o drift.md
+      auditor scan -t dataset --since 6h --confirm 60       # a slice, re-checking delays
+      auditor scan --shard 0/4 -f json -o s0.json           # then: auditor report merge s*.json
     """
 
     def go() -> int:

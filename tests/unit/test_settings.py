@@ -43,3 +43,16 @@ def test_bad_config_is_a_config_error(tmp_path) -> None:
         load_settings(bad, env={})
     with pytest.raises(ConfigError, match="grace_seconds"):
         load_settings(env={"AUDITOR_GRACE_SECONDS": "soon"})
+
+
+def test_the_documented_example_config_loads() -> None:
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "auditor.example.toml"
+    s = load_settings(example, env={})
+    assert s.store_table == "metadata_aspect_v2"
+    assert s.search_kind == "auto" and s.search_ca_certs
+    assert s.kafka_bootstrap == "broker:9092" and s.kafka_security_protocol == "SASL_SSL"
+    assert s.schema_registry_url == "http://schema-registry:8081"
+    assert s.mae_consumer_group == "generic-mae-consumer-job-client"
+    assert s.mcl_versioned_topic == "MetadataChangeLog_Versioned_v1"
