@@ -150,8 +150,11 @@ def scan(
                 report.partitions, view, evidence = [], None, {}
         now = datetime.now(UTC)
         history = state.history(f.key for f in joined.findings)
+        topic = settings.mcl_versioned_topic
+        partitions = sum(1 for t, _ in view.positions if t == topic) if view is not None else 0
         classified = [
-            _judge(f, now, grace, options.settle, view, evidence, history, settings) for f in joined.findings
+            _judge(f, now, grace, options.settle, view, evidence, history, topic, partitions)
+            for f in joined.findings
         ]
         candidates = restore_candidates(classified)
         if candidates:
@@ -197,13 +200,12 @@ def _metadata_of(findings: list[Finding], store: MetadataStore) -> dict[tuple[st
     """The version-0 JSON of the aspects findings point at (to recognise their MCLs)."""
     out: dict[tuple[str, str], str] = {}
     wanted = {(f.urn, f.aspect) for f in findings if f.aspect}
-    for urn in sorted({u for u, _ in wanted})[:20_000]:
-        rows = store.fetch_entity(urn)
-        if rows is None:
-            continue
-        for aspect, row in rows.rows.items():
-            if (urn, aspect) in wanted:
-                out[(urn, aspect)] = row.metadata
+    urns = sorted({u for u, _ in wanted})[:20_000]
+    for i in range(0, len(urns), 500):  # one query per 500 urns, not one per urn
+        for entity in store.stream_entities(urns=tuple(urns[i : i + 500])):
+            for aspect, row in entity.rows.items():
+                if (entity.urn, aspect) in wanted:
+                    out[(entity.urn, aspect)] = row.metadata
     return out
 
 
@@ -215,13 +217,12 @@ def _judge(
     view: ConsumerView | None,
     evidence: dict,
     history: dict,
-    settings: Settings,
+    topic: str,
+    partitions: int,
 ) -> Classified:
     position = None
-    if view is not None:
-        parts = sum(1 for p in view.positions if p[0] == settings.mcl_versioned_topic)
-        if parts:
-            position = view.of(settings.mcl_versioned_topic, urn_partition(f.urn, parts))
+    if view is not None and partitions:
+        position = view.of(topic, urn_partition(f.urn, partitions))
     return classify(
         f,
         now,

@@ -42,7 +42,7 @@ def triage(settings: Settings, urn: str, grace: float = 300.0) -> Triage:
         raise ConfigError(str(exc)) from None
     out = Triage(urn)
     store = open_store(settings)
-    rows = store.fetch_entity(urn)
+    rows = next(store.stream_entities(urns=(urn,)), None)
     if rows is None:
         out.steps.append(Step("rows in metadata_aspect_v2", False, "no version-0 row for this urn"))
     else:

@@ -152,21 +152,6 @@ class MetadataStore:
         if current is not None:
             yield EntityRows(current, rows)
 
-    def fetch_entity(self, urn: str) -> EntityRows | None:
-        """All version-0 rows of one urn (triage, confirmation)."""
-        sql = text(
-            f"SELECT aspect, metadata, systemmetadata, createdon FROM {self.table} "
-            "WHERE urn = :urn AND version = 0"
-        )
-        try:
-            with self.engine.connect() as conn:
-                found = conn.execute(sql, {"urn": urn}).all()
-        except SQLAlchemyError as exc:
-            raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
-        if not found:
-            return None
-        return EntityRows(urn, {a: AspectRow(a, m, s, c) for a, m, s, c in found})
-
     def count_changed_since(self, entity_type: str, since: datetime) -> int:
         """Entities of a type with a version-0 row written at or after `since`."""
         prefix = f"urn:li:{entity_type}:"
