@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 from auditor.backends.events import EventLog
 from auditor.backends.search import SearchIndex
 from auditor.backends.store import MetadataStore
-from auditor.core.classify import classify, mark_restores, restore_candidates
+from auditor.core.classify import classify, in_flight, mark_restores, restore_candidates
 from auditor.core.model import Classified, Finding, Report, ScanScope, Verdict
 from auditor.core.registry import Registry
 from auditor.core.state import ScanState
-from auditor.core.urns import urn_partition
 from auditor.errors import AuditorError, BackendUnavailable, ConfigError
-from auditor.evidence import ConsumerView, close_window, gather, start_window
+from auditor.evidence import start_window
+from auditor.reobserve import KafkaSide, Observer, Reobservation
 from auditor.scan import Progress, Scanner, Selection
 from auditor.settings import Settings
 from checks import BUILTIN_CHECKS
@@ -31,6 +31,7 @@ class ScanOptions:
     sample_window: float | None = None  # None: the settings' window
     confirm: float = 0.0  # re-check in-flight findings after this many seconds
     max_findings: int = 10_000  # findings kept in detail (all are counted)
+    visibility: float | None = None  # None: the settings' index visibility delay
     use_state: bool = True
 
 
@@ -76,10 +77,14 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
 def _repair_hint(f: Finding) -> str:
     for check in BUILTIN_CHECKS:
         if check.id == f.check:
-            return check.repair.format(
-                urn=f.urn.replace("'", "'\\''"),
-                index=f.index or "",
-                doc_id=f.details.get("doc_id", ""),
+            return (
+                check()
+                .repair_for(f)
+                .format(
+                    urn=f.urn.replace("'", "'\\''"),
+                    index=f.index or "",
+                    doc_id=f.details.get("doc_id", ""),
+                )
             )
     return ""
 
@@ -93,12 +98,14 @@ def scan(
     registry: Registry | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Report:
-    """Compare the store with the search cluster (and the consumer offsets) and judge it."""
+    """Compare the store with the search cluster (and the consumer offsets) and judge it.
+
+    The join's findings are candidates; each is re-observed in causal order (reobserve.py)
+    before it gets a verdict, so a scan during live writes does not call a delay diverged.
+    """
     selection = selection or Selection()
     options = options or ScanOptions()
     started = datetime.now(UTC)
-    grace = settings.grace_seconds if options.grace is None else options.grace
-    window = settings.sample_window_seconds if options.sample_window is None else options.sample_window
     report = Report(
         started_at=started,
         scope=ScanScope(
@@ -116,68 +123,122 @@ def scan(
     report.sources["search_version"] = search.version()
     registry = registry or Registry.load()
     events = open_events(settings, report.warnings)
-    report.kafka_available = events is not None
-    topics = [settings.mcl_versioned_topic, settings.mcl_timeseries_topic]
-    group = settings.mae_consumer_group
     state = ScanState(settings.state_file if options.use_state else None)
     try:
-        view: ConsumerView | None = None
-        if events is not None:
-            try:
-                view = start_window(events, topics, group)
-            except BackendUnavailable as exc:
-                report.warnings.append(f"{exc}: verdicts rest on time and history only (weaker)")
-                report.kafka_available = False
+        kafka = _open_window(settings, options, events, state, report)
         scanner = Scanner(store, search, registry, index_prefix=settings.index_prefix, now=started)
         joined = scanner.run(selection, progress)
         report.entities, report.documents = joined.entities, joined.documents
         report.unknown, report.warnings = joined.unknown, report.warnings + joined.warnings
-        evidence = {}
-        if events is not None and view is not None:
-            if log:
-                log("sampling the MAE consumer's offsets")
-            previous = state.previous_samples(group)
-            try:
-                close_window(events, view, topics, window, previous)
-                report.partitions = sorted(view.positions.values(), key=lambda p: (p.topic, p.partition))
-                metadata = _metadata_of(joined.findings, store)
-                evidence = gather(events, view, settings.mcl_versioned_topic, joined.findings, metadata)
-                state.record_samples(group, view.last)
-            except BackendUnavailable as exc:
-                # Kafka went away mid-scan: the comparison stands, the verdicts get weaker
-                report.warnings.append(f"{exc}: verdicts rest on time and history only (weaker)")
-                report.kafka_available = False
-                report.partitions, view, evidence = [], None, {}
-        now = datetime.now(UTC)
-        history = state.history(f.key for f in joined.findings)
-        topic = settings.mcl_versioned_topic
-        partitions = sum(1 for t, _ in view.positions if t == topic) if view is not None else 0
-        classified = [
-            _judge(f, now, grace, options.settle, view, evidence, history, topic, partitions)
-            for f in joined.findings
-        ]
-        candidates = restore_candidates(classified)
-        if candidates:
-            changed = {
-                index: (
-                    instant,
-                    store.count_changed_since(_type_of_index(index, registry, settings), instant),
-                )
-                for index, instant in candidates.items()
-            }
-            classified = mark_restores(classified, changed)
+        if log and joined.findings:
+            log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
+        visibility = settings.index_visibility_seconds if options.visibility is None else options.visibility
+        observer = Observer(scanner, kafka, visibility=visibility)
+        seen = observer.run(joined.findings)
+        report.warnings += observer.warnings
+        report.reobserved = {
+            "candidates": len(joined.findings),
+            "entities": len({f.urn for f in joined.findings}),
+            "converged": len(seen.converged),
+            "unsettled": len(seen.unsettled),
+            "rounds": seen.rounds,
+            "seconds": round(seen.seconds, 3),
+        }
+        if observer.kafka is not None:
+            report.partitions = sorted(
+                observer.kafka.view.positions.values(), key=lambda p: (p.topic, p.partition)
+            )
+            state.record_samples(observer.kafka.view.group, observer.kafka.view.last)
+        report.kafka_available = observer.kafka is not None
+        classified = _judge_all(seen, settings, options, state)
+        classified = _mark_restores(classified, store, registry, settings)
         if options.confirm > 0:
-            classified = _confirm(classified, options.confirm, scanner, store, search, report)
+            classified = _confirm(classified, options.confirm, scanner, report)
         if options.use_state:
             # forget findings not seen again only when the whole of their types was scanned
             narrowed = bool(selection.since or selection.urn_like or selection.urns)
-            state.record_findings(
-                joined.findings, started, selection.entity_types, forget_unseen=not narrowed
-            )
+            still = [o.finding for o in seen.observed + seen.unsettled]
+            state.record_findings(still, started, selection.entity_types, forget_unseen=not narrowed)
     finally:
         state.close()
         if events is not None:
             events.close()
+    _finish(report, classified, options)
+    return report
+
+
+def _open_window(
+    settings: Settings, options: ScanOptions, events: EventLog | None, state: ScanState, report: Report
+) -> KafkaSide | None:
+    """The first offset sample, before the join (None: no Kafka, verdicts get weaker)."""
+    if events is None:
+        return None
+    topics = [settings.mcl_versioned_topic, settings.mcl_timeseries_topic]
+    group = settings.mae_consumer_group
+    window = settings.sample_window_seconds if options.sample_window is None else options.sample_window
+    try:
+        view = start_window(events, topics, group)
+        partitions = events.partitions(settings.mcl_versioned_topic)
+    except BackendUnavailable as exc:
+        report.warnings.append(f"{exc}: verdicts rest on time and history only (weaker)")
+        return None
+    return KafkaSide(
+        events, view, topics, settings.mcl_versioned_topic, window, state.previous_samples(group), partitions
+    )
+
+
+def _judge_all(
+    seen: Reobservation, settings: Settings, options: ScanOptions, state: ScanState
+) -> list[Classified]:
+    """One verdict per re-observed finding; converged and unsettled candidates stay in flight."""
+    now = datetime.now(UTC)
+    grace = settings.grace_seconds if options.grace is None else options.grace
+    history = state.history(o.finding.key for o in seen.observed + seen.unsettled)
+    out = [
+        classify(
+            o.finding,
+            now,
+            grace=grace,
+            settle=options.settle,
+            position=o.position,
+            kafka=o.kafka if o.position is not None else None,
+            history=history.get(o.finding.key),
+            repair=_repair_hint(o.finding),
+            observed=o.observation,
+        )
+        for o in seen.observed
+    ]
+    for o in seen.converged:
+        at = o.observation.docs_read_at.isoformat(timespec="seconds")
+        out.append(
+            in_flight(o.finding, f"converged during the scan: the re-read at {at} agrees", o.observation, 0.0)
+        )
+    for o in seen.unsettled:
+        out.append(
+            in_flight(
+                o.finding,
+                f"its rows changed during each of {o.observation.rounds} re-reads (live writes): "
+                "judged again by the next scan",
+                o.observation,
+            )
+        )
+    return out
+
+
+def _mark_restores(
+    classified: list[Classified], store: MetadataStore, registry: Registry, settings: Settings
+) -> list[Classified]:
+    candidates = restore_candidates(classified)
+    if not candidates:
+        return classified
+    changed = {
+        index: (instant, store.count_changed_since(_type_of_index(index, registry, settings), instant))
+        for index, instant in candidates.items()
+    }
+    return mark_restores(classified, changed)
+
+
+def _finish(report: Report, classified: list[Classified], options: ScanOptions) -> None:
     for c in classified:
         key = (c.finding.entity_type, c.verdict.value, c.subkind)
         report.counts[key] = report.counts.get(key, 0) + 1
@@ -186,7 +247,6 @@ def scan(
     report.findings = classified[: options.max_findings]
     report.findings_dropped = max(0, len(classified) - options.max_findings)
     report.finished_at = datetime.now(UTC)
-    return report
 
 
 def _type_of_index(index: str, registry: Registry, settings: Settings) -> str:
@@ -196,53 +256,7 @@ def _type_of_index(index: str, registry: Registry, settings: Settings) -> str:
     return ""
 
 
-def _metadata_of(findings: list[Finding], store: MetadataStore) -> dict[tuple[str, str], str]:
-    """The version-0 JSON of the aspects findings point at (to recognise their MCLs)."""
-    out: dict[tuple[str, str], str] = {}
-    wanted = {(f.urn, f.aspect) for f in findings if f.aspect}
-    urns = sorted({u for u, _ in wanted})[:20_000]
-    for i in range(0, len(urns), 500):  # one query per 500 urns, not one per urn
-        for entity in store.stream_entities(urns=tuple(urns[i : i + 500])):
-            for aspect, row in entity.rows.items():
-                if (entity.urn, aspect) in wanted:
-                    out[(entity.urn, aspect)] = row.metadata
-    return out
-
-
-def _judge(
-    f: Finding,
-    now: datetime,
-    grace: float,
-    settle: float,
-    view: ConsumerView | None,
-    evidence: dict,
-    history: dict,
-    topic: str,
-    partitions: int,
-) -> Classified:
-    position = None
-    if view is not None and partitions:
-        position = view.of(topic, urn_partition(f.urn, partitions))
-    return classify(
-        f,
-        now,
-        grace=grace,
-        settle=settle,
-        position=position,
-        kafka=evidence.get(f.key) if position is not None else None,
-        history=history.get(f.key),
-        repair=_repair_hint(f),
-    )
-
-
-def _confirm(
-    classified: list[Classified],
-    wait: float,
-    scanner: Scanner,
-    store: MetadataStore,
-    search: SearchIndex,
-    report: Report,
-) -> list[Classified]:
+def _confirm(classified: list[Classified], wait: float, scanner: Scanner, report: Report) -> list[Classified]:
     """Wait, then re-check the in-flight findings' entities: those now clean converged."""
     pending = [c for c in classified if c.verdict == Verdict.IN_FLIGHT]
     if not pending:

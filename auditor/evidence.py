@@ -87,12 +87,12 @@ def gather(
     topic: str,
     findings: Sequence[Finding],
     metadata: dict[tuple[str, str], str],
+    partitions: int,
 ) -> dict[str, KafkaEvidence]:
     """Per finding key: is its MCL pending, was it consumed, or was it never published?
 
     `metadata[(urn, aspect)]` is the version-0 JSON, to recognise the change's own MCL.
     """
-    partitions = events.partitions(topic)
     if partitions == 0:
         return {}
     by_partition: dict[int, list[Finding]] = defaultdict(list)
@@ -104,10 +104,9 @@ def gather(
         pos = view.of(topic, p)
         if pos is None:
             continue
-        # pending = at or past where the consumer stood when the join began: an MCL applied
-        # while the scan ran may have been read before it was applied (that is delay too)
-        first = pos.first_committed if pos.first_committed is not None else pos.committed
-        committed = first if first is not None else pos.start
+        # pending = at or past the committed offset of this sample: the documents were read
+        # after it (see reobserve.py), so everything below it had been applied by then
+        committed = pos.committed if pos.committed is not None else pos.start
         urns = {f.urn for f in group}
         pending, pending_complete = events.find(topic, p, urns, committed, pos.end, READ_CAP)
         pending_by_urn: dict[str, list[MclHit]] = defaultdict(list)

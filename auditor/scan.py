@@ -40,6 +40,19 @@ class Selection:
 
 
 @dataclass
+class ScanPlan:
+    """What one join reads: the selection, its entity types, their indices and the checks run."""
+
+    selection: Selection
+    types: list[str]
+    indices: dict[str, str]  # entity type -> its entity index (only the ones that exist)
+    sysmeta: str | None = None  # the system-metadata index, when it exists
+    graph: str | None = None  # the graph index, when it exists
+    checks: list[Check] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
 class JoinResult:
     """What the join saw, besides findings."""
 
@@ -163,41 +176,68 @@ class Scanner:
         return grouped(checked, key)
 
     # -- the join -------------------------------------------------------------------------
-    def run(self, selection: Selection, progress: Progress | None = None) -> JoinResult:
-        result = JoinResult()
+    def plan(self, selection: Selection) -> ScanPlan:
+        """What a join of `selection` reads: the types, the indices that exist, the checks."""
         types = self.entity_types(selection)
         existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
         indices = {
             t: name for t in types if (name := self.registry.index_name(t, self.index_prefix)) in existing
         }
-        for name in indices.values():
-            result.documents[name] = 0
-        streams: dict[str, Iterator[tuple[str, Any]]] = {
-            "rows": self._rows(selection, types),
-            "doc": self._docs(selection, types, indices),
-        }
+        plan = ScanPlan(selection, types, indices)
         sysmeta = prefixed(SYSTEM_METADATA_INDEX, self.index_prefix)
         if sysmeta in existing:
-            streams["sysmeta"] = self._group_stream(sysmeta, ["urn", "aspect"], "urn", selection)
+            plan.sysmeta = sysmeta
         else:
-            result.warnings.append(f"{sysmeta} does not exist: system metadata not checked")
+            plan.warnings.append(f"{sysmeta} does not exist: system metadata not checked")
         graph = prefixed(GRAPH_INDEX, self.index_prefix)
         if graph in existing:
-            streams["edges"] = self._group_stream(
-                graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn", selection
-            )
+            plan.graph = graph
         else:
-            result.warnings.append(f"{graph} does not exist: edges not checked")
+            plan.warnings.append(f"{graph} does not exist: edges not checked")
         if selection.since is not None:
-            result.warnings.append("--since: documents without rows (orphans) are not looked for")
+            plan.warnings.append("--since: documents without rows (orphans) are not looked for")
         # a projection that does not exist is reported once, not as one finding per entity
         skipped = set()
-        if "sysmeta" not in streams:
+        if plan.sysmeta is None:
             skipped.add("system-metadata.stale")
-        if "edges" not in streams:
+        if plan.graph is None:
             skipped.add("graph.edges")
-        checks = [c for c in self.checks if c.id not in skipped]
+        plan.checks = [c for c in self.checks if c.id not in skipped]
+        return plan
 
+    def row_stream(self, plan: ScanPlan) -> Iterator[tuple[str, EntityRows]]:
+        """The truth: version-0 rows per urn, in byte order."""
+        return self._rows(plan.selection, plan.types)
+
+    def projection_streams(self, plan: ScanPlan) -> dict[str, Iterator[tuple[str, Any]]]:
+        """The projections: the entity doc, the system-metadata docs and the edges, per urn."""
+        selection = plan.selection
+        streams: dict[str, Iterator[tuple[str, Any]]] = {
+            "doc": self._docs(selection, plan.types, plan.indices)
+        }
+        if plan.sysmeta is not None:
+            streams["sysmeta"] = self._group_stream(plan.sysmeta, ["urn", "aspect"], "urn", selection)
+        if plan.graph is not None:
+            streams["edges"] = self._group_stream(
+                plan.graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn", selection
+            )
+        return streams
+
+    def run(self, selection: Selection, progress: Progress | None = None) -> JoinResult:
+        """Stream the rows and every projection of `selection` at once, join them, run the checks."""
+        plan = self.plan(selection)
+        streams = {"rows": self.row_stream(plan), **self.projection_streams(plan)}
+        return self.join(plan, streams, progress)
+
+    def join(
+        self, plan: ScanPlan, streams: dict[str, Iterator[tuple[str, Any]]], progress: Progress | None = None
+    ) -> JoinResult:
+        """Merge-join the streams by urn and run the checks on every joined entity."""
+        selection, indices = plan.selection, plan.indices
+        result = JoinResult(warnings=list(plan.warnings))
+        for name in indices.values():
+            result.documents[name] = 0
+        checks = plan.checks
         seen = 0
         for urn, parts in merge_join(streams):
             rows: EntityRows | None = parts.get("rows")
@@ -236,7 +276,8 @@ class Scanner:
             progress(seen)
         for key, n in self.ctx.unknown.items():
             result.unknown[key] = result.unknown.get(key, 0) + n
-        missing = [t for t in types if t not in indices and result.entities.get(t)]
+        self.ctx.unknown.clear()
+        missing = [t for t in plan.types if t not in indices and result.entities.get(t)]
         for t in missing:
             result.warnings.append(
                 f"no index {self.registry.index_name(t, self.index_prefix)} for "

@@ -40,6 +40,7 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "mae_consumer_group": ("AUDITOR_MAE_CONSUMER_GROUP", "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID"),
     "grace_seconds": ("AUDITOR_GRACE_SECONDS",),
     "sample_window_seconds": ("AUDITOR_SAMPLE_WINDOW_SECONDS",),
+    "index_visibility_seconds": ("AUDITOR_INDEX_VISIBILITY_SECONDS",),
     "state_file": ("AUDITOR_STATE_FILE",),
 }
 
@@ -70,6 +71,9 @@ class Settings(BaseModel):
     mae_consumer_group: str = "generic-mae-consumer-job-client"
     grace_seconds: float = Field(300.0, ge=0)
     sample_window_seconds: float = Field(10.0, ge=0)
+    # a write the consumer committed is searchable this much later: DataHub's bulk processor
+    # flushes every second (ES_BULK_FLUSH_PERIOD) and the index refreshes every second
+    index_visibility_seconds: float = Field(3.0, ge=0)
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
 
     def __repr_args__(self) -> Any:

@@ -57,6 +57,10 @@ class Check:
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         raise NotImplementedError
 
+    def repair_for(self, finding: Finding) -> str:
+        """The repair command template for one of this check's findings."""
+        return self.repair
+
     def finding(
         self,
         kind: Kind,

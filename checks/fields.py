@@ -6,6 +6,9 @@ with the `status` aspect (a soft-deleted entity still shows, or a restored one i
 Cause: an update whose MCL was never published or whose index write was skipped, or an index
 restored from an older snapshot.
 Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay of the entity's aspects).
+A field the current aspect no longer has stays in the document for good (DataHub upserts only
+the fields an aspect has): that is `field_left_behind`, which a replay cannot clear; the whole
+document must be rewritten.
 """
 
 from __future__ import annotations
@@ -24,10 +27,22 @@ def _short(value: object, limit: int = 200) -> object:
     return value if len(text) <= limit else text[:limit] + "..."
 
 
+# a field left behind by DataHub's per-aspect upsert: a RESTATE replay writes only the fields the
+# aspect has, so only a whole-document rewrite clears it (delete the doc, then restore the urn)
+WHOLE_DOCUMENT = (
+    'curl -X DELETE "$SEARCH_URL/{index}/_doc/{doc_id}" && '
+    "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+    "   # a field left behind by a partial update: a replay cannot clear it, a whole-document rewrite can"
+)
+
+
 class StaleFields(Check):
     id = "index.stale-fields"
-    kinds = (Kind.STALE_FIELDS,)
+    kinds = (Kind.STALE_FIELDS, Kind.FIELD_LEFT_BEHIND)
     repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+
+    def repair_for(self, finding: Finding) -> str:
+        return WHOLE_DOCUMENT if finding.details.get("left_behind") else self.repair
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is None:
@@ -39,12 +54,15 @@ class StaleFields(Check):
         aspects = sorted({a for d in diffs for a in expected.field_aspects.get(d.field, ())})
         rows = entity.rows.rows
         changed = [rows[a].createdon for a in aspects if a in rows] or [entity.rows.changed_at]
+        left = [d.field for d in diffs if d.kind == "left_behind"]
         yield self.finding(
-            Kind.STALE_FIELDS,
+            Kind.FIELD_LEFT_BEHIND if len(left) == len(diffs) else Kind.STALE_FIELDS,
             entity,
             aspect=aspects[0] if len(aspects) == 1 else None,
             changed_at=max(changed),
             aspects=aspects,
+            left_behind=left,
+            doc_id=entity.doc.id,
             fields=[
                 {
                     "field": d.field,

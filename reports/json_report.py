@@ -73,6 +73,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "unknown": report.unknown,
         "warnings": report.warnings,
         "converged": report.converged,
+        "reobserved": report.reobserved,
         "findings_dropped": report.findings_dropped,
         "findings": [finding_json(c) for c in report.findings],
     }

@@ -11,6 +11,7 @@ from auditor.core.model import (
     Evidence,
     Finding,
     Kind,
+    Observation,
     PartitionHealth,
     PartitionPosition,
     Report,
@@ -45,6 +46,7 @@ def from_dict(data: dict[str, Any]) -> Report:
         warnings=list(data.get("warnings") or []),
         unknown=dict(data.get("unknown") or {}),
         converged=list(data.get("converged") or []),
+        reobserved=dict(data.get("reobserved") or {}),
         complete=bool(data.get("complete", True)),
         findings_dropped=int(data.get("findings_dropped") or 0),
     )
@@ -72,6 +74,11 @@ def from_dict(data: dict[str, Any]) -> Report:
             ev[key] = _dt(ev.get(key))
         if ev.get("partition_health"):
             ev["partition_health"] = PartitionHealth(ev["partition_health"])
+        if ev.get("observed"):
+            seen = dict(ev["observed"])
+            for key in ("rows_read_at", "offsets_sampled_at", "docs_read_at", "rows_confirmed_at"):
+                seen[key] = _dt(seen.get(key))
+            ev["observed"] = Observation(**seen)
         finding = Finding(
             check=f["check"],
             kind=Kind(f["kind"]),
@@ -119,6 +126,8 @@ def merge(reports: Iterable[Report]) -> Report:
                 into[k] = into.get(k, 0) + v
         for key, n in r.counts.items():
             out.counts[key] = out.counts.get(key, 0) + n
+        for name, value in r.reobserved.items():
+            out.reobserved[name] = out.reobserved.get(name, 0) + value
         out.findings.extend(r.findings)
         out.findings_dropped += r.findings_dropped
         out.converged.extend(r.converged)

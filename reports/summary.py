@@ -49,13 +49,23 @@ def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
         )
     # an entity with no rows left cannot be replayed: its docs are deleted instead
     gone = {c.finding.urn for c in diverged if c.finding.kind.value == "orphan_document"}
-    replay = [c for c in diverged if c.finding.urn not in gone and c.subkind != "index_behind_restore"]
+    # a field left behind by a partial update needs its whole document rewritten, not a replay
+    rewrite = [c for c in diverged if c.finding.details.get("left_behind") and c.finding.urn not in gone]
+    rewritten = {id(c) for c in rewrite}
+    replay = [
+        c
+        for c in diverged
+        if c.finding.urn not in gone and c.subkind != "index_behind_restore" and id(c) not in rewritten
+    ]
     urns = sorted({c.finding.urn for c in replay})
     if len(urns) <= per_urn:
         out += [c for c in dict.fromkeys(c.repair for c in replay if c.repair)]
     else:
         types = sorted({c.finding.entity_type for c in replay})
         out += [f"datahub-upgrade -u RestoreIndices -a urnLike='urn:li:{t}:%'" for t in types]
+    out += [c.repair for c in rewrite[:per_urn] if c.repair]
+    if len(rewrite) > per_urn:
+        out.append(f"... and {len(rewrite) - per_urn} more documents to rewrite whole (see the JSON report)")
     orphans = [c for c in diverged if c.finding.kind.value == "orphan_document"]
     out += [c.repair for c in orphans[:per_urn] if c.repair]
     if len(orphans) > per_urn:

@@ -14,6 +14,7 @@ from auditor.core.model import (
     Evidence,
     Finding,
     Kind,
+    Observation,
     PartitionHealth,
     PartitionPosition,
     Verdict,
@@ -24,6 +25,7 @@ CHANGE_KINDS = frozenset(
     {
         Kind.MISSING_DOCUMENT,
         Kind.STALE_FIELDS,
+        Kind.FIELD_LEFT_BEHIND,
         Kind.SOFT_DELETE_MISMATCH,
         Kind.STALE_SYSTEM_METADATA,
         Kind.MISSING_EDGE,
@@ -153,8 +155,13 @@ def classify(
     kafka: KafkaEvidence | None,
     history: History | None,
     repair: str | None = None,
+    observed: Observation | None = None,
 ) -> Classified:
-    """Exactly one verdict for one finding, with the evidence it rests on."""
+    """Exactly one verdict for one finding, with the evidence it rests on.
+
+    `observed`: the causally ordered re-observation the finding comes from (rows, then the
+    offsets `position` was sampled at, then the documents). `diverged` rests on that order.
+    """
 
     def out(verdict: Verdict, reason: str, subkind: str | None = None, **ev: Any) -> Classified:
         where: dict[str, Any] = {}
@@ -172,6 +179,7 @@ def classify(
             seen_before=history.times_seen if history else 0,
             first_seen=history.first_seen if history else None,
             kafka=position is not None,
+            observed=observed,
             **where,
             **ev,
         )
@@ -214,14 +222,6 @@ def classify(
                 f"its MCL waits at offset {hit.offset}, but the consumer is {position.health.value}",
                 mcl_found=True,
                 mcl_offset=hit.offset,
-            )
-        if ahead < 0:
-            return out(
-                Verdict.IN_FLIGHT,
-                f"its MCL (offset {hit.offset}) was applied while the scan ran",
-                mcl_found=True,
-                mcl_offset=hit.offset,
-                eta_seconds=0.0,
             )
         eta = (ahead + 1) / position.rate if position.rate else None
         return out(
@@ -268,6 +268,14 @@ def classify(
             )
         return out(Verdict.DIVERGED, "nothing pending for this urn and the projection is wrong")
     return out(Verdict.DIVERGED, "nothing pending for this urn and the projection is wrong")
+
+
+def in_flight(
+    finding: Finding, reason: str, observed: Observation | None = None, eta_seconds: float | None = None
+) -> Classified:
+    """A candidate the re-observation did not confirm (it converged, or kept changing)."""
+    evidence = Evidence(reason, observed=observed, eta_seconds=eta_seconds)
+    return Classified(finding, Verdict.IN_FLIGHT, Verdict.IN_FLIGHT.value, evidence)
 
 
 def mark_restores(

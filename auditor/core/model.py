@@ -15,6 +15,9 @@ class Kind(StrEnum):
     MISSING_DOCUMENT = "missing_document"
     ORPHAN_DOCUMENT = "orphan_document"
     STALE_FIELDS = "stale_fields"
+    # a field the current aspect no longer has, kept by DataHub's partial (per-aspect) upsert:
+    # a RESTATE replay cannot clear it, only a whole-document rewrite can
+    FIELD_LEFT_BEHIND = "field_left_behind"
     SOFT_DELETE_MISMATCH = "soft_delete_mismatch"
     STALE_SYSTEM_METADATA = "stale_system_metadata"
     MISSING_EDGE = "missing_edge"
@@ -101,6 +104,24 @@ class PartitionPosition:
 
 
 @dataclass(frozen=True)
+class Observation:
+    """When each side of a finding was read: only rows -> offsets -> docs -> rows proves divergence.
+
+    The rows were read (`rows_read_at`), then the consumer's offsets sampled
+    (`offsets_sampled_at`, None without Kafka), then the documents read (`docs_read_at`), then
+    the rows read again (`rows_confirmed_at`) and found unchanged: the documents were read after
+    the consumer had passed every MCL below the sampled offsets.
+    """
+
+    rows_read_at: datetime
+    offsets_sampled_at: datetime | None
+    docs_read_at: datetime
+    rows_confirmed_at: datetime
+    rounds: int = 1  # re-observations it took to read the entity while its rows held still
+    settled: bool = True  # False: its rows changed in every round (a live write each time)
+
+
+@dataclass(frozen=True)
 class Evidence:
     """What a verdict rests on."""
 
@@ -117,6 +138,7 @@ class Evidence:
     seen_before: int = 0  # scans that saw this finding before this one
     first_seen: datetime | None = None
     kafka: bool = True  # False: no Kafka evidence, verdict from time and history only
+    observed: Observation | None = None  # the causally ordered re-observation it rests on
 
 
 @dataclass(frozen=True)
@@ -159,6 +181,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=dict)  # "type" / "type.aspect" -> rows
     converged: list[str] = field(default_factory=list)  # finding keys that converged (--confirm)
+    # the causal re-observation of the join's candidates: counts, rounds and seconds
+    reobserved: dict[str, float] = field(default_factory=dict)
     complete: bool = True
 
     def total(self, verdict: Verdict) -> int:

@@ -58,7 +58,9 @@ class FieldDiff:
     expected: Any
     actual: Any
     # mismatch: both hold values; missing: the doc lacks an expected value;
-    # unexpected: the doc holds a value no present aspect writes
+    # left_behind: the doc holds a value the present aspect no longer has (a partial upsert
+    # kept it; a replay cannot clear it); unexpected: the doc holds a value no present aspect
+    # writes (the aspect's delete was not applied)
     kind: str = "mismatch"
 
 
@@ -95,6 +97,9 @@ class ExpectedDocument:
     removed: bool = False
     unknown_aspects: tuple[str, ...] = ()
     errors: tuple[ProjectionError, ...] = ()
+    # the aspects the rows hold (that were projected): a field one of them writes but the doc
+    # holds beyond what they say was left behind by a partial upsert
+    present_aspects: frozenset[str] = field(default=frozenset(), repr=False)
 
     @property
     def absent(self) -> frozenset[str]:
@@ -1078,6 +1083,7 @@ def project_entity(registry: Registry, urn: str, aspects: Mapping[str, Any]) -> 
         removed=removed,
         unknown_aspects=tuple(unknown),
         errors=tuple(errors),
+        present_aspects=frozenset(name for name, _ in items),
     )
 
 
@@ -1156,7 +1162,9 @@ def compare_document(expected: ExpectedDocument, actual_source: Mapping[str, Any
         if actual is None:
             diffs.append(FieldDiff(name, want, None, "missing"))
         else:
-            diffs.append(FieldDiff(name, want, actual, "unexpected" if want is None else "mismatch"))
+            # the aspect is there but no longer has the field: DataHub's per-aspect upsert
+            # never writes it, so the old value stays behind in the document
+            diffs.append(FieldDiff(name, want, actual, "left_behind" if want is None else "mismatch"))
     for name, options in ambiguous.items():
         if name in unpredictable:
             continue
@@ -1178,7 +1186,10 @@ def compare_document(expected: ExpectedDocument, actual_source: Mapping[str, Any
         left = delete_values.get(name)
         if left is not None and _same(False, left, actual):
             continue
-        diffs.append(FieldDiff(name, None, actual, "unexpected"))
+        writers = expected.field_aspects.get(name, ())
+        present = expected.present_aspects
+        kept = any(a in present for a in writers)
+        diffs.append(FieldDiff(name, None, actual, "left_behind" if kept else "unexpected"))
     if len(diffs) > 1:
         diffs.sort(key=lambda d: d.field)
     return diffs

@@ -432,7 +432,7 @@ def test_custom_entity_and_edges(custom_registry: Registry) -> None:
     assert doc.fields["alphaLabel"] == "a"
     assert expected_edges(custom_registry, urn, aspects) == {Edge(urn, "OwnedBy", "urn:li:corpuser:o")}
     assert compare_document(doc, {**doc.fields, "score": 1.0000001}) == [
-        proj.FieldDiff("score", None, 1.0000001, "unexpected")
+        proj.FieldDiff("score", None, 1.0000001, "left_behind")
     ]
     with_score = project_entity(custom_registry, urn, {"thingInfo": {"kind": {}, "score": 0.1}})
     assert compare_document(with_score, {**with_score.fields, "score": 0.10000000149}) == []
