@@ -104,9 +104,11 @@ def _run(debug: bool, fn: Any) -> None:
     except AuditorError as exc:
         if debug:
             raise
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        from reports.escape import console_markup
+
+        err.print(f"[red]error:[/] {console_markup(str(exc))}", highlight=False, emoji=False)
         if exc.hint:
-            err.print(f"[dim]hint: {exc.hint}[/]", highlight=False)
+            err.print(f"[dim]hint: {console_markup(exc.hint)}[/]", highlight=False, emoji=False)
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err.print("[red]interrupted[/]")
@@ -365,6 +367,7 @@ def triage(
     def go() -> int:
         from auditor.settings import load_settings
         from auditor.triage import triage as run_triage
+        from reports.escape import console_markup, console_text, shell_line
 
         settings = load_settings(
             config,
@@ -376,19 +379,22 @@ def triage(
         )
         result = run_triage(settings, urn)
         console = _stdout_console()
-        console.print(f"[bold]{urn}[/]", highlight=False)
+        console.print(f"[bold]{console_markup(urn)}[/]", highlight=False, emoji=False)
         for step in result.steps:
             mark = {True: "[green]ok[/]  ", False: "[red]BROKEN[/]", None: "[dim]--[/]  "}[step.ok]
-            console.print(f"  {mark} {step.name}: ", end="", highlight=False)
-            console.print(step.detail, markup=False, highlight=False)
+            console.print(f"  {mark} {console_markup(step.name)}: ", end="", highlight=False, emoji=False)
+            console.print(console_text(step.detail), markup=False, highlight=False, emoji=False)
         broken = result.first_break
         if broken is None:
             console.print("[green]every boundary holds[/]")
             return 0
-        console.print(f"[red bold]first break: {broken.name}[/]", highlight=False)
+        console.print(
+            f"[red bold]first break: {console_markup(broken.name)}[/]", highlight=False, emoji=False
+        )
         for c in result.findings:
             if c.repair:
-                console.print(f"  to repair: {c.repair}", markup=False, highlight=False)
+                repair = console_text(shell_line(c.repair))
+                console.print(f"  to repair: {repair}", markup=False, highlight=False, emoji=False)
                 break
         return 1
 

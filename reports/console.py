@@ -6,12 +6,26 @@ from collections import Counter, defaultdict
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from auditor.core.model import Classified, Report, Verdict
+from reports.escape import console_markup, console_text
 from reports.summary import eta_text, repair_commands, sorted_findings, totals, worst
 
 STYLE = {"invalid": "magenta", "diverged": "red", "stalled": "yellow", "in_flight": "cyan"}
 VERDICTS = ("in_flight", "stalled", "diverged", "invalid")
+
+
+def _say(console: Console, text: str, style: str = "", soft_wrap: bool | None = None) -> None:
+    """Data on a line of its own: no rich markup, emoji codes (":smile:") or highlighting, one line."""
+    console.print(
+        console_text(text), style=style, markup=False, emoji=False, highlight=False, soft_wrap=soft_wrap
+    )
+
+
+def _cell(value: str) -> Text:
+    """Data in a table cell: as _say."""
+    return Text(console_text(value))
 
 
 def _topic(name: str) -> str:
@@ -44,10 +58,10 @@ def _types_table(report: Report) -> Table:
         counts = per_type.get(etype, Counter())
         why = ", ".join(f"{k} {n}" for k, n in causes[etype].most_common())
         table.add_row(
-            etype,
+            _cell(etype),
             str(report.entities.get(etype, 0)),
             *[str(counts[v]) if counts[v] else "" for v in VERDICTS],
-            why,
+            _cell(why),
         )
     return table
 
@@ -61,7 +75,7 @@ def _partitions_table(report: Report) -> Table:
             p.health.value, ""
         )
         table.add_row(
-            f"{_topic(p.topic)}[{p.partition}]",
+            _cell(f"{_topic(p.topic)}[{p.partition}]"),
             str(p.committed),
             str(p.end),
             str(p.lag),
@@ -89,7 +103,7 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
     duration = (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
     console.print(f"Drift scan: {_headline(report)}  ({duration:.1f}s)")
     for name, value in report.sources.items():
-        console.print(f"  {name}: {value}", style="dim", markup=False, highlight=False)
+        _say(console, f"  {name}: {value}", style="dim")
     console.print(_types_table(report))
     if report.partitions:
         console.print(_partitions_table(report))
@@ -106,32 +120,36 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
         for head, rest in groups[:limit]:
             f = head.finding
             style = STYLE.get(head.verdict.value, "")
-            what = f"{head.verdict.value}/{head.subkind}"
+            what = console_markup(f"{head.verdict.value}/{head.subkind}")
             where = f" {f.aspect}" if f.aspect else ""
             eta = f" ETA {eta_text(head.evidence.eta_seconds)}" if head.verdict == Verdict.IN_FLIGHT else ""
-            console.print(f"  [{style}]{what}[/]{eta} ", end="", highlight=False)
-            console.print(f"{f.urn}{where}", markup=False, highlight=False)
+            console.print(f"  [{style}]{what}[/]{eta} ", end="", highlight=False, emoji=False)
+            _say(console, f"{f.urn}{where}")
             if f.details.get("fields"):
                 names = [d["field"] if isinstance(d, dict) else str(d) for d in f.details["fields"]]
-                console.print(f"      fields: {', '.join(names)}", style="dim", markup=False, highlight=False)
-            console.print(f"      {head.evidence.reason}", style="dim", markup=False, highlight=False)
+                _say(console, f"      fields: {', '.join(names)}", style="dim")
+            _say(console, f"      {head.evidence.reason}", style="dim")
             if rest:
                 more = ", ".join(f"{k} {n}" for k, n in rest.most_common())
-                console.print(f"      and: {more}", style="dim", markup=False, highlight=False)
+                _say(console, f"      and: {more}", style="dim")
     offenders = [(urn, n) for urn, n in worst(report, 5) if n > 1]
     if offenders:
         console.print("[bold]Worst offenders:[/]")
         for urn, n in offenders:
-            console.print(f"  {n:4d}  {urn}", markup=False, highlight=False)
+            _say(console, f"  {n:4d}  {urn}")
     if report.converged:
         console.print(f"[green]{len(report.converged)} in-flight findings converged during --confirm[/]")
     commands = repair_commands(report)
     if commands:
         console.print("[bold]To repair:[/]")
         for command in commands:
-            console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
+            _say(console, f"  {command}", soft_wrap=True)
     if report.unknown:
         skew = ", ".join(f"{k}: {v}" for k, v in sorted(report.unknown.items()))
-        console.print(f"[yellow]Unknown to the registry (skipped):[/] {skew}", highlight=False)
+        console.print(
+            f"[yellow]Unknown to the registry (skipped):[/] {console_markup(skew)}",
+            highlight=False,
+            emoji=False,
+        )
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {console_markup(warning)}", highlight=False, emoji=False)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from auditor.core.model import Report
-
-
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+from reports.escape import prom_label as _label
 
 
 def render(report: Report) -> str:
@@ -16,7 +13,8 @@ def render(report: Report) -> str:
     ]
     for (etype, verdict, subkind), n in sorted(report.counts.items()):
         out.append(
-            f'auditor_findings{{entity_type="{_label(etype)}",verdict="{verdict}",subkind="{subkind}"}} {n}'
+            f'auditor_findings{{entity_type="{_label(etype)}",verdict="{_label(verdict)}",'
+            f'subkind="{_label(subkind)}"}} {n}'
         )
     out += ["# HELP auditor_entities Entities read from the metadata store.", "# TYPE auditor_entities gauge"]
     for etype, n in sorted(report.entities.items()):
@@ -27,7 +25,7 @@ def render(report: Report) -> str:
     ]
     lag_seconds = []
     for p in report.partitions:
-        labels = f'topic="{_label(p.topic)}",partition="{p.partition}",status="{p.health.value}"'
+        labels = f'topic="{_label(p.topic)}",partition="{p.partition}",status="{_label(p.health.value)}"'
         out.append(f"auditor_consumer_lag_messages{{{labels}}} {p.lag}")
         if p.position_time is not None and report.finished_at is not None and p.lag:
             seconds = max(0.0, (report.finished_at - p.position_time).total_seconds())

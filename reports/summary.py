@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from auditor.core.model import Classified, Report, Verdict
+from reports.escape import shell_line, shell_quote
 
 VERDICT_ORDER = ("invalid", "diverged", "stalled", "in_flight")
 
@@ -62,7 +63,7 @@ def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
         out += [c for c in dict.fromkeys(c.repair for c in replay if c.repair)]
     else:
         types = sorted({c.finding.entity_type for c in replay})
-        out += [f"datahub-upgrade -u RestoreIndices -a urnLike='urn:li:{t}:%'" for t in types]
+        out += [f"datahub-upgrade -u RestoreIndices -a urnLike={shell_quote(f'urn:li:{t}:%')}" for t in types]
     out += [c.repair for c in rewrite[:per_urn] if c.repair]
     if len(rewrite) > per_urn:
         out.append(f"... and {len(rewrite) - per_urn} more documents to rewrite whole (see the JSON report)")
@@ -77,7 +78,8 @@ def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
         )
     if any(c.verdict == Verdict.INVALID for c in report.findings):
         out.append("fix the malformed rows (re-ingest, or restore version 1): see the findings")
-    return out
+    # one line each: a newline or ESC in a urn is spelled $'\n' (bash), so no command forges a line
+    return [shell_line(command) for command in out]
 
 
 def describe(c: Classified) -> str:

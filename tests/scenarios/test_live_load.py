@@ -73,7 +73,9 @@ def test_faults_under_live_writes_are_still_found(pair: str, tmp_path: Path) -> 
             world.consumer.skip_index_write({skipped, soft})
             world.writer.write(skipped, "globalTags", {"tags": [{"tag": "urn:li:tag:skipped"}]})
             world.writer.soft_delete(soft)
-            world.writer.write(dropped, "globalTags", {"tags": [{"tag": "urn:li:tag:dropped"}]}, drop_mcl=True)
+            world.writer.write(
+                dropped, "globalTags", {"tags": [{"tag": "urn:li:tag:dropped"}]}, drop_mcl=True
+            )
             assert world.writer.hard_delete_rows(deleted) > 0
             time.sleep(1.0)
             reports = [world.scan() for _ in range(2)]
