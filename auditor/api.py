@@ -75,16 +75,17 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
 
 
 def _repair_hint(f: Finding) -> str:
+    """The finding's repair command; every value sits in single quotes in the templates, and a
+    quote in the data is closed, escaped and reopened: nothing from the data runs in a shell."""
+
+    def quoted(value: object) -> str:
+        return str(value).replace("'", "'\\''")
+
     for check in BUILTIN_CHECKS:
         if check.id == f.check:
-            return (
-                check()
-                .repair_for(f)
-                .format(
-                    urn=f.urn.replace("'", "'\\''"),
-                    index=f.index or "",
-                    doc_id=f.details.get("doc_id", ""),
-                )
+            template = check().repair_for(f)
+            return template.format(
+                urn=quoted(f.urn), index=quoted(f.index or ""), doc_id=quoted(f.details.get("doc_id", ""))
             )
     return ""
 

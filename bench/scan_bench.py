@@ -7,6 +7,12 @@ full scan of the same data, in the same run; report throughput, the ratio, and p
 The catalog is loaded straight into the table and the index (bulk), consistent, so the scan
 does all its work and finds nothing. Kafka is left out: the per-finding look-ups are not what
 is measured here. Figures go to stdout as one JSON line too.
+
+    python bench/scan_bench.py --n 100000 --break 1000
+
+also measures a scan where 1,000 dataset documents are stale (a field rewritten behind the
+catalog's back), so the join hands 1,000 candidates to the causal re-observation; the figures
+say what the re-observation adds (the documents are put back afterwards).
 """
 
 from __future__ import annotations
@@ -129,10 +135,46 @@ def measure(mode: str, store: str, search: str) -> dict[str, Any]:
         report = scan(settings, options=ScanOptions(use_state=False, sample_window=0))
         count = sum(report.entities.values())
         findings = sum(report.counts.values())
-        if findings:
+        if findings and mode == "scan":
             print(f"  scan found {findings} differences on a consistent catalog", file=sys.stderr)
+        seconds = time.monotonic() - started
+        return {
+            "mode": mode,
+            "seconds": seconds,
+            "count": count,
+            "findings": findings,
+            "reobserved": report.reobserved,
+            "peak_rss_mib": peak_rss_mib(),
+        }
     seconds = time.monotonic() - started
     return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def break_docs(search: str, k: int) -> list[tuple[str, dict[str, Any]]]:
+    """Rewrite `name` in k dataset documents; the originals, to put back with `restore_docs`."""
+    from sandbox.naming import entity_index
+    from sandbox.search import connect
+
+    client = connect(search, Endpoints.from_env())
+    index = entity_index("dataset", PREFIX)
+    originals: list[tuple[str, dict[str, Any]]] = []
+    for doc_id, source in client.scan(index):
+        originals.append((doc_id, source))
+        if len(originals) >= k:
+            break
+    client.bulk_put(index, [(i, {**src, "name": "renamed behind the catalog"}) for i, src in originals])
+    client.refresh(index)
+    return originals
+
+
+def restore_docs(search: str, originals: list[tuple[str, dict[str, Any]]]) -> None:
+    from sandbox.naming import entity_index
+    from sandbox.search import connect
+
+    client = connect(search, Endpoints.from_env())
+    index = entity_index("dataset", PREFIX)
+    client.bulk_put(index, originals)
+    client.refresh(index)
 
 
 def peak_rss_mib() -> float:
@@ -164,7 +206,15 @@ def main() -> int:
     parser.add_argument("--search", default="opensearch", choices=("opensearch", "elasticsearch"))
     parser.add_argument("--reseed", action="store_true", help="reload even if the counts match")
     parser.add_argument("--drop", action="store_true", help="drop the bench table and indices at the end")
-    parser.add_argument("--measure", choices=("db", "index", "scan"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--break",
+        dest="broken",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also scan with K stale dataset docs (what the causal re-observation of K candidates adds)",
+    )
+    parser.add_argument("--measure", choices=("db", "index", "scan", "scan-broken"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.store, args.search)))
@@ -201,6 +251,22 @@ def main() -> int:
         "bare_index_peak_rss_mib": round(index["peak_rss_mib"]),
         "cpus": os.cpu_count(),
     }
+    if args.broken:
+        originals = break_docs(args.search, args.broken)
+        try:
+            broken = run_child("scan-broken", args.store, args.search)
+        finally:
+            restore_docs(args.search, originals)
+        result.update(
+            {
+                "broken_docs": len(originals),
+                "broken_scan_findings": broken["findings"],
+                "broken_scan_seconds": round(broken["seconds"], 2),
+                "reobservation_seconds": broken["reobserved"].get("seconds"),
+                "reobservation_rounds": broken["reobserved"].get("rounds"),
+                "broken_scan_peak_rss_mib": round(broken["peak_rss_mib"]),
+            }
+        )
     for key, value in result.items():
         print(f"{key:34} {value}")
     print(json.dumps(result))

@@ -30,7 +30,7 @@ def _short(value: object, limit: int = 200) -> object:
 # a field left behind by DataHub's per-aspect upsert: a RESTATE replay writes only the fields the
 # aspect has, so only a whole-document rewrite clears it (delete the doc, then restore the urn)
 WHOLE_DOCUMENT = (
-    'curl -X DELETE "$SEARCH_URL/{index}/_doc/{doc_id}" && '
+    "curl -X DELETE \"$SEARCH_URL\"/'{index}'/_doc/'{doc_id}' && "
     "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
     "   # a field left behind by a partial update: a replay cannot clear it, a whole-document rewrite can"
 )

@@ -34,7 +34,7 @@ class MissingDocument(Check):
 class OrphanDocument(Check):
     id = "index.orphan-document"
     kinds = (Kind.ORPHAN_DOCUMENT,)
-    repair = 'curl -X DELETE "$SEARCH_URL/{index}/_doc/{doc_id}"'
+    repair = "curl -X DELETE \"$SEARCH_URL\"/'{index}'/_doc/'{doc_id}'"
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None and entity.doc is not None:

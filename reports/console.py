@@ -10,7 +10,15 @@ from rich.text import Text
 
 from auditor.core.model import Classified, Report, Verdict
 from reports.escape import console_markup, console_text
-from reports.summary import eta_text, repair_commands, sorted_findings, totals, worst
+from reports.summary import (
+    eta_text,
+    observed_text,
+    reobservation_text,
+    repair_commands,
+    sorted_findings,
+    totals,
+    worst,
+)
 
 STYLE = {"invalid": "magenta", "diverged": "red", "stalled": "yellow", "in_flight": "cyan"}
 VERDICTS = ("in_flight", "stalled", "diverged", "invalid")
@@ -110,6 +118,8 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
     elif not report.kafka_available:
         console.print("[yellow]Kafka not available: verdicts rest on time and history only.[/]")
 
+    if line := reobservation_text(report):
+        _say(console, line, style="dim")
     counts = totals(report)
     groups = _by_urn(report.findings)
     if groups:
@@ -129,6 +139,8 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
                 names = [d["field"] if isinstance(d, dict) else str(d) for d in f.details["fields"]]
                 _say(console, f"      fields: {', '.join(names)}", style="dim")
             _say(console, f"      {head.evidence.reason}", style="dim")
+            if head.verdict != Verdict.IN_FLIGHT and (seen := observed_text(head)):
+                _say(console, f"      {seen}", style="dim")
             if rest:
                 more = ", ".join(f"{k} {n}" for k, n in rest.most_common())
                 _say(console, f"      and: {more}", style="dim")

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from auditor.core.model import Report, Verdict
 from reports.escape import md_code, md_code_block, md_text
-from reports.summary import by_type, describe, eta_text, repair_commands, sorted_findings, totals
+from reports.summary import (
+    by_type,
+    describe,
+    eta_text,
+    observed_text,
+    reobservation_text,
+    repair_commands,
+    sorted_findings,
+    totals,
+)
 
 
 def render(report: Report, limit: int = 50) -> str:
@@ -44,9 +53,13 @@ def render(report: Report, limit: int = 50) -> str:
     findings = sorted_findings(report.findings)
     if findings:
         lines += ["", "## Findings", ""]
+        if line := reobservation_text(report):
+            lines += [md_text(line), ""]
         for c in findings[:limit]:
             eta = f" (ETA {eta_text(c.evidence.eta_seconds)})" if c.verdict == Verdict.IN_FLIGHT else ""
-            lines.append(f"- {md_code(describe(c))}{eta}: {md_text(c.evidence.reason)}")
+            seen = observed_text(c)
+            seen = f" ({md_text(seen)})" if seen else ""
+            lines.append(f"- {md_code(describe(c))}{eta}: {md_text(c.evidence.reason)}{seen}")
         more = len(findings) - limit + report.findings_dropped
         if more > 0:
             lines.append(f"- ... and {more} more (see the JSON report)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from datetime import datetime
 
 from auditor.core.model import Classified, Report, Verdict
 from reports.escape import shell_line, shell_quote
@@ -93,6 +94,35 @@ def describe(c: Classified) -> str:
     elif f.details.get("relationship"):
         extra = f" {f.details['relationship']}->{f.details.get('destination')}"
     return f"{c.verdict.value}/{c.subkind} {f.urn}{where}{extra}"
+
+
+def observed_text(c: Classified) -> str:
+    """When each side was read, in order: why the finding is a delay or a divergence."""
+    seen = c.evidence.observed
+    if seen is None:
+        return ""
+
+    def at(moment: datetime) -> str:
+        return moment.strftime("%H:%M:%S.%f")[:-3]
+
+    steps = [f"rows {at(seen.rows_read_at)}"]
+    if seen.offsets_sampled_at is not None:
+        steps.append(f"offsets {at(seen.offsets_sampled_at)}")
+    steps += [f"docs {at(seen.docs_read_at)}", f"rows again {at(seen.rows_confirmed_at)}"]
+    tail = f", round {seen.rounds}" if seen.settled else f", rows still changing after {seen.rounds} rounds"
+    return "read " + " → ".join(steps) + tail
+
+
+def reobservation_text(report: Report) -> str:
+    """One line on the causal re-observation of the join's candidates."""
+    r = report.reobserved
+    if not r or not r.get("entities"):
+        return ""
+    return (
+        f"re-read {int(r['entities'])} entities in causal order (rows → offsets → docs → rows) "
+        f"in {r.get('seconds', 0):.1f}s: {int(r.get('converged', 0))} findings converged meanwhile, "
+        f"{int(r.get('unsettled', 0))} kept changing"
+    )
 
 
 def eta_text(seconds: float | None) -> str:

@@ -7,7 +7,6 @@ import io
 import json
 import re
 import shlex
-import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -148,7 +147,6 @@ def _bash_words(command: str, tmp_path: Path) -> list[str]:
     return done.stdout.decode().split("\0")[:-1]
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_shell_line_keeps_the_urn_and_the_command_on_one_line(tmp_path: Path) -> None:
     command = _restore(URN) + ' "dq\x1b\\\x07\n" un\\\x1bq'
     line = shell_line(command)
@@ -174,8 +172,7 @@ def test_markdown_cannot_be_broken_out_of(tmp_path: Path) -> None:
     assert any(visible(URN) in span for line in lines for span in (_code_spans(line) or ("", []))[1])
     (repairs,) = blocks
     assert len(repairs) == 2
-    if shutil.which("bash"):
-        assert _bash_words(repairs[0], tmp_path)[3] == f"urn={URN}"
+    assert _bash_words(repairs[0], tmp_path)[3] == f"urn={URN}"
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
     assert "<img" not in rendered and "<script" not in rendered and rendered.count("<h1>") == 1
     for table in re.findall(r"<table>.*?</table>", rendered, re.S):
@@ -258,3 +255,16 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
     done = CliRunner().invoke(app, ["triage", URN])
     assert done.exit_code == 2 and visible(URN) in done.stderr and visible(ERROR) in done.stderr
     assert "\x1b" not in done.stderr and not UNSPELLED.search(done.stderr)
+
+
+def test_repair_hints_quote_every_value_from_the_data(tmp_path: Path) -> None:
+    from auditor.api import _repair_hint
+
+    doc_id = "a'$(touch pwned)`touch pwned2`b"
+    orphan = Finding(
+        "index.orphan-document", Kind.ORPHAN_DOCUMENT, URN, "dataset", "x'y", details={"doc_id": doc_id}
+    )
+    command = _repair_hint(orphan)
+    words = _bash_words(command, tmp_path)
+    assert words[-1] == f"$SEARCH_URL/x'y/_doc/{doc_id}".replace("$SEARCH_URL", "")
+    assert not list(tmp_path.iterdir()), "the repair command ran something from the data"

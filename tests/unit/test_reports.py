@@ -13,6 +13,7 @@ from auditor.core.model import (
     Evidence,
     Finding,
     Kind,
+    Observation,
     PartitionHealth,
     PartitionPosition,
     Report,
@@ -36,7 +37,17 @@ def report(
         Finding("index.missing-document", Kind.MISSING_DOCUMENT, urn, "dataset", "datasetindex_v2", None, T0),
         Verdict.DIVERGED,
         "event_never_published",
-        Evidence("no MCL for this change exists on the topic", partition=2, mcl_found=False),
+        Evidence(
+            "no MCL for this change exists on the topic",
+            partition=2,
+            mcl_found=False,
+            observed=Observation(
+                T0 + timedelta(seconds=1),
+                T0 + timedelta(seconds=1.5),
+                T0 + timedelta(seconds=4.5),
+                T0 + timedelta(seconds=4.75),
+            ),
+        ),
         f"datahub-upgrade -u RestoreIndices -a urn='{urn}'",
     )
     flight = Classified(
@@ -72,6 +83,27 @@ def test_json_round_trip_and_exit_code() -> None:
     assert back.counts == report().counts
     assert back.findings[1].evidence.eta_seconds == 42.0
     assert RENDERERS["json"](back) == text
+
+
+def test_observation_times_are_reported_in_order() -> None:
+    r = report()
+    r.reobserved = {
+        "candidates": 2,
+        "entities": 2,
+        "converged": 1,
+        "unsettled": 0,
+        "rounds": 1,
+        "seconds": 3.8,
+    }
+    back = from_dict(json.loads(RENDERERS["json"](r)))
+    assert back.findings[0].evidence.observed == r.findings[0].evidence.observed
+    assert back.reobserved == r.reobserved
+    order = "read rows 00:00:01.000 → offsets 00:00:01.500 → docs 00:00:04.500 → rows again 00:00:04.750"
+    assert order in RENDERERS["markdown"](r)
+    out = io.StringIO()
+    console_report.render(r, Console(file=out, width=200))
+    assert order in out.getvalue()
+    assert "re-read 2 entities in causal order" in out.getvalue()
 
 
 def test_merge_adds_shards_and_flags_missing_ones() -> None:
