@@ -104,7 +104,7 @@ def _run(debug: bool, fn: Any) -> None:
     except AuditorError as exc:
         if debug:
             raise
-        from reports.escape import console_markup
+        from auditor.reports.escape import console_markup
 
         err.print(f"[red]error:[/] {console_markup(str(exc))}", highlight=False, emoji=False)
         if exc.hint:
@@ -230,10 +230,10 @@ def scan(
     def go() -> int:
         from auditor.api import ScanOptions
         from auditor.api import scan as run_scan
-        from auditor.scan import Selection
+        from auditor.core.model import Selection
+        from auditor.reports import RENDERERS
+        from auditor.reports import console as console_report
         from auditor.settings import load_settings
-        from reports import RENDERERS
-        from reports import console as console_report
 
         settings = load_settings(
             config,
@@ -318,9 +318,9 @@ def report_merge(
     """Combine the JSON reports of sharded scans into one report (same exit codes as scan)."""
 
     def go() -> int:
-        from reports import RENDERERS
-        from reports import console as console_report
-        from reports.merge import from_dict, merge
+        from auditor.reports import RENDERERS
+        from auditor.reports import console as console_report
+        from auditor.reports.merge import from_dict, merge
 
         parts = []
         for path in reports:
@@ -365,9 +365,10 @@ def triage(
     """
 
     def go() -> int:
+        from auditor.api import triage as run_triage
+        from auditor.reports.commands import finding_commands
+        from auditor.reports.escape import console_markup, console_text, shell_line
         from auditor.settings import load_settings
-        from auditor.triage import triage as run_triage
-        from reports.escape import console_markup, console_text, shell_line
 
         settings = load_settings(
             config,
@@ -392,8 +393,9 @@ def triage(
             f"[red bold]first break: {console_markup(broken.name)}[/]", highlight=False, emoji=False
         )
         for c in result.findings:
-            if c.repair:
-                repair = console_text(shell_line(c.repair))
+            commands = finding_commands(c, group=settings.mae_consumer_group)
+            if commands:
+                repair = console_text(shell_line(commands[0]))
                 console.print(f"  to repair: {repair}", markup=False, highlight=False, emoji=False)
                 break
         return 1
@@ -412,6 +414,7 @@ def registry(
     def go() -> int:
         from rich.table import Table
 
+        from auditor.core.naming import entity_index
         from auditor.core.registry import Registry
 
         reg = Registry.load()
@@ -419,7 +422,7 @@ def registry(
         if entity_type is None:
             table = Table("entity type", "key aspect", "aspects", "index")
             for spec in sorted(reg.entities(), key=lambda e: e.name):
-                table.add_row(spec.name, spec.key_aspect, str(len(spec.aspects)), reg.index_name(spec.name))
+                table.add_row(spec.name, spec.key_aspect, str(len(spec.aspects)), entity_index(spec.name))
             console.print(table)
             return 0
         if not reg.has_entity(entity_type):

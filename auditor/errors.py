@@ -23,9 +23,3 @@ class BackendUnavailable(AuditorError):
     """A backend (database, search cluster, Kafka, registry) could not be reached or failed."""
 
     exit_code = 3
-
-
-class DataError(AuditorError):
-    """Input that cannot be read at all (as opposed to one bad row, which is a finding)."""
-
-    exit_code = 3

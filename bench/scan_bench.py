@@ -109,8 +109,9 @@ def seed(store: str, search: str, n: int) -> None:
 
 def measure(mode: str, store: str, search: str) -> dict[str, Any]:
     """One measurement in this process: `db`, `index` or `scan`."""
-    from auditor.api import ScanOptions, open_search, open_store, scan
-    from auditor.backends.search import ENTITY_INDEX_SUFFIX
+    from auditor.api import ScanOptions, scan
+    from auditor.backends.connect import open_search, open_store
+    from auditor.core.naming import ENTITY_INDEX_SUFFIX
     from auditor.settings import load_settings
 
     endpoints = Endpoints.from_env()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from checks.base import Check, CheckContext
-from checks.edges import Edges
-from checks.fields import SoftDelete, StaleFields
-from checks.malformed import MalformedAspect
-from checks.presence import MissingDocument, OrphanDocument
-from checks.system_metadata import StaleSystemMetadata
+from auditor.checks.base import Check, CheckContext
+from auditor.checks.edges import Edges
+from auditor.checks.fields import SoftDelete, StaleFields
+from auditor.checks.malformed import MalformedAspect
+from auditor.checks.presence import MissingDocument, OrphanDocument
+from auditor.checks.system_metadata import StaleSystemMetadata
 
 BUILTIN_CHECKS: tuple[type[Check], ...] = (
     MalformedAspect,

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from auditor.core.entity import JoinedEntity
-from auditor.core.model import Finding, Kind
+from auditor.core.model import Finding, Kind, RepairKind
 from auditor.core.projection import ExpectedDocument, FieldDiff, compare_document, project_entity
 from auditor.core.registry import Registry
 
@@ -48,18 +48,23 @@ class CheckContext:
 
 
 class Check:
-    """A rule comparing the truth with one projection. Subclasses set the class variables."""
+    """A rule comparing the truth with one projection. Subclasses set the class variables.
+
+    `repairs` declares, per kind of finding, what fixes it when it is a divergence: the repair
+    plan collects these, reports render them, rebuild executes them. A custom check declares
+    its own the same way.
+    """
 
     id: ClassVar[str]
     kinds: ClassVar[tuple[Kind, ...]]
-    repair: ClassVar[str]  # the command that repairs what it finds ({urn} is filled in)
+    repairs: ClassVar[dict[Kind, tuple[RepairKind, ...]]]
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         raise NotImplementedError
 
-    def repair_for(self, finding: Finding) -> str:
-        """The repair command template for one of this check's findings."""
-        return self.repair
+    def repairs_for(self, kind: Kind, details: dict[str, Any]) -> tuple[RepairKind, ...]:
+        """What repairs one finding of this check (by default: as declared for its kind)."""
+        return self.repairs.get(kind, ())
 
     def finding(
         self,
@@ -80,4 +85,5 @@ class Check:
             aspect=aspect,
             changed_at=changed_at,
             details=details,
+            repairs=self.repairs_for(kind, details),
         )

@@ -11,20 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.backends.search import GRAPH_INDEX, prefixed
+from auditor.checks.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.model import Finding, Kind
+from auditor.core.model import Finding, Kind, RepairKind
+from auditor.core.naming import graph_index
 from auditor.core.projection import expected_edges
-from checks.base import Check, CheckContext
 
 
 class Edges(Check):
     id = "graph.edges"
     kinds = (Kind.MISSING_EDGE, Kind.ORPHAN_EDGE)
-    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+    repairs = {
+        Kind.MISSING_EDGE: (RepairKind.REWRITE_EDGES,),
+        Kind.ORPHAN_EDGE: (RepairKind.REWRITE_EDGES,),
+    }
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
-        index = prefixed(GRAPH_INDEX, ctx.index_prefix)
+        index = graph_index(ctx.index_prefix)
         expected: dict[tuple[str, str], str | None] = {}
         if entity.rows is not None:
             writers = {

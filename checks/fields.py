@@ -14,10 +14,11 @@ document must be rewritten.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from auditor.checks.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.model import Finding, Kind
-from checks.base import Check, CheckContext
+from auditor.core.model import Finding, Kind, RepairKind
 
 REMOVED = "removed"
 
@@ -27,22 +28,18 @@ def _short(value: object, limit: int = 200) -> object:
     return value if len(text) <= limit else text[:limit] + "..."
 
 
-# a field left behind by DataHub's per-aspect upsert: a RESTATE replay writes only the fields the
-# aspect has, so only a whole-document rewrite clears it (delete the doc, then restore the urn)
-WHOLE_DOCUMENT = (
-    "curl -X DELETE \"$SEARCH_URL\"/'{index}'/_doc/'{doc_id}' && "
-    "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
-    "   # a field left behind by a partial update: a replay cannot clear it, a whole-document rewrite can"
-)
-
-
 class StaleFields(Check):
     id = "index.stale-fields"
     kinds = (Kind.STALE_FIELDS, Kind.FIELD_LEFT_BEHIND)
-    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+    # a field left behind by DataHub's per-aspect upsert: a RESTATE replay writes only the fields
+    # the aspect has, so only a whole-document rewrite clears it
+    repairs = {
+        Kind.STALE_FIELDS: (RepairKind.REPLAY_ASPECT,),
+        Kind.FIELD_LEFT_BEHIND: (RepairKind.REWRITE_DOCUMENT,),
+    }
 
-    def repair_for(self, finding: Finding) -> str:
-        return WHOLE_DOCUMENT if finding.details.get("left_behind") else self.repair
+    def repairs_for(self, kind: Kind, details: dict[str, Any]) -> tuple[RepairKind, ...]:
+        return (RepairKind.REWRITE_DOCUMENT,) if details.get("left_behind") else self.repairs.get(kind, ())
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is None:
@@ -78,7 +75,7 @@ class StaleFields(Check):
 class SoftDelete(Check):
     id = "index.soft-delete"
     kinds = (Kind.SOFT_DELETE_MISMATCH,)
-    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+    repairs = {Kind.SOFT_DELETE_MISMATCH: (RepairKind.REPLAY_ASPECT,)}
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is None:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from auditor.checks.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.model import Finding, Kind
-from checks.base import Check, CheckContext
+from auditor.core.model import Finding, Kind, RepairKind
 
 
 class MalformedAspect(Check):
     id = "store.malformed-aspect"
     kinds = (Kind.MALFORMED_ASPECT,)
-    repair = "re-ingest or restore the aspect from its previous version"
+    repairs = {Kind.MALFORMED_ASPECT: (RepairKind.FIX_ROW,)}
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None:

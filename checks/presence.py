@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from auditor.checks.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.model import Finding, Kind
-from checks.base import Check, CheckContext
+from auditor.core.model import Finding, Kind, RepairKind
 
 
 class MissingDocument(Check):
     id = "index.missing-document"
     kinds = (Kind.MISSING_DOCUMENT,)
-    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+    repairs = {Kind.MISSING_DOCUMENT: (RepairKind.REPLAY_ASPECT,)}
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is not None or entity.index is None:
@@ -34,7 +34,8 @@ class MissingDocument(Check):
 class OrphanDocument(Check):
     id = "index.orphan-document"
     kinds = (Kind.ORPHAN_DOCUMENT,)
-    repair = "curl -X DELETE \"$SEARCH_URL\"/'{index}'/_doc/'{doc_id}'"
+    # its rows are gone: delete the doc, its system-metadata docs and its edges
+    repairs = {Kind.ORPHAN_DOCUMENT: (RepairKind.DELETE_DOCUMENT,)}
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None and entity.doc is not None:

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.backends.search import SYSTEM_METADATA_INDEX, prefixed
+from auditor.checks.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.model import Finding, Kind
-from auditor.core.urns import system_metadata_id
-from checks.base import Check, CheckContext
+from auditor.core.model import Finding, Kind, RepairKind
+from auditor.core.naming import system_metadata_id, system_metadata_index
 
 
 class StaleSystemMetadata(Check):
     id = "system-metadata.stale"
     kinds = (Kind.STALE_SYSTEM_METADATA,)
-    repair = "datahub-upgrade -u RestoreIndices -a urn='{urn}'"
+    repairs = {Kind.STALE_SYSTEM_METADATA: (RepairKind.REWRITE_SYSTEM_METADATA,)}
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
-        index = prefixed(SYSTEM_METADATA_INDEX, ctx.index_prefix)
+        index = system_metadata_index(ctx.index_prefix)
         docs = {d.get("aspect"): d for d in entity.system_metadata}
         rows = entity.rows.rows if entity.rows else {}
         for aspect, row in rows.items():

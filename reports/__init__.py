@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from auditor.core.model import Report
-from reports import json_report, markdown, prometheus
+from auditor.reports import json_report, markdown, prometheus
 
 RENDERERS: dict[str, Callable[[Report], str]] = {
     "json": json_report.render,

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.core.model import Classified, Report, Verdict
-from reports.escape import console_markup, console_text
-from reports.summary import (
+from auditor.reports.escape import console_markup, console_text
+from auditor.reports.summary import (
     eta_text,
     observed_text,
     reobservation_text,

@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from auditor.core.model import Classified, PartitionPosition, Report
+from auditor.reports.commands import finding_commands
 
 SCHEMA_VERSION = 1
 
@@ -27,8 +28,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def finding_json(c: Classified) -> dict[str, Any]:
+def finding_json(c: Classified, report: Report) -> dict[str, Any]:
     f = c.finding
+    commands = finding_commands(c, group=report.consumer_group, until=report.started_at)
     return {
         "key": f.key,
         "check": f.check,
@@ -42,7 +44,8 @@ def finding_json(c: Classified) -> dict[str, Any]:
         "changed_at": _plain(f.changed_at),
         "details": _plain(dict(f.details)),
         "evidence": _plain(c.evidence),
-        "repair": c.repair,
+        "repairs": [k.value for k in f.repairs],
+        "repair": " ; ".join(commands) if commands else None,
     }
 
 
@@ -60,7 +63,8 @@ def to_dict(report: Report) -> dict[str, Any]:
         "finished_at": _plain(report.finished_at),
         "complete": report.complete,
         "exit_code": report.exit_code,
-        "scope": _plain(report.scope),
+        "scope": {**_plain(report.scope), "index_prefix": report.index_prefix},
+        "consumer_group": report.consumer_group,
         "sources": report.sources,
         "kafka_available": report.kafka_available,
         "entities": report.entities,
@@ -75,7 +79,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "converged": report.converged,
         "reobserved": report.reobserved,
         "findings_dropped": report.findings_dropped,
-        "findings": [finding_json(c) for c in report.findings],
+        "findings": [finding_json(c, report) for c in report.findings],
     }
 
 

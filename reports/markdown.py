@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from auditor.core.model import Report, Verdict
-from reports.escape import md_code, md_code_block, md_text
-from reports.summary import (
+from auditor.reports.escape import md_code, md_code_block, md_text
+from auditor.reports.summary import (
     by_type,
     describe,
     eta_text,

@@ -14,8 +14,9 @@ from auditor.core.model import (
     Observation,
     PartitionHealth,
     PartitionPosition,
+    RepairKind,
     Report,
-    ScanScope,
+    Selection,
     Verdict,
 )
 
@@ -32,13 +33,15 @@ def from_dict(data: dict[str, Any]) -> Report:
     report = Report(
         started_at=_dt(data["started_at"]) or datetime.now(),
         finished_at=_dt(data.get("finished_at")),
-        scope=ScanScope(
+        scope=Selection(
             entity_types=tuple(scope.get("entity_types") or ()),
             urn_like=scope.get("urn_like"),
             since=_dt(scope.get("since")),
-            index_prefix=scope.get("index_prefix") or "",
             shard=tuple(scope["shard"]) if scope.get("shard") else None,  # type: ignore[arg-type]
+            urns=tuple(scope.get("urns") or ()),
         ),
+        index_prefix=scope.get("index_prefix") or "",
+        consumer_group=data.get("consumer_group") or Report.consumer_group,
         sources=dict(data.get("sources") or {}),
         entities=dict(data.get("entities") or {}),
         documents=dict(data.get("documents") or {}),
@@ -88,9 +91,10 @@ def from_dict(data: dict[str, Any]) -> Report:
             aspect=f.get("aspect"),
             changed_at=_dt(f.get("changed_at")),
             details=f.get("details") or {},
+            repairs=tuple(RepairKind(k) for k in f.get("repairs") or ()),
         )
         report.findings.append(
-            Classified(finding, Verdict(f["verdict"]), f["subkind"], Evidence(**ev), f.get("repair"))
+            Classified(finding, Verdict(f["verdict"]), f["subkind"], Evidence(**ev))
         )
     return report
 
@@ -102,12 +106,12 @@ def merge(reports: Iterable[Report]) -> Report:
         raise ValueError("nothing to merge")
     out = Report(started_at=min(r.started_at for r in parts), sources=dict(parts[0].sources))
     out.finished_at = max((r.finished_at for r in parts if r.finished_at), default=None)
-    out.scope = ScanScope(
+    out.scope = Selection(
         entity_types=parts[0].scope.entity_types,
         urn_like=parts[0].scope.urn_like,
         since=parts[0].scope.since,
-        index_prefix=parts[0].scope.index_prefix,
     )
+    out.index_prefix, out.consumer_group = parts[0].index_prefix, parts[0].consumer_group
     shards = {r.scope.shard for r in parts}
     expected = {(i, n) for (_, n) in [s for s in shards if s] for i in range(n)}
     if None in shards and len(parts) > 1:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from auditor.core.model import Report
-from reports.escape import prom_label as _label
+from auditor.reports.escape import prom_label as _label
 
 
 def render(report: Report) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from auditor.core.model import Classified, Report, Verdict
-from reports.escape import shell_line, shell_quote
+from auditor.reports.commands import repair_commands as plan_repairs
 
 VERDICT_ORDER = ("invalid", "diverged", "stalled", "in_flight")
 
@@ -35,52 +35,9 @@ def worst(report: Report, limit: int = 10) -> list[tuple[str, int]]:
     return counts.most_common(limit)
 
 
-def repair_commands(report: Report, per_urn: int = 5) -> list[str]:
-    """What to run, most targeted first: DataHub's own RestoreIndices, scoped to the findings."""
-    diverged = [c for c in report.findings if c.verdict == Verdict.DIVERGED]
-    out: list[str] = []
-    restores = [c for c in diverged if c.subkind == "index_behind_restore"]
-    if restores:
-        since = min(c.finding.changed_at for c in restores if c.finding.changed_at)
-        until = report.started_at
-        out.append(
-            "datahub-upgrade -u RestoreIndices "
-            f"-a gePitEpochMs={int(since.timestamp() * 1000)} "
-            f"-a lePitEpochMs={int(until.timestamp() * 1000)}"
-            "   # the index is behind a restore: replay everything written since"
-        )
-    # an entity with no rows left cannot be replayed: its docs are deleted instead
-    gone = {c.finding.urn for c in diverged if c.finding.kind.value == "orphan_document"}
-    # a field left behind by a partial update needs its whole document rewritten, not a replay
-    rewrite = [c for c in diverged if c.finding.details.get("left_behind") and c.finding.urn not in gone]
-    rewritten = {id(c) for c in rewrite}
-    replay = [
-        c
-        for c in diverged
-        if c.finding.urn not in gone and c.subkind != "index_behind_restore" and id(c) not in rewritten
-    ]
-    urns = sorted({c.finding.urn for c in replay})
-    if len(urns) <= per_urn:
-        out += [c for c in dict.fromkeys(c.repair for c in replay if c.repair)]
-    else:
-        types = sorted({c.finding.entity_type for c in replay})
-        out += [f"datahub-upgrade -u RestoreIndices -a urnLike={shell_quote(f'urn:li:{t}:%')}" for t in types]
-    out += [c.repair for c in rewrite[:per_urn] if c.repair]
-    if len(rewrite) > per_urn:
-        out.append(f"... and {len(rewrite) - per_urn} more documents to rewrite whole (see the JSON report)")
-    orphans = [c for c in diverged if c.finding.kind.value == "orphan_document"]
-    out += [c.repair for c in orphans[:per_urn] if c.repair]
-    if len(orphans) > per_urn:
-        out.append(f"... and {len(orphans) - per_urn} more orphan documents (see the JSON report)")
-    if any(c.verdict == Verdict.STALLED for c in report.findings):
-        out.append(
-            "restart the MAE consumer (group generic-mae-consumer-job-client): "
-            "the stalled findings converge once it moves"
-        )
-    if any(c.verdict == Verdict.INVALID for c in report.findings):
-        out.append("fix the malformed rows (re-ingest, or restore version 1): see the findings")
-    # one line each: a newline or ESC in a urn is spelled $'\n' (bash), so no command forges a line
-    return [shell_line(command) for command in out]
+def repair_commands(report: Report) -> list[str]:
+    """What to run for the report's findings: its repair plan as commands."""
+    return plan_repairs(report.findings, group=report.consumer_group, until=report.started_at)
 
 
 def describe(c: Classified) -> str:

@@ -6,58 +6,13 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.backends.protocols import Capability
+from auditor.core.records import MclHit, OffsetSample
 from auditor.errors import BackendUnavailable
-from auditor.settings import Settings, redact_url
-
-
-@dataclass(frozen=True)
-class OffsetSample:
-    """One reading of a partition: the group's committed offset and the log's bounds."""
-
-    topic: str
-    partition: int
-    committed: int | None
-    start: int
-    end: int
-    members: int
-    taken_at: float  # epoch seconds
-    owner: str | None = None  # the group member the partition is assigned to
-
-
-@dataclass(frozen=True)
-class MclHit:
-    """An MCL found on a partition for a urn of interest."""
-
-    urn: str
-    offset: int
-    timestamp: datetime
-    aspect: str | None  # None when the value could not be decoded (no registry)
-    change_type: str | None
-    value: bytes | None = None  # the aspect's JSON as published (None: not decoded)
-
-
-def kafka_config(settings: Settings) -> dict[str, Any]:
-    """librdkafka settings from ours (security options included, never logged)."""
-    conf: dict[str, Any] = {
-        "bootstrap.servers": settings.kafka_bootstrap,
-        # librdkafka's own chatter goes to a logger (shown with --debug), not to stderr
-        "logger": logging.getLogger("auditor.kafka"),
-    }
-    if settings.kafka_security_protocol:
-        conf["security.protocol"] = settings.kafka_security_protocol
-    if settings.kafka_sasl_mechanism:
-        conf["sasl.mechanism"] = settings.kafka_sasl_mechanism
-    if settings.kafka_sasl_username:
-        conf["sasl.username"] = settings.kafka_sasl_username
-    if settings.kafka_sasl_password:
-        conf["sasl.password"] = settings.kafka_sasl_password.get_secret_value()
-    if settings.kafka_ssl_ca_location:
-        conf["ssl.ca.location"] = settings.kafka_ssl_ca_location
-    return conf
+from auditor.settings import redact_url
 
 
 def _ts(ms: int) -> datetime:
@@ -67,16 +22,22 @@ def _ts(ms: int) -> datetime:
 class EventLog:
     """Read-only access to the MCL topics: it never joins or commits for the MAE group."""
 
-    def __init__(self, settings: Settings, timeout: float = 10.0) -> None:
+    capabilities = frozenset({Capability.READ})
+
+    def __init__(
+        self, config: dict[str, Any], registry_url: str | None = None, timeout: float = 10.0
+    ) -> None:
+        """`config`: librdkafka settings (`bootstrap.servers`, security options; never logged)."""
         from confluent_kafka import Consumer
         from confluent_kafka.admin import AdminClient
 
-        if not settings.kafka_bootstrap:
+        bootstrap = config.get("bootstrap.servers")
+        if not bootstrap:
             raise BackendUnavailable("no Kafka bootstrap servers configured")
-        self.settings = settings
+        self.bootstrap = str(bootstrap)
         self.timeout = timeout
-        self.description = settings.kafka_bootstrap
-        conf = kafka_config(settings)
+        self.description = self.bootstrap
+        conf = {"logger": logging.getLogger("auditor.kafka"), **config}
         self.admin = AdminClient(conf)
         self.consumer = Consumer(
             {
@@ -90,19 +51,19 @@ class EventLog:
         )
         self._partitions: dict[str, int] = {}
         self._deserializer: Any = None
-        if settings.schema_registry_url:
+        if registry_url:
             from confluent_kafka.schema_registry import SchemaRegistryClient
             from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-            registry = SchemaRegistryClient({"url": settings.schema_registry_url})
+            registry = SchemaRegistryClient({"url": registry_url})
             self._deserializer = AvroDeserializer(registry)
-            self.description += f" (registry {redact_url(settings.schema_registry_url)})"
+            self.description += f" (registry {redact_url(registry_url)})"
 
     def close(self) -> None:
         self.consumer.close()
 
     def _fail(self, what: str, exc: BaseException) -> BackendUnavailable:
-        return BackendUnavailable(f"Kafka {self.settings.kafka_bootstrap}: {what} failed: {exc}")
+        return BackendUnavailable(f"Kafka {self.bootstrap}: {what} failed: {exc}")
 
     def partitions(self, topic: str) -> int:
         """Partition count of a topic (0 when the topic does not exist)."""

@@ -5,17 +5,44 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from auditor.backends.protocols import Capability
+from auditor.core.model import Selection
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
-ENTITY_INDEX_SUFFIX = "index_v2"
-SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
-GRAPH_INDEX = "graph_service_v1"
+
+def like_to_wildcard(pattern: str) -> str:
+    """SQL LIKE (`%`, `_`) -> a keyword wildcard query (`*`, `?`), literals escaped."""
+    out = []
+    for ch in pattern:
+        if ch == "%":
+            out.append("*")
+        elif ch == "_":
+            out.append("?")
+        elif ch in "*?\\":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
-def prefixed(name: str, prefix: str = "") -> str:
-    """DataHub's `[prefix_]name` index naming."""
-    return f"{prefix}_{name}" if prefix else name
+def urn_filter(field_name: str, selection: Selection) -> dict[str, Any] | None:
+    """The query DSL for a selection on a urn keyword field (None: everything)."""
+    must: list[dict[str, Any]] = []
+    if selection.entity_types:
+        must.append(
+            {
+                "bool": {
+                    "should": [{"prefix": {field_name: f"urn:li:{t}:"}} for t in selection.entity_types],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
+    if selection.urn_like:
+        must.append({"wildcard": {field_name: {"value": like_to_wildcard(selection.urn_like)}}})
+    if selection.urns:
+        must.append({"terms": {field_name: list(selection.urns)}})
+    return {"bool": {"filter": must}} if must else None
 
 
 def _fast_serializer() -> Any:
@@ -36,6 +63,8 @@ def _fast_serializer() -> Any:
 
 class SearchIndex:
     """Read access to a DataHub search cluster (a scan never writes)."""
+
+    capabilities = frozenset({Capability.READ})
 
     def __init__(
         self,

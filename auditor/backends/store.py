@@ -3,48 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from auditor.backends.protocols import Capability
+from auditor.core.records import AspectRow, EntityRows
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
-
-
-@dataclass(frozen=True, slots=True)
-class AspectRow:
-    """One version-0 row, its JSON still as text (parsed lazily by who needs it)."""
-
-    aspect: str
-    metadata: str
-    systemmetadata: str | None
-    created: Any  # as the driver returns it (naive UTC datetime); see `createdon`
-
-    @property
-    def createdon(self) -> datetime:
-        """The write time, timezone-aware (UTC); converted on demand, off the hot path."""
-        return _utc(self.created)
-
-
-@dataclass(frozen=True, slots=True)
-class EntityRows:
-    """All version-0 rows of one urn."""
-
-    urn: str
-    rows: dict[str, AspectRow]
-
-    @property
-    def changed_at(self) -> datetime:
-        return _utc(max(r.created for r in self.rows.values()))
-
-
-def _utc(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
 
 
 def prefix_upper_bound(prefix: str) -> str:
@@ -54,6 +22,8 @@ def prefix_upper_bound(prefix: str) -> str:
 
 class MetadataStore:
     """Reads DataHub's aspect table on MySQL, MariaDB or PostgreSQL (read-only)."""
+
+    capabilities = frozenset({Capability.READ})
 
     def __init__(self, url: str, table: str = "metadata_aspect_v2", *, engine: Engine | None = None):
         if not table.replace("_", "").isalnum():

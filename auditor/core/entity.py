@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.backends.store import EntityRows
-
-json_loads: Callable[[str | bytes], Any]
-try:  # orjson parses the aspect JSON several times faster; the stdlib is the fallback
-    from orjson import loads as json_loads
-except ImportError:  # pragma: no cover
-    from json import loads as json_loads  # type: ignore[assignment,no-redef]
-
-
-@dataclass(slots=True)
-class SearchDoc:
-    """A document as read from an index."""
-
-    index: str
-    id: str
-    source: dict[str, Any]
+from auditor.core.records import EntityRows, SearchDoc, json_loads
 
 
 @dataclass(slots=True)

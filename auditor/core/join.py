@@ -7,12 +7,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from auditor.errors import AuditorError
+
 T = TypeVar("T")
 _DONE = object()
 
 
-class JoinOrderError(RuntimeError):
+class JoinOrderError(AuditorError):
     """A stream was not sorted as the join needs: going on would report false differences."""
+
+    exit_code = 3  # the scan could not complete (it is not a divergence)
 
 
 def ordered(stream: Iterable[T], key: Callable[[T], str], name: str) -> Iterator[T]:
@@ -22,9 +26,9 @@ def ordered(stream: Iterable[T], key: Callable[[T], str], name: str) -> Iterator
         k = key(item)
         if last is not None and k < last:
             raise JoinOrderError(
-                f"{name} is not in urn byte order ({k!r} after {last!r}): "
-                'check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) '
-                "and that `urn` is a keyword field"
+                f"{name} is not in urn byte order ({k!r} after {last!r}): the scan stopped",
+                hint='check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) '
+                "and that `urn` is a keyword field",
             )
         last = k
         yield item

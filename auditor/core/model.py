@@ -1,7 +1,8 @@
-"""The auditor's data: findings, consumer positions, verdicts and the report (plain frozen data)."""
+"""The auditor's data: findings, consumer positions, verdicts, selections and the report."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,12 +29,19 @@ class Kind(StrEnum):
 class Verdict(StrEnum):
     """Will the difference converge by itself?"""
 
-    CONSISTENT = "consistent"
     IN_FLIGHT = "in_flight"
     STALLED = "stalled"
     DIVERGED = "diverged"
     # a row the auditor could not read: reported, never repaired blindly
     INVALID = "invalid"
+
+    @property
+    def rank(self) -> int:
+        """Worst first: invalid, diverged, stalled, in flight."""
+        return SEVERITY.index(self)
+
+
+SEVERITY = (Verdict.INVALID, Verdict.DIVERGED, Verdict.STALLED, Verdict.IN_FLIGHT)
 
 
 class Cause(StrEnum):
@@ -41,6 +49,19 @@ class Cause(StrEnum):
 
     EVENT_NEVER_PUBLISHED = "event_never_published"
     INDEX_BEHIND_RESTORE = "index_behind_restore"
+
+
+class RepairKind(StrEnum):
+    """What actually fixes a finding; checks declare it, the plan collects it, rebuild does it."""
+
+    REPLAY_ASPECT = "replay_aspect"  # a RESTATE MCL of the aspect (all aspects when none is named)
+    REWRITE_DOCUMENT = "rewrite_document"  # the whole entity doc from the rows (clears leftovers)
+    DELETE_DOCUMENT = "delete_document"  # an orphan: its doc, system-metadata docs and edges
+    REWRITE_SYSTEM_METADATA = "rewrite_system_metadata"  # the (urn, aspect) docs from the rows
+    REWRITE_EDGES = "rewrite_edges"  # the entity's edges from its aspects
+    REPLAY_WINDOW = "replay_window"  # everything written since an index's restore point
+    RESTART_CONSUMER = "restart_consumer"  # nothing to write: the consumer must move again
+    FIX_ROW = "fix_row"  # nothing to write: the row itself is wrong
 
 
 class PartitionHealth(StrEnum):
@@ -67,6 +88,8 @@ class Finding:
     # the newest createdon among the rows that explain the difference (None: no row, e.g. orphan)
     changed_at: datetime | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    # what repairs it when it is a divergence, as its check declares
+    repairs: tuple[RepairKind, ...] = ()
 
     @property
     def key(self) -> str:
@@ -149,18 +172,28 @@ class Classified:
     verdict: Verdict
     subkind: str
     evidence: Evidence
-    repair: str | None = None
 
 
 @dataclass(frozen=True)
-class ScanScope:
-    """What a scan covered."""
+class Selection:
+    """Which part of the catalog a scan, a triage or a rebuild covers."""
 
     entity_types: tuple[str, ...] = ()
-    urn_like: str | None = None
-    since: datetime | None = None
-    index_prefix: str = ""
-    shard: tuple[int, int] | None = None  # (i, n)
+    urn_like: str | None = None  # SQL LIKE on the urn (`%`, `_`)
+    since: datetime | None = None  # entities with a row written at or after this instant
+    shard: tuple[int, int] | None = None  # (i, n), 0 <= i < n
+    urns: tuple[str, ...] = ()  # exact urns (triage, re-observation, targeted rebuilds)
+
+    def in_shard(self, urn: str) -> bool:
+        if self.shard is None:
+            return True
+        i, n = self.shard
+        return zlib.crc32(urn.encode("utf-8")) % n == i
+
+    @property
+    def narrowed(self) -> bool:
+        """True when the selection covers only part of its entity types."""
+        return bool(self.since or self.urn_like or self.urns)
 
 
 @dataclass
@@ -169,7 +202,9 @@ class Report:
 
     started_at: datetime
     finished_at: datetime | None = None
-    scope: ScanScope = field(default_factory=ScanScope)
+    scope: Selection = field(default_factory=Selection)
+    index_prefix: str = ""  # DataHub's INDEX_PREFIX the scan read under
+    consumer_group: str = "generic-mae-consumer-job-client"  # the MAE group whose offsets it sampled
     sources: dict[str, str] = field(default_factory=dict)  # descriptions, never credentials
     entities: dict[str, int] = field(default_factory=dict)  # entity type -> entities in the store
     documents: dict[str, int] = field(default_factory=dict)  # index -> docs read

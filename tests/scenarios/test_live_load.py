@@ -10,8 +10,9 @@ import pytest
 from load import LiveLoad
 from world import World
 
-from auditor.core.model import Report, Verdict
+from auditor.core.model import RepairKind, Report, Verdict
 from auditor.core.urns import urn_partition
+from auditor.reports.commands import finding_commands
 from sandbox.naming import MCL_VERSIONED_TOPIC, TOPIC_PARTITIONS
 
 PAIRS = ["postgres/opensearch", "mariadb/elasticsearch"]
@@ -117,6 +118,8 @@ def test_field_left_behind_by_a_partial_update(tmp_path: Path) -> None:
     assert [(c.verdict, c.subkind) for c in mine] == [(Verdict.DIVERGED, "field_left_behind")], mine
     finding = mine[0]
     assert finding.finding.details["left_behind"] == ["qualifiedName"]
-    assert "a replay cannot clear it" in (finding.repair or "")
-    assert "_doc/" in (finding.repair or "") and "RestoreIndices" in (finding.repair or "")
+    assert finding.finding.repairs == (RepairKind.REWRITE_DOCUMENT,)
+    (repair,) = finding_commands(finding, group=report.consumer_group)
+    assert "a replay cannot clear it" in repair
+    assert "_doc/" in repair and "RestoreIndices" in repair
     assert report.exit_code == 1

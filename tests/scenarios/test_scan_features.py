@@ -16,7 +16,7 @@ from faults import drop_mcl, hard_delete
 from sqlalchemy import text
 from world import World
 
-from auditor.scan import Selection
+from auditor.core.model import Selection
 from sandbox.naming import ASPECT_TABLE
 
 pytestmark = pytest.mark.integration
@@ -168,7 +168,7 @@ def test_unreachable_backend_and_bad_usage_exit_codes(broken: tuple[World, set[s
 
 def test_scroll_reads_what_point_in_time_reads(broken: tuple[World, set[str]]) -> None:
     """Clusters without point-in-time are read with a sorted scroll: same docs, same order."""
-    from auditor.api import open_search
+    from auditor.backends.connect import open_search
 
     world, _ = broken
     client = open_search(world.settings())

@@ -11,8 +11,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from sqlalchemy import text
 
 from auditor.api import ScanOptions, scan
-from auditor.core.model import Report
-from auditor.scan import Selection
+from auditor.core.model import Report, Selection
 from auditor.settings import Settings, load_settings
 from sandbox.consumer import MaeConsumer
 from sandbox.database import engine_for

@@ -6,17 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from auditor.backends.events import MclHit, OffsetSample
-from auditor.core.classify import (
-    History,
-    KafkaEvidence,
-    classify,
-    mark_restores,
-    owner_rates,
-    partition_health,
-    position,
-)
+from auditor.core.classify import History, KafkaEvidence, classify, mark_restores
+from auditor.core.consumer import owner_rates, partition_health, position
 from auditor.core.model import Finding, Kind, PartitionHealth, Verdict
+from auditor.core.records import MclHit, OffsetSample
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

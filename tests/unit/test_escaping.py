@@ -23,14 +23,15 @@ from auditor.core.model import (
     Kind,
     PartitionHealth,
     PartitionPosition,
+    RepairKind,
     Report,
     Verdict,
 )
-from reports import RENDERERS
-from reports import console as console_report
-from reports.escape import md_code, md_code_block, md_text, shell_line, visible
-from reports.merge import from_dict
-from reports.summary import repair_commands
+from auditor.reports import RENDERERS
+from auditor.reports import console as console_report
+from auditor.reports.escape import md_code, md_code_block, md_text, shell_line, visible
+from auditor.reports.merge import from_dict
+from auditor.reports.summary import repair_commands
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 UNSPELLED = re.compile(r"(?<!\\n)(?<!\\n'')# Heading")  # the newline before it not spelled \n or $'\n'
@@ -44,7 +45,7 @@ FORGED = "# Title\n- forged"
 ERROR = "search said: <script>alert(1)</script> | `x` \x1b[31m[bold]red[/bold] :smile:\n# Heading"
 
 
-def _restore(urn: str) -> str:  # as auditor.api builds it
+def _restore(urn: str) -> str:  # as the repair plan renders a replay
     return "datahub-upgrade -u RestoreIndices -a urn='" + urn.replace("'", "'\\''") + "'"
 
 
@@ -53,7 +54,10 @@ def hostile() -> Report:
     r.sources = {"store": "mysql+pymysql://datahub:***@h/db", f"search{EVIL}": ERROR}
     r.entities = {"dataset": 10, ETYPE: 1}
     r.counts = {(ETYPE, "diverged", "event_never_published"): 1, ("dataset", "diverged", SUBKIND): 2}
-    missing = Finding("index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", "datasetindex_v2")
+    missing = Finding(
+        "index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", "datasetindex_v2",
+        repairs=(RepairKind.REPLAY_ASPECT,),
+    )  # fmt: skip
     stale = Finding(
         "index.stale-fields", Kind.STALE_FIELDS, URN, "dataset", f"idx{EVIL}", f"aspect{EVIL}", T0,
         {"fields": [{"field": f"name{EVIL}", "expected": EVIL, "actual": "y"}]},
@@ -63,7 +67,7 @@ def hostile() -> Report:
         {"relationship": f"Down{EVIL}", "destination": URN},
     )  # fmt: skip
     r.findings = [
-        Classified(missing, Verdict.DIVERGED, SUBKIND, Evidence(f"no MCL for {URN}"), _restore(URN)),
+        Classified(missing, Verdict.DIVERGED, SUBKIND, Evidence(f"no MCL for {URN}")),
         Classified(stale, Verdict.IN_FLIGHT, "in_flight", Evidence(ERROR, eta_seconds=4.0)),
         Classified(edge, Verdict.STALLED, SUBKIND, Evidence(ERROR)),
     ]
@@ -216,31 +220,38 @@ def test_json_keeps_the_urn_exactly() -> None:
     text = RENDERERS["json"](hostile())
     data = json.loads(text)
     assert data["findings"][0]["urn"] == URN and data["warnings"][0] == ERROR
-    assert from_dict(data).findings[0].repair == _restore(URN)
+    assert data["findings"][0]["repair"] == _restore(URN)
+    assert RENDERERS["json"](from_dict(data)) == text
 
 
 def test_many_urns_restore_by_type_in_one_quoted_word() -> None:
     r = Report(started_at=T0)
     etype = "da'ta set;$(id)"
     for n in range(6):
-        f = Finding("index.missing-document", Kind.MISSING_DOCUMENT, f"urn:li:x:{n}", etype)
-        r.findings.append(Classified(f, Verdict.DIVERGED, "event_never_published", Evidence(""), "x"))
+        f = Finding(
+            "index.missing-document", Kind.MISSING_DOCUMENT, f"urn:li:x:{n}", etype,
+            repairs=(RepairKind.REPLAY_ASPECT,),
+        )  # fmt: skip
+        r.findings.append(Classified(f, Verdict.DIVERGED, "event_never_published", Evidence("")))
     (command,) = repair_commands(r)
     assert shlex.split(command)[-1] == f"urnLike=urn:li:{etype}:%"
 
 
 def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPatch) -> None:
+    import auditor.api
     import auditor.settings
-    import auditor.triage
     from auditor.cli import app
     from auditor.errors import ConfigError
     from auditor.triage import Step, Triage
 
-    finding = Finding("index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset")
-    found = Classified(finding, Verdict.DIVERGED, "event_never_published", Evidence(ERROR), _restore(URN))
+    finding = Finding(
+        "index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", repairs=(RepairKind.REPLAY_ASPECT,)
+    )
+    found = Classified(finding, Verdict.DIVERGED, "event_never_published", Evidence(ERROR))
     steps = [Step(f"document in {ETYPE}index_v2", False, ERROR)]
-    monkeypatch.setattr(auditor.settings, "load_settings", lambda *args, **kwargs: None)
-    monkeypatch.setattr(auditor.triage, "triage", lambda settings, urn: Triage(urn, steps, [found]))
+    settings = auditor.settings.Settings()
+    monkeypatch.setattr(auditor.settings, "load_settings", lambda *args, **kwargs: settings)
+    monkeypatch.setattr(auditor.api, "triage", lambda settings, urn: Triage(urn, steps, [found]))
     done = CliRunner().invoke(app, ["triage", URN])
     assert done.exit_code == 1, done.output
     for text in (URN, f"document in {ETYPE}index_v2", ERROR):
@@ -250,7 +261,7 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
     def fail(settings: object, urn: str) -> None:
         raise ConfigError(f"no such urn {urn}", hint=ERROR)
 
-    monkeypatch.setattr(auditor.triage, "triage", fail)
+    monkeypatch.setattr(auditor.api, "triage", fail)
     monkeypatch.setattr("auditor.cli.err", Console(stderr=True, width=400))
     done = CliRunner().invoke(app, ["triage", URN])
     assert done.exit_code == 2 and visible(URN) in done.stderr and visible(ERROR) in done.stderr
@@ -258,13 +269,12 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
 
 
 def test_repair_hints_quote_every_value_from_the_data(tmp_path: Path) -> None:
-    from auditor.api import _repair_hint
+    from auditor.core.plan import RepairAction
+    from auditor.reports.commands import command as render
 
     doc_id = "a'$(touch pwned)`touch pwned2`b"
-    orphan = Finding(
-        "index.orphan-document", Kind.ORPHAN_DOCUMENT, URN, "dataset", "x'y", details={"doc_id": doc_id}
-    )
-    command = _repair_hint(orphan)
+    orphan = RepairAction(RepairKind.DELETE_DOCUMENT, URN, "dataset", index="x'y", doc_id=doc_id)
+    command = render(orphan, group="g")
     words = _bash_words(command, tmp_path)
     assert words[-1] == f"$SEARCH_URL/x'y/_doc/{doc_id}".replace("$SEARCH_URL", "")
     assert not list(tmp_path.iterdir()), "the repair command ran something from the data"

@@ -16,13 +16,14 @@ from auditor.core.model import (
     Observation,
     PartitionHealth,
     PartitionPosition,
+    RepairKind,
     Report,
-    ScanScope,
+    Selection,
     Verdict,
 )
-from reports import RENDERERS
-from reports import console as console_report
-from reports.merge import from_dict, merge
+from auditor.reports import RENDERERS
+from auditor.reports import console as console_report
+from auditor.reports.merge import from_dict, merge
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -30,11 +31,20 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def report(
     shard: tuple[int, int] | None = None, urn: str = "urn:li:dataset:(urn:li:dataPlatform:hive,a b,PROD)"
 ) -> Report:
-    r = Report(started_at=T0, finished_at=T0 + timedelta(seconds=3), scope=ScanScope(shard=shard))
+    r = Report(started_at=T0, finished_at=T0 + timedelta(seconds=3), scope=Selection(shard=shard))
     r.sources = {"store": "mysql+pymysql://datahub:***@h/db"}
     r.entities = {"dataset": 10}
     diverged = Classified(
-        Finding("index.missing-document", Kind.MISSING_DOCUMENT, urn, "dataset", "datasetindex_v2", None, T0),
+        Finding(
+            "index.missing-document",
+            Kind.MISSING_DOCUMENT,
+            urn,
+            "dataset",
+            "datasetindex_v2",
+            None,
+            T0,
+            repairs=(RepairKind.REPLAY_ASPECT,),
+        ),
         Verdict.DIVERGED,
         "event_never_published",
         Evidence(
@@ -48,7 +58,6 @@ def report(
                 T0 + timedelta(seconds=4.75),
             ),
         ),
-        f"datahub-upgrade -u RestoreIndices -a urn='{urn}'",
     )
     flight = Classified(
         Finding(

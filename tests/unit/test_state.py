@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from auditor.backends.events import OffsetSample
+from auditor.backends.state import ScanState
 from auditor.core.model import Finding, Kind
-from auditor.core.state import ScanState
+from auditor.core.records import OffsetSample
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,42 +1,26 @@
-"""The drift scan: stream the truth and the projections in urn order, join, run the checks."""
+"""The join: stream the truth and the projections of a selection in urn order, run the checks."""
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_plus
 
-from auditor.backends.search import GRAPH_INDEX, SYSTEM_METADATA_INDEX, SearchIndex, prefixed
-from auditor.backends.store import EntityRows, MetadataStore
-from auditor.core.entity import JoinedEntity, SearchDoc
+from auditor.backends.protocols import Search, Store
+from auditor.backends.search import urn_filter
+from auditor.checks import BUILTIN_CHECKS, Check, CheckContext
+from auditor.core.entity import JoinedEntity
 from auditor.core.join import grouped, merge_join, ordered, prefetch
-from auditor.core.model import Finding
+from auditor.core.model import Finding, Selection
+from auditor.core.naming import entity_index, graph_index, system_metadata_index
+from auditor.core.records import EntityRows, SearchDoc
 from auditor.core.registry import Registry
 from auditor.core.urns import UrnError, entity_type
 from auditor.errors import ConfigError
-from checks import BUILTIN_CHECKS, Check, CheckContext
 
 Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which part of the catalog a scan (or a rebuild) covers."""
-
-    entity_types: tuple[str, ...] = ()
-    urn_like: str | None = None
-    since: datetime | None = None
-    shard: tuple[int, int] | None = None  # (i, n), 0 <= i < n
-    urns: tuple[str, ...] = ()  # exact urns (triage, confirmation, targeted rebuilds)
-
-    def in_shard(self, urn: str) -> bool:
-        if self.shard is None:
-            return True
-        i, n = self.shard
-        return zlib.crc32(urn.encode("utf-8")) % n == i
 
 
 @dataclass
@@ -63,39 +47,6 @@ class JoinResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def like_to_wildcard(pattern: str) -> str:
-    """SQL LIKE (`%`, `_`) -> a keyword wildcard query (`*`, `?`), literals escaped."""
-    out = []
-    for ch in pattern:
-        if ch == "%":
-            out.append("*")
-        elif ch == "_":
-            out.append("?")
-        elif ch in "*?\\":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _urn_query(field_name: str, selection: Selection) -> dict[str, Any] | None:
-    must: list[dict[str, Any]] = []
-    if selection.entity_types:
-        must.append(
-            {
-                "bool": {
-                    "should": [{"prefix": {field_name: f"urn:li:{t}:"}} for t in selection.entity_types],
-                    "minimum_should_match": 1,
-                }
-            }
-        )
-    if selection.urn_like:
-        must.append({"wildcard": {field_name: {"value": like_to_wildcard(selection.urn_like)}}})
-    if selection.urns:
-        must.append({"terms": {field_name: list(selection.urns)}})
-    return {"bool": {"filter": must}} if must else None
-
-
 def _type_order(types: list[str]) -> list[str]:
     # urns of one type are contiguous in byte order, and types come in `urn:li:<type>:` order
     return sorted(types, key=lambda t: f"urn:li:{t}:")
@@ -106,8 +57,8 @@ class Scanner:
 
     def __init__(
         self,
-        store: MetadataStore,
-        search: SearchIndex,
+        store: Store,
+        search: Search,
         registry: Registry,
         *,
         index_prefix: str = "",
@@ -147,7 +98,7 @@ class Scanner:
         self, selection: Selection, types: list[str], indices: dict[str, str]
     ) -> Iterator[tuple[str, SearchDoc]]:
         def all_docs() -> Iterator[tuple[str, SearchDoc]]:
-            query = _urn_query("urn", selection)
+            query = urn_filter("urn", selection)
             for t in types:
                 index = indices.get(t)
                 if index is None:
@@ -171,7 +122,7 @@ class Scanner:
                 value = value.get(part, {}) if isinstance(value, dict) else {}
             return value if isinstance(value, str) else ""
 
-        docs = (s for _, s in self.search.stream(index, sort, query=_urn_query(key_field, selection)))
+        docs = (s for _, s in self.search.stream(index, sort, query=urn_filter(key_field, selection)))
         checked = ordered(prefetch(docs), key, index)
         return grouped(checked, key)
 
@@ -181,15 +132,15 @@ class Scanner:
         types = self.entity_types(selection)
         existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
         indices = {
-            t: name for t in types if (name := self.registry.index_name(t, self.index_prefix)) in existing
+            t: name for t in types if (name := entity_index(t, self.index_prefix)) in existing
         }
         plan = ScanPlan(selection, types, indices)
-        sysmeta = prefixed(SYSTEM_METADATA_INDEX, self.index_prefix)
+        sysmeta = system_metadata_index(self.index_prefix)
         if sysmeta in existing:
             plan.sysmeta = sysmeta
         else:
             plan.warnings.append(f"{sysmeta} does not exist: system metadata not checked")
-        graph = prefixed(GRAPH_INDEX, self.index_prefix)
+        graph = graph_index(self.index_prefix)
         if graph in existing:
             plan.graph = graph
         else:
@@ -280,7 +231,7 @@ class Scanner:
         missing = [t for t in plan.types if t not in indices and result.entities.get(t)]
         for t in missing:
             result.warnings.append(
-                f"no index {self.registry.index_name(t, self.index_prefix)} for "
+                f"no index {entity_index(t, self.index_prefix)} for "
                 f"{result.entities[t]} {t} entities"
             )
         return result

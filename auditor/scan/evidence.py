@@ -8,17 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from auditor.backends.events import EventLog, MclHit, OffsetSample
-from auditor.core.classify import (
-    CHANGE_KINDS,
-    CLOCK_SKEW_SECONDS,
-    KafkaEvidence,
-    owner_of,
-    owner_rates,
-    position,
-)
-from auditor.core.entity import json_loads
+from auditor.backends.protocols import Events
+from auditor.core.classify import CHANGE_KINDS, CLOCK_SKEW_SECONDS, KafkaEvidence
+from auditor.core.consumer import owner_of, owner_rates, position
 from auditor.core.model import Finding, Kind, PartitionPosition
+from auditor.core.records import MclHit, OffsetSample, json_loads
 from auditor.core.urns import urn_partition
 
 # how many messages one partition's look-up reads at most before falling back on times
@@ -38,12 +32,12 @@ class ConsumerView:
         return self.positions.get((topic, partition))
 
 
-def start_window(events: EventLog, topics: Sequence[str], group: str) -> ConsumerView:
+def start_window(events: Events, topics: Sequence[str], group: str) -> ConsumerView:
     return ConsumerView(group, events.sample(topics, group))
 
 
 def close_window(
-    events: EventLog,
+    events: Events,
     view: ConsumerView,
     topics: Sequence[str],
     min_window: float,
@@ -82,7 +76,7 @@ def _same_value(hit: MclHit, metadata: str | None) -> bool:
 
 
 def gather(
-    events: EventLog,
+    events: Events,
     view: ConsumerView,
     topic: str,
     findings: Sequence[Finding],

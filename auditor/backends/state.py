@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from auditor.backends.events import OffsetSample
 from auditor.core.classify import History
 from auditor.core.model import Finding
+from auditor.core.records import OffsetSample
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS finding (

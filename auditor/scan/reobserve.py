@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.backends.events import EventLog, OffsetSample
-from auditor.backends.store import EntityRows
+from auditor.backends.protocols import Events
 from auditor.core.classify import KafkaEvidence
-from auditor.core.model import Finding, Kind, Observation, PartitionPosition
+from auditor.core.model import Finding, Kind, Observation, PartitionPosition, Selection
+from auditor.core.records import EntityRows, OffsetSample
 from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
-from auditor.evidence import ConsumerView, close_window, gather
-from auditor.scan import Scanner, Selection
+from auditor.scan.evidence import ConsumerView, close_window, gather
+from auditor.scan.join import Scanner
 
 BATCH = 1000  # candidate urns re-read together (one IN list / terms query per 1000 urns)
 MAX_ROUNDS = 3  # re-reads of an entity whose rows keep changing before it is left in flight
@@ -53,6 +53,8 @@ class Reobservation:
     observed: list[Observed] = field(default_factory=list)  # still wrong, read in causal order
     converged: list[Observed] = field(default_factory=list)  # candidates that agree now
     unsettled: list[Observed] = field(default_factory=list)  # rows changed in every round
+    candidates: int = 0  # findings of the join
+    entities: int = 0  # their entities
     rounds: int = 0  # rounds run over all batches
     seconds: float = 0.0  # time the re-observation took
 
@@ -61,7 +63,7 @@ class Reobservation:
 class KafkaSide:
     """The event log and the consumer view a re-observation samples (absent without Kafka)."""
 
-    events: EventLog
+    events: Events
     view: ConsumerView
     topics: Sequence[str]
     topic: str  # the versioned change-log topic, where an aspect's MCL is looked for
@@ -112,6 +114,7 @@ class Observer:
         for f in candidates:
             by_urn.setdefault(f.urn, []).append(f)
         urns = sorted(by_urn)
+        out.candidates, out.entities = len(candidates), len(urns)
         for i in range(0, len(urns), self.batch):
             self._batch(urns[i : i + self.batch], by_urn, out)
         if not urns:

@@ -1,0 +1,105 @@
+"""What the pipelines need of each backend (Protocols), and what a backend declares it can do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from auditor.core.classify import History
+from auditor.core.model import Finding
+from auditor.core.records import EntityRows, MclHit, OffsetSample
+
+
+class Capability(StrEnum):
+    """What a backend can do; a pipeline checks for what it needs before it starts."""
+
+    READ = "read"
+    BULK_WRITE = "bulk_write"
+    DELETE = "delete"
+    ALIAS = "alias"
+    PRODUCE = "produce"
+
+
+class Store(Protocol):
+    """DataHub's aspect table, read in urn byte order."""
+
+    description: str
+    capabilities: frozenset[Capability]
+
+    def stream_entities(
+        self,
+        entity_types: tuple[str, ...] = (),
+        urn_like: str | None = None,
+        since: datetime | None = None,
+        urns: tuple[str, ...] = (),
+    ) -> Iterator[EntityRows]: ...
+
+    def count_changed_since(self, entity_type: str, since: datetime) -> int: ...
+
+    def ping(self) -> str: ...
+
+
+class Search(Protocol):
+    """The search cluster: index listing and urn-ordered streams of documents."""
+
+    description: str
+    capabilities: frozenset[Capability]
+
+    def version(self) -> str: ...
+
+    def indices(self, pattern: str = "*") -> dict[str, int]: ...
+
+    def stream(
+        self,
+        index: str,
+        sort: Sequence[str],
+        *,
+        query: dict[str, Any] | None = None,
+        source: Sequence[str] | bool = True,
+        page: int = 2000,
+    ) -> Iterator[tuple[str, dict[str, Any]]]: ...
+
+    def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+
+
+class Events(Protocol):
+    """The change-log topics and the MAE group's offsets (never joined, never committed)."""
+
+    description: str
+    capabilities: frozenset[Capability]
+
+    def partitions(self, topic: str) -> int: ...
+
+    def sample(self, topics: Iterable[str], group: str) -> list[OffsetSample]: ...
+
+    def message_time(self, topic: str, partition: int, offset: int) -> datetime | None: ...
+
+    def offset_for_time(self, topic: str, partition: int, when: datetime) -> int | None: ...
+
+    def find(
+        self, topic: str, partition: int, urns: set[str], start: int, stop: int, cap: int
+    ) -> tuple[list[MclHit], bool]: ...
+
+    def close(self) -> None: ...
+
+
+class State(Protocol):
+    """What earlier scans saw: findings and consumer offsets."""
+
+    def history(self, keys: Iterable[str]) -> dict[str, History]: ...
+
+    def record_findings(
+        self,
+        findings: Iterable[Finding],
+        now: datetime,
+        scope_types: tuple[str, ...],
+        forget_unseen: bool = True,
+    ) -> None: ...
+
+    def previous_samples(self, group: str) -> dict[tuple[str, int], OffsetSample]: ...
+
+    def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None: ...
+
+    def close(self) -> None: ...

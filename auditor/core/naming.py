@@ -1,0 +1,60 @@
+"""DataHub's names for the projections: index names and document ids, in one place."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+ENTITY_INDEX_SUFFIX = "index_v2"
+SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
+GRAPH_INDEX = "graph_service_v1"
+
+_URL_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*_")
+
+
+def prefixed(name: str, prefix: str = "") -> str:
+    """DataHub's `[prefix_]name` index naming (INDEX_PREFIX)."""
+    return f"{prefix}_{name}" if prefix else name
+
+
+def entity_index(entity_type: str, prefix: str = "") -> str:
+    """`[prefix_]<entity type lowercased>index_v2`, e.g. `datasetindex_v2`."""
+    return prefixed(f"{entity_type.lower()}{ENTITY_INDEX_SUFFIX}", prefix)
+
+
+def system_metadata_index(prefix: str = "") -> str:
+    return prefixed(SYSTEM_METADATA_INDEX, prefix)
+
+
+def graph_index(prefix: str = "") -> str:
+    return prefixed(GRAPH_INDEX, prefix)
+
+
+def document_id(urn: str) -> str:
+    """The entity doc `_id`: Java's `URLEncoder.encode(urn, "UTF-8")`."""
+    out: list[str] = []
+    for byte in urn.encode("utf-8"):
+        if byte in _URL_SAFE:
+            out.append(chr(byte))
+        elif byte == 0x20:
+            out.append("+")
+        else:
+            out.append(f"%{byte:02X}")
+    return "".join(out)
+
+
+def _md5_b64(raw: str) -> str:
+    return base64.b64encode(hashlib.md5(raw.encode("utf-8")).digest()).decode("ascii")
+
+
+def system_metadata_id(urn: str, aspect: str) -> str:
+    """`_id` of a `system_metadata_service_v1` doc: base64(md5(urn--aspect))."""
+    return _md5_b64(f"{urn}--{aspect}")
+
+
+def edge_id(source: str, relationship: str, destination: str, owner: str | None = None) -> str:
+    """`_id` of a `graph_service_v1` doc: base64(md5(src--relType--dst[--owner]))."""
+    raw = f"{source}--{relationship}--{destination}"
+    if owner:
+        raw += f"--{owner}"
+    return _md5_b64(raw)

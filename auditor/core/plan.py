@@ -1,0 +1,138 @@
+"""The repair plan as data: each judged finding maps to the actions that actually fix it.
+
+Reports render the plan (as commands to run), rebuild executes it. A finding declares what
+repairs it (`Finding.repairs`, set by its check); the verdict decides whether it needs one:
+a divergence is repaired, a stalled consumer is restarted, a malformed row is fixed at the
+source, a finding in flight needs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from auditor.core.model import Cause, Classified, RepairKind, Verdict
+
+# actions that write to the index, in the order a repair runs them
+WRITES = (
+    RepairKind.DELETE_DOCUMENT,
+    RepairKind.REPLAY_WINDOW,
+    RepairKind.REWRITE_DOCUMENT,
+    RepairKind.REPLAY_ASPECT,
+    RepairKind.REWRITE_SYSTEM_METADATA,
+    RepairKind.REWRITE_EDGES,
+)
+
+
+@dataclass(frozen=True)
+class RepairAction:
+    """One thing to do. Entity actions name a urn; window and consumer actions do not."""
+
+    kind: RepairKind
+    urn: str | None = None
+    entity_type: str | None = None
+    aspect: str | None = None  # REPLAY_ASPECT / FIX_ROW of one aspect (None: every aspect)
+    index: str | None = None
+    doc_id: str | None = None
+    since: datetime | None = None  # REPLAY_WINDOW: from this write time on
+    findings: int = 1  # findings this action repairs
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.kind.value, self.urn or "", self.aspect or "", self.index or "")
+
+
+@dataclass
+class RepairPlan:
+    """The actions for a set of findings, deduplicated, in the order a repair runs them."""
+
+    actions: list[RepairAction] = field(default_factory=list)
+
+    def of(self, kind: RepairKind) -> list[RepairAction]:
+        return [a for a in self.actions if a.kind == kind]
+
+    @property
+    def urns(self) -> list[str]:
+        return sorted({a.urn for a in self.actions if a.urn})
+
+    def counts(self) -> dict[RepairKind, int]:
+        out: dict[RepairKind, int] = {}
+        for a in self.actions:
+            out[a.kind] = out.get(a.kind, 0) + 1
+        return out
+
+
+def actions_for(c: Classified) -> list[RepairAction]:
+    """What fixes one judged finding (nothing for a finding in flight)."""
+    f = c.finding
+    if c.verdict == Verdict.STALLED:
+        return [RepairAction(RepairKind.RESTART_CONSUMER)]
+    if c.verdict == Verdict.INVALID:
+        return [RepairAction(RepairKind.FIX_ROW, f.urn, f.entity_type, f.aspect)]
+    if c.verdict != Verdict.DIVERGED:
+        return []
+    if c.subkind == Cause.INDEX_BEHIND_RESTORE.value:
+        window = RepairAction(
+            RepairKind.REPLAY_WINDOW, entity_type=f.entity_type, index=f.index, since=f.changed_at
+        )
+        return [window]
+    doc_id = f.details.get("doc_id")
+    return [
+        RepairAction(
+            kind,
+            f.urn,
+            f.entity_type,
+            f.aspect if kind in (RepairKind.REPLAY_ASPECT, RepairKind.FIX_ROW) else None,
+            f.index,
+            str(doc_id) if doc_id is not None and kind == RepairKind.DELETE_DOCUMENT else None,
+        )
+        for kind in f.repairs
+    ]
+
+
+def plan(findings: Iterable[Classified]) -> RepairPlan:
+    """The plan for judged findings: one action per (kind, urn, aspect, index), merged.
+
+    A urn whose rows are gone (DELETE_DOCUMENT) gets no replay or rewrite (nothing to build
+    from); a whole-document rewrite of a urn covers its aspect replays; an index behind a
+    restore gets one window from the earliest stale write.
+    """
+    merged: dict[tuple[str, str, str, str], RepairAction] = {}
+    for c in findings:
+        for action in actions_for(c):
+            if action.kind == RepairKind.REPLAY_WINDOW:
+                key = (action.kind.value, "", "", action.index or "")
+            elif action.kind == RepairKind.RESTART_CONSUMER:
+                key = (action.kind.value, "", "", "")
+            else:
+                key = action.key
+            known = merged.get(key)
+            if known is None:
+                merged[key] = action
+                continue
+            since = known.since
+            if action.since is not None and (since is None or action.since < since):
+                since = action.since
+            merged[key] = RepairAction(
+                known.kind,
+                known.urn,
+                known.entity_type,
+                known.aspect,
+                known.index,
+                known.doc_id or action.doc_id,
+                since,
+                known.findings + action.findings,
+            )
+    gone = {a.urn for a in merged.values() if a.kind == RepairKind.DELETE_DOCUMENT}
+    whole = {a.urn for a in merged.values() if a.kind == RepairKind.REWRITE_DOCUMENT}
+    kept = []
+    for a in merged.values():
+        if a.urn in gone and a.kind != RepairKind.DELETE_DOCUMENT:
+            continue
+        if a.urn in whole and a.kind == RepairKind.REPLAY_ASPECT:
+            continue
+        kept.append(a)
+    order = {k: i for i, k in enumerate((*WRITES, RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW))}
+    kept.sort(key=lambda a: (order[a.kind], a.urn or "", a.aspect or ""))
+    return RepairPlan(kept)

@@ -1,0 +1,138 @@
+"""The scan pipeline over given backends: sample -> join -> re-observe -> judge -> record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from auditor.backends.protocols import Events, Search, State, Store
+from auditor.core.model import Report, Selection
+from auditor.core.registry import Registry
+from auditor.errors import BackendUnavailable
+from auditor.scan.evidence import start_window
+from auditor.scan.join import JoinResult, Progress, Scanner
+from auditor.scan.judge import confirm, finish, judge, mark_restores
+from auditor.scan.reobserve import KafkaSide, Observer, Reobservation
+
+WEAKER = "verdicts rest on time and history only (weaker)"
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """How a scan judges what it sees (None: the target's setting)."""
+
+    grace: float | None = None
+    settle: float = 10.0  # a change younger than this may not have its MCL produced yet
+    sample_window: float | None = None
+    confirm: float = 0.0  # re-check in-flight findings after this many seconds
+    max_findings: int = 10_000  # findings kept in detail (all are counted)
+    use_state: bool = True
+    visibility: float | None = None  # a committed write is searchable this much later
+
+
+@dataclass(frozen=True)
+class ScanTarget:
+    """Where a scan looks and how it judges by default (taken from the settings)."""
+
+    index_prefix: str = ""
+    versioned_topic: str = "MetadataChangeLog_Versioned_v1"
+    timeseries_topic: str = "MetadataChangeLog_Timeseries_v1"
+    group: str = "generic-mae-consumer-job-client"
+    grace: float = 300.0
+    sample_window: float = 10.0
+    visibility: float = 3.0
+
+
+@dataclass
+class ScanBackends:
+    """The backends one scan reads (events None: no Kafka)."""
+
+    store: Store
+    search: Search
+    events: Events | None
+    state: State
+
+
+def run_scan(
+    backends: ScanBackends,
+    registry: Registry,
+    report: Report,
+    options: ScanOptions,
+    target: ScanTarget,
+    progress: Progress | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Report:
+    """Scan `report.scope`: the join's findings are candidates, re-observed in causal order."""
+    selection = report.scope
+    kafka = open_window(backends, options, target, report.warnings)
+    scanner = Scanner(
+        backends.store, backends.search, registry, index_prefix=target.index_prefix, now=report.started_at
+    )
+    joined = scanner.run(selection, progress)
+    record_join(report, joined)
+    if log and joined.findings:
+        log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
+    visibility = target.visibility if options.visibility is None else options.visibility
+    observer = Observer(scanner, kafka, visibility=visibility)
+    seen = observer.run(joined.findings)
+    record_reobservation(report, seen, observer, backends.state)
+    grace = target.grace if options.grace is None else options.grace
+    classified = judge(seen, backends.state, grace=grace, settle=options.settle)
+    classified = mark_restores(classified, backends.store, registry, target.index_prefix)
+    if options.confirm > 0:
+        classified = confirm(classified, options.confirm, scanner, report)
+    if options.use_state:
+        record_findings(backends.state, seen, selection, report)
+    finish(report, classified, options.max_findings)
+    return report
+
+
+def open_window(
+    backends: ScanBackends, options: ScanOptions, target: ScanTarget, warnings: list[str]
+) -> KafkaSide | None:
+    """The first offset sample, before the join (None: no Kafka, the verdicts get weaker)."""
+    events = backends.events
+    if events is None:
+        return None
+    topics = [target.versioned_topic, target.timeseries_topic]
+    window = target.sample_window if options.sample_window is None else options.sample_window
+    try:
+        view = start_window(events, topics, target.group)
+        partitions = events.partitions(target.versioned_topic)
+    except BackendUnavailable as exc:
+        warnings.append(f"{exc}: {WEAKER}")
+        return None
+    previous = backends.state.previous_samples(target.group)
+    return KafkaSide(events, view, topics, target.versioned_topic, window, previous, partitions)
+
+
+def record_join(report: Report, joined: JoinResult) -> None:
+    report.entities, report.documents = joined.entities, joined.documents
+    report.unknown = joined.unknown
+    report.warnings += joined.warnings
+
+
+def record_reobservation(report: Report, seen: Reobservation, observer: Observer, state: State) -> None:
+    """What the re-observation did, and the consumer's positions at its last sample."""
+    report.warnings += observer.warnings
+    report.reobserved = {
+        "candidates": seen.candidates,
+        "entities": seen.entities,
+        "converged": len(seen.converged),
+        "unsettled": len(seen.unsettled),
+        "rounds": seen.rounds,
+        "seconds": round(seen.seconds, 3),
+    }
+    kafka = observer.kafka
+    report.kafka_available = kafka is not None
+    if kafka is not None:
+        report.partitions = sorted(kafka.view.positions.values(), key=lambda p: (p.topic, p.partition))
+        state.record_samples(kafka.view.group, kafka.view.last)
+
+
+def record_findings(state: State, seen: Reobservation, selection: Selection, report: Report) -> None:
+    """Remember what is still wrong; forget the unseen only when whole types were scanned."""
+    still = [o.finding for o in seen.observed + seen.unsettled]
+    state.record_findings(
+        still, report.started_at, selection.entity_types, forget_unseen=not selection.narrowed
+    )

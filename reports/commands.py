@@ -1,0 +1,98 @@
+"""The repair plan rendered as commands an operator can run (DataHub's own tools, today)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from auditor.core.model import Classified, RepairKind
+from auditor.core.naming import document_id
+from auditor.core.plan import RepairAction, RepairPlan, actions_for, plan
+from auditor.reports.escape import shell_line, shell_quote
+
+RESTORE = "datahub-upgrade -u RestoreIndices"
+LEFT_BEHIND = (
+    "   # a field left behind by a partial update: a replay cannot clear it, a whole-document rewrite can"
+)
+ORPHAN = "   # its rows are gone: delete its system-metadata docs and edges too (urn / source.urn)"
+
+
+def _millis(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def command(action: RepairAction, *, group: str, until: datetime | None = None) -> str:
+    """One action as a shell command; every value from the data is single-quoted.
+
+    The text is exact (a newline in a urn stays a newline inside its quotes); `shell_line`
+    spells control characters for a terminal or a ticket.
+    """
+    kind, urn = action.kind, action.urn or ""
+    delete = f'curl -X DELETE "$SEARCH_URL"/{shell_quote(action.index or "")}/_doc/'
+    if kind == RepairKind.REPLAY_ASPECT:
+        aspect = f" -a aspectName={shell_quote(action.aspect)}" if action.aspect else ""
+        text = f"{RESTORE} -a urn={shell_quote(urn)}{aspect}"
+    elif kind in (RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES):
+        text = f"{RESTORE} -a urn={shell_quote(urn)}"
+    elif kind == RepairKind.REWRITE_DOCUMENT:
+        doc = shell_quote(document_id(urn))
+        text = f"{delete}{doc} && {RESTORE} -a urn={shell_quote(urn)}{LEFT_BEHIND}"
+    elif kind == RepairKind.DELETE_DOCUMENT:
+        text = f"{delete}{shell_quote(action.doc_id or document_id(urn))}{ORPHAN}"
+    elif kind == RepairKind.REPLAY_WINDOW:
+        since = f" -a gePitEpochMs={_millis(action.since)}" if action.since else ""
+        until_ms = f" -a lePitEpochMs={_millis(until)}" if until else ""
+        text = (
+            f"{RESTORE}{since}{until_ms}   # the index is behind a restore: replay everything written since"
+        )
+    elif kind == RepairKind.RESTART_CONSUMER:
+        text = f"restart the MAE consumer (group {group}): the stalled findings converge once it moves"
+    else:
+        text = "fix the malformed rows (re-ingest, or restore version 1): see the findings"
+    return text
+
+
+def finding_commands(c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
+    """The commands that repair one judged finding (none for a finding in flight)."""
+    return [command(a, group=group, until=until) for a in actions_for(c)]
+
+
+def plan_commands(
+    repairs: RepairPlan, *, group: str, until: datetime | None = None, per_urn: int = 5
+) -> list[str]:
+    """The plan as one-line commands, most targeted first; many urns of a type become one urnLike."""
+    out: list[str] = []
+    by_kind: dict[RepairKind, list[RepairAction]] = {}
+    for a in repairs.actions:
+        by_kind.setdefault(a.kind, []).append(a)
+    out += [command(a, group=group, until=until) for a in by_kind.get(RepairKind.REPLAY_WINDOW, [])]
+    replays = [
+        a
+        for kind in (RepairKind.REPLAY_ASPECT, RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES)
+        for a in by_kind.get(kind, [])
+    ]
+    if len({a.urn for a in replays}) <= per_urn:
+        out += list(dict.fromkeys(command(a, group=group) for a in replays))
+    else:
+        types = sorted({a.entity_type or "" for a in replays})
+        out += [f"{RESTORE} -a urnLike={shell_quote(f'urn:li:{t}:%')}" for t in types]
+    for kind, what in (
+        (RepairKind.REWRITE_DOCUMENT, "documents to rewrite whole"),
+        (RepairKind.DELETE_DOCUMENT, "orphan documents"),
+    ):
+        actions = by_kind.get(kind, [])
+        out += [command(a, group=group) for a in actions[:per_urn]]
+        if len(actions) > per_urn:
+            out.append(f"... and {len(actions) - per_urn} more {what} (see the JSON report)")
+    for kind in (RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW):
+        if by_kind.get(kind):
+            out.append(command(by_kind[kind][0], group=group))
+    # one line each: a newline or ESC in a urn is spelled $'\n' (bash), so no command forges a line
+    return [shell_line(c) for c in out]
+
+
+def repair_commands(
+    findings: Iterable[Classified], *, group: str, until: datetime | None = None
+) -> list[str]:
+    """What to run for a report's findings."""
+    return plan_commands(plan(findings), group=group, until=until)
