@@ -498,7 +498,7 @@ class _RandomValues:
 
 
 def proj_walker(schema: dict[str, Any]) -> Any:
-    from auditor.core.registry import _Walker
+    from auditor.core.schema_walker import _Walker
 
     return _Walker(schema)
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from auditor.core.registry import Registry, RegistryError, load_registry
+from auditor.core.registry import Registry, RegistryError
+from auditor.core.registry_loader import load_registry
 from auditor.core.urns import UrnError
 
 CASES = json.loads((Path(__file__).parent / "data" / "registry_cases.json").read_text())
