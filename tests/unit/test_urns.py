@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from auditor.core.registry import Registry
 from auditor.core.urns import (
     UrnError,
     document_id,
@@ -64,3 +65,22 @@ def test_entity_type() -> None:
     assert entity_type("urn:li:dataset:(urn:li:dataPlatform:hive,x,PROD)") == "dataset"
     with pytest.raises(UrnError):
         entity_type("dataset:x")
+
+
+@pytest.mark.parametrize(
+    ("urn", "expected"),
+    [
+        ("urn:li:dataJob:(urn:li:dataFlow:(airflow,dag,prod),task)", "dataJob"),
+        ("urn:li:corpuser", "corpuser"),  # no key: still a corpuser (its key cannot be read)
+        ("urn:li:", None),
+        ("urn:li::x", None),
+        ("urn:custom-ns:dataset:x", None),  # a Java Urn, but not in DataHub's namespace
+    ],
+)
+def test_entity_type_is_read_one_way(urn: str, expected: str | None) -> None:
+    assert Registry.entity_type_of_urn is entity_type
+    if expected is None:
+        with pytest.raises(UrnError):
+            entity_type(urn)
+    else:
+        assert entity_type(urn) == expected
