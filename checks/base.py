@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from auditor.core.compare import FieldDiff, compare_document
 from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.projection import ExpectedDocument, FieldDiff, compare_document, project_entity
+from auditor.core.projection import ExpectedDocument, project_entity
 from auditor.core.registry import Registry
 
 

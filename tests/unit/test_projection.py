@@ -12,20 +12,14 @@ import datahub.metadata.schema_classes as schema_classes
 import pytest
 from datahub.emitter.serialization_helper import pre_json_transform
 
-from auditor.core import projection as proj
-from auditor.core.projection import (
-    Candidates,
-    Edge,
-    ProjectionError,
-    compare_document,
-    expected_edges,
-    is_valid_urn,
-    key_fields_from_urn,
-    parse_urn,
-    project_aspect,
-    project_entity,
-)
+from auditor.core.aspect_projection import ProjectionError, _aspect_plan, _reference_run, project_aspect
+from auditor.core.compare import FieldDiff, compare_document
+from auditor.core.emit import Candidates
+from auditor.core.extract import _Malformed
+from auditor.core.javastr import sanitize_rich_text
+from auditor.core.projection import Edge, ExpectedDocument, expected_edges, project_entity
 from auditor.core.registry import Registry
+from auditor.core.urns import is_valid_urn, key_fields_from_urn, parse_urn
 
 CASES = json.loads((Path(__file__).parent / "data" / "projection_cases.json").read_text())
 _CLASSES = {name: getattr(schema_classes, name) for name in dir(schema_classes)}
@@ -51,7 +45,7 @@ def aspects_of(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reference(registry: Registry, aspect: str, value: Any) -> dict[str, Any]:
-    return proj._reference_run(registry.aspect(aspect))(value)
+    return _reference_run(registry.aspect(aspect))(value)
 
 
 # --- one aspect ---------------------------------------------------------------------------------
@@ -136,13 +130,12 @@ def test_long_rich_text_keeps_both_candidates(registry: Registry) -> None:
 
 def test_sanitizer_matches_datahub() -> None:
     body = "A" * 1200
-    assert proj.sanitize_rich_text(f"x ![](data:image/png;base64,{body}) y") == "x  y"
+    assert sanitize_rich_text(f"x ![](data:image/png;base64,{body}) y") == "x  y"
     assert (
-        proj.sanitize_rich_text(f"<p><IMG class='a' src='data:image/gif;base64,{body}'></p>")
-        == "<p>[Image]</p>"
+        sanitize_rich_text(f"<p><IMG class='a' src='data:image/gif;base64,{body}'></p>") == "<p>[Image]</p>"
     )
     kept = "![ok](https://example.com/a.png) " + "b" * 1200
-    assert proj.sanitize_rich_text(kept) == kept
+    assert sanitize_rich_text(kept) == kept
 
 
 # --- urns ---------------------------------------------------------------------------------------
@@ -238,17 +231,27 @@ def test_project_entity_never_raises(registry: Registry) -> None:
     assert doc.errors and doc.unknown_aspects == ("status",)
 
 
+def test_entity_type_comes_from_the_urns_module(registry: Registry) -> None:
+    # the scan reads a urn's type with urns.entity_type; the projection reads it the same way
+    doc = project_entity(registry, "urn:custom-ns:dataset:x", {"status": {}})
+    assert doc.entity_type == "" and doc.unknown_aspects == ("status",)
+    assert expected_edges(registry, "urn:custom-ns:dataset:x", {}) == set()
+    doc = project_entity(registry, "urn:li:corpuser", {})
+    assert doc.entity_type == "corpuser"
+    assert [e.aspect for e in doc.errors] == ["corpUserKey"]
+
+
 # --- comparison ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def base_doc(registry: Registry) -> proj.ExpectedDocument:
+def base_doc(registry: Registry) -> ExpectedDocument:
     base = CASES["compare_base"]
     return project_entity(registry, base["urn"], aspects_of(base))
 
 
 @pytest.mark.parametrize("case", CASES["compare_cases"], ids=lambda c: c["name"])
-def test_compare_document(base_doc: proj.ExpectedDocument, case: dict[str, Any]) -> None:
+def test_compare_document(base_doc: ExpectedDocument, case: dict[str, Any]) -> None:
     source = {**base_doc.fields, **{k: v[0] for k, v in base_doc.ambiguous.items()}}
     for name, value in case["patch"].items():
         if value == "$delete":
@@ -263,13 +266,13 @@ def test_compare_document(base_doc: proj.ExpectedDocument, case: dict[str, Any])
             assert d.expected == base_doc.fields[name]
 
 
-def test_compare_reports_values(base_doc: proj.ExpectedDocument) -> None:
+def test_compare_reports_values(base_doc: ExpectedDocument) -> None:
     source = {**base_doc.fields, **{k: v[0] for k, v in base_doc.ambiguous.items()}}
     source.update({"hasGlossaryTerms": "x", "tags": ["urn:li:tag:pii"]})
     diffs = compare_document(base_doc, source)
     assert diffs == [
-        proj.FieldDiff("hasGlossaryTerms", (True, False), "x", "mismatch"),
-        proj.FieldDiff("tags", ["urn:li:tag:pii", "urn:li:tag:gold"], ["urn:li:tag:pii"]),
+        FieldDiff("hasGlossaryTerms", (True, False), "x", "mismatch"),
+        FieldDiff("tags", ["urn:li:tag:pii", "urn:li:tag:gold"], ["urn:li:tag:pii"]),
     ]
 
 
@@ -416,7 +419,7 @@ def test_union_members_doubles_and_object_maps(
     }
     assert got.get("alphaLabel", "unset") == expect.get("alphaLabel", "unset")
     assert got.get("betaLabel", "unset") == expect.get("betaLabel", "unset")
-    assert proj._reference_run(spec)(value) == got
+    assert _reference_run(spec)(value) == got
 
 
 def test_custom_entity_and_edges(custom_registry: Registry) -> None:
@@ -432,7 +435,7 @@ def test_custom_entity_and_edges(custom_registry: Registry) -> None:
     assert doc.fields["alphaLabel"] == "a"
     assert expected_edges(custom_registry, urn, aspects) == {Edge(urn, "OwnedBy", "urn:li:corpuser:o")}
     assert compare_document(doc, {**doc.fields, "score": 1.0000001}) == [
-        proj.FieldDiff("score", None, 1.0000001, "left_behind")
+        FieldDiff("score", None, 1.0000001, "left_behind")
     ]
     with_score = project_entity(custom_registry, urn, {"thingInfo": {"kind": {}, "score": 0.1}})
     assert compare_document(with_score, {**with_score.fields, "score": 0.10000000149}) == []
@@ -498,7 +501,7 @@ class _RandomValues:
 
 
 def proj_walker(schema: dict[str, Any]) -> Any:
-    from auditor.core.registry import _Walker
+    from auditor.core.schema_walker import _Walker
 
     return _Walker(schema)
 
@@ -509,8 +512,8 @@ def test_generated_code_matches_reference_on_random_values(registry: Registry) -
     for aspect in registry.aspects():
         if not aspect.searchable:
             continue
-        plan = proj._aspect_plan(aspect)
-        reference = proj._reference_run(aspect)
+        plan = _aspect_plan(aspect)
+        reference = _reference_run(aspect)
         gen = _RandomValues(aspect.schema, rng, bad=0.0)
         bad = _RandomValues(aspect.schema, rng, bad=0.05)
         ns = gen.walker._fullname(aspect.schema, "").rpartition(".")[0]
@@ -522,7 +525,7 @@ def test_generated_code_matches_reference_on_random_values(registry: Registry) -
             for run in (plan.run, reference):
                 try:
                     outcome.append(("ok", run(value)))
-                except proj._Malformed:
+                except _Malformed:
                     outcome.append(("malformed", None))
             checked += 1
             assert outcome[0] == outcome[1], f"{aspect.name}: {value!r}: {outcome}"

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from auditor.core.registry import Registry, RegistryError, load_registry
-from auditor.core.urns import UrnError
+from auditor.core.naming import entity_index
+from auditor.core.registry import Registry, RegistryError
+from auditor.core.registry_loader import load_registry
+from auditor.core.urns import UrnError, entity_type
 
 CASES = json.loads((Path(__file__).parent / "data" / "registry_cases.json").read_text())
 
@@ -144,7 +146,7 @@ def test_outer_relationship_override_wins(registry: Registry) -> None:
 @pytest.mark.parametrize("case", CASES["index_names"], ids=lambda c: c[2])
 def test_index_name(case: list[str]) -> None:
     entity, prefix, expected = case
-    assert Registry.index_name(entity, prefix) == expected
+    assert entity_index(entity, prefix) == expected
 
 
 @pytest.mark.parametrize("case", CASES["entity_type_of_urn"], ids=lambda c: c[0])
@@ -152,9 +154,9 @@ def test_entity_type_of_urn(case: list[Any]) -> None:
     urn, expected = case
     if expected is None:
         with pytest.raises(UrnError):
-            Registry.entity_type_of_urn(urn)
+            entity_type(urn)
     else:
-        assert Registry.entity_type_of_urn(urn) == expected
+        assert entity_type(urn) == expected
 
 
 def test_named_type_references_resolve(registry: Registry) -> None:

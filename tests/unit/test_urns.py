@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.core.urns import (
-    UrnError,
-    document_id,
-    edge_id,
-    entity_type,
-    murmur2,
-    system_metadata_id,
-    urn_partition,
-)
+from auditor.core.naming import document_id, edge_id, system_metadata_id
+from auditor.core.urns import UrnError, entity_type, murmur2, urn_partition
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
 MURMUR2 = [
@@ -64,3 +57,21 @@ def test_entity_type() -> None:
     assert entity_type("urn:li:dataset:(urn:li:dataPlatform:hive,x,PROD)") == "dataset"
     with pytest.raises(UrnError):
         entity_type("dataset:x")
+
+
+@pytest.mark.parametrize(
+    ("urn", "expected"),
+    [
+        ("urn:li:dataJob:(urn:li:dataFlow:(airflow,dag,prod),task)", "dataJob"),
+        ("urn:li:corpuser", "corpuser"),  # no key: still a corpuser (its key cannot be read)
+        ("urn:li:", None),
+        ("urn:li::x", None),
+        ("urn:custom-ns:dataset:x", None),  # a Java Urn, but not in DataHub's namespace
+    ],
+)
+def test_entity_type_is_read_one_way(urn: str, expected: str | None) -> None:
+    if expected is None:
+        with pytest.raises(UrnError):
+            entity_type(urn)
+    else:
+        assert entity_type(urn) == expected
