@@ -55,48 +55,54 @@ def from_dict(data: dict[str, Any]) -> Report:
     )
     for row in data.get("counts") or []:
         report.counts[(row["entity_type"], row["verdict"], row["subkind"])] = int(row["count"])
-    for p in data.get("partitions") or []:
-        report.partitions.append(
-            PartitionPosition(
-                topic=p["topic"],
-                partition=p["partition"],
-                committed=p["committed"],
-                end=p["end"],
-                start=p["start"],
-                position_time=_dt(p.get("position_time")),
-                health=PartitionHealth(p["health"]),
-                rate=p.get("rate"),
-                members=p.get("members", 0),
-                first_committed=p.get("first_committed"),
-                window_seconds=p.get("window_seconds", 0.0),
-            )
-        )
-    for f in data.get("findings") or []:
-        ev = dict(f["evidence"])
-        for key in ("position_time", "first_seen"):
-            ev[key] = _dt(ev.get(key))
-        if ev.get("partition_health"):
-            ev["partition_health"] = PartitionHealth(ev["partition_health"])
-        if ev.get("observed"):
-            seen = dict(ev["observed"])
-            for key in ("rows_read_at", "offsets_sampled_at", "docs_read_at", "rows_confirmed_at"):
-                seen[key] = _dt(seen.get(key))
-            ev["observed"] = Observation(**seen)
-        finding = Finding(
-            check=f["check"],
-            kind=Kind(f["kind"]),
-            urn=f["urn"],
-            entity_type=f["entity_type"],
-            index=f.get("index"),
-            aspect=f.get("aspect"),
-            changed_at=_dt(f.get("changed_at")),
-            details=f.get("details") or {},
-            repairs=tuple(RepairKind(k) for k in f.get("repairs") or ()),
-        )
-        report.findings.append(
-            Classified(finding, Verdict(f["verdict"]), f["subkind"], Evidence(**ev))
-        )
+    report.partitions = [_partition(p) for p in data.get("partitions") or []]
+    report.findings = [_finding(f) for f in data.get("findings") or []]
     return report
+
+
+def _partition(p: dict[str, Any]) -> PartitionPosition:
+    return PartitionPosition(
+        topic=p["topic"],
+        partition=p["partition"],
+        committed=p["committed"],
+        end=p["end"],
+        start=p["start"],
+        position_time=_dt(p.get("position_time")),
+        health=PartitionHealth(p["health"]),
+        rate=p.get("rate"),
+        members=p.get("members", 0),
+        first_committed=p.get("first_committed"),
+        window_seconds=p.get("window_seconds", 0.0),
+    )
+
+
+def _evidence(data: dict[str, Any]) -> Evidence:
+    ev = dict(data)
+    for key in ("position_time", "first_seen"):
+        ev[key] = _dt(ev.get(key))
+    if ev.get("partition_health"):
+        ev["partition_health"] = PartitionHealth(ev["partition_health"])
+    if ev.get("observed"):
+        seen = dict(ev["observed"])
+        for key in ("rows_read_at", "offsets_sampled_at", "docs_read_at", "rows_confirmed_at"):
+            seen[key] = _dt(seen.get(key))
+        ev["observed"] = Observation(**seen)
+    return Evidence(**ev)
+
+
+def _finding(f: dict[str, Any]) -> Classified:
+    finding = Finding(
+        check=f["check"],
+        kind=Kind(f["kind"]),
+        urn=f["urn"],
+        entity_type=f["entity_type"],
+        index=f.get("index"),
+        aspect=f.get("aspect"),
+        changed_at=_dt(f.get("changed_at")),
+        details=f.get("details") or {},
+        repairs=tuple(RepairKind(k) for k in f.get("repairs") or ()),
+    )
+    return Classified(finding, Verdict(f["verdict"]), f["subkind"], _evidence(f["evidence"]))
 
 
 def merge(reports: Iterable[Report]) -> Report:

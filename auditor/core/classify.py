@@ -83,111 +83,124 @@ def classify(
     `observed`: the causally ordered re-observation the finding comes from (rows, then the
     offsets `position` was sampled at, then the documents). `diverged` rests on that order.
     """
+    judge = _Judge(finding, now, grace, settle, position, kafka, history, observed)
+    if finding.kind == Kind.MALFORMED_ASPECT:
+        return judge.out(Verdict.INVALID, "the stored aspect cannot be read", Kind.MALFORMED_ASPECT.value)
+    if position is None or kafka is None:
+        return judge.without_kafka()
+    return judge.pending(position, kafka) or judge.by_times(position, kafka) or judge.nothing_pending(kafka)
 
-    def out(verdict: Verdict, reason: str, subkind: str | None = None, **ev: Any) -> Classified:
+
+@dataclass(frozen=True)
+class _Judge:
+    """The rules of `classify`, one method per situation."""
+
+    finding: Finding
+    now: datetime
+    grace: float
+    settle: float
+    position: PartitionPosition | None
+    kafka: KafkaEvidence | None
+    history: History | None
+    observed: Observation | None
+
+    def out(self, verdict: Verdict, reason: str, subkind: str | None = None, **ev: Any) -> Classified:
+        p, h = self.position, self.history
         where: dict[str, Any] = {}
-        if position is not None:
+        if p is not None:
             where = {
-                "topic": position.topic,
-                "partition": position.partition,
-                "partition_health": position.health,
-                "position_time": position.position_time,
-                "lag": position.lag,
-                "rate": position.rate,
+                "topic": p.topic,
+                "partition": p.partition,
+                "partition_health": p.health,
+                "position_time": p.position_time,
+                "lag": p.lag,
+                "rate": p.rate,
             }
         evidence = Evidence(
             reason=reason,
-            seen_before=history.times_seen if history else 0,
-            first_seen=history.first_seen if history else None,
-            kafka=position is not None,
-            observed=observed,
+            seen_before=h.times_seen if h else 0,
+            first_seen=h.first_seen if h else None,
+            kafka=p is not None,
+            observed=self.observed,
             **where,
             **ev,
         )
-        return Classified(
-            finding,
-            verdict,
-            subkind or (finding.kind.value if verdict == Verdict.DIVERGED else verdict.value),
-            evidence,
-        )
+        default = self.finding.kind.value if verdict == Verdict.DIVERGED else verdict.value
+        return Classified(self.finding, verdict, subkind or default, evidence)
 
-    if finding.kind == Kind.MALFORMED_ASPECT:
-        return out(Verdict.INVALID, "the stored aspect cannot be read", Kind.MALFORMED_ASPECT.value)
+    @property
+    def age(self) -> float | None:
+        return _age(self.now, self.finding.changed_at)
 
-    age = _age(now, finding.changed_at)
-    persisted = history is not None and (now - history.first_seen).total_seconds() >= grace
-
-    if position is None or kafka is None:
-        # no Kafka evidence: time and history only
-        if age is not None and age < grace and not persisted:
-            return out(Verdict.IN_FLIGHT, f"changed {age:.0f}s ago, within the {grace:.0f}s grace")
+    def without_kafka(self) -> Classified:
+        """No Kafka evidence: time and history only."""
+        age, h = self.age, self.history
+        persisted = h is not None and (self.now - h.first_seen).total_seconds() >= self.grace
+        if age is not None and age < self.grace and not persisted:
+            return self.out(Verdict.IN_FLIGHT, f"changed {age:.0f}s ago, within the {self.grace:.0f}s grace")
         if age is None and not persisted:
-            return out(
-                Verdict.IN_FLIGHT,
-                "no change time and no Kafka evidence: unconfirmed until a later scan past the grace",
-            )
-        why = (
-            f"still wrong {((now - history.first_seen).total_seconds()):.0f}s after it was first seen"
-            if persisted and history
-            else f"changed {age:.0f}s ago, longer than the {grace:.0f}s grace"
-        )
-        return out(Verdict.DIVERGED, why + " (no Kafka evidence)")
+            why = "no change time and no Kafka evidence: unconfirmed until a later scan past the grace"
+            return self.out(Verdict.IN_FLIGHT, why)
+        if persisted and h is not None:
+            why = f"still wrong {(self.now - h.first_seen).total_seconds():.0f}s after it was first seen"
+        else:
+            why = f"changed {age:.0f}s ago, longer than the {self.grace:.0f}s grace"
+        return self.out(Verdict.DIVERGED, why + " (no Kafka evidence)")
 
-    if kafka.pending is not None:
+    def pending(self, position: PartitionPosition, kafka: KafkaEvidence) -> Classified | None:
+        """An MCL for the urn waits at or past the consumer's position."""
         hit = kafka.pending
-        ahead = hit.offset - (position.committed if position.committed is not None else position.start)
+        if hit is None:
+            return None
         if not _progressing(position):
-            return out(
-                Verdict.STALLED,
-                f"its MCL waits at offset {hit.offset}, but the consumer is {position.health.value}",
-                mcl_found=True,
-                mcl_offset=hit.offset,
-            )
+            why = f"its MCL waits at offset {hit.offset}, but the consumer is {position.health.value}"
+            return self.out(Verdict.STALLED, why, mcl_found=True, mcl_offset=hit.offset)
+        ahead = hit.offset - (position.committed if position.committed is not None else position.start)
         eta = (ahead + 1) / position.rate if position.rate else None
-        return out(
-            Verdict.IN_FLIGHT,
-            f"its MCL waits at offset {hit.offset}, {ahead} behind the consumer's position",
-            mcl_found=True,
-            mcl_offset=hit.offset,
-            eta_seconds=eta,
-        )
+        why = f"its MCL waits at offset {hit.offset}, {ahead} behind the consumer's position"
+        return self.out(Verdict.IN_FLIGHT, why, mcl_found=True, mcl_offset=hit.offset, eta_seconds=eta)
 
-    if not kafka.pending_complete:
-        # the backlog was too long to read: fall back on the position's time
+    def by_times(self, position: PartitionPosition, kafka: KafkaEvidence) -> Classified | None:
+        """The backlog was too long to read: fall back on the time of the consumer's position."""
+        if kafka.pending_complete:
+            return None
+        changed, at = self.finding.changed_at, position.position_time
         if (
-            finding.changed_at is not None
-            and position.position_time is not None
-            and finding.changed_at.timestamp() >= position.position_time.timestamp() - CLOCK_SKEW_SECONDS
+            changed is not None
+            and at is not None
+            and changed.timestamp() >= at.timestamp() - CLOCK_SKEW_SECONDS
         ):
             if not _progressing(position):
-                return out(Verdict.STALLED, f"the consumer is {position.health.value} before the change")
-            return out(
-                Verdict.IN_FLIGHT,
-                "the consumer has not reached the change's time yet",
-                eta_seconds=position.eta_seconds,
-            )
-        return out(Verdict.DIVERGED, "the consumer is past the change's time and the projection is wrong")
+                return self.out(Verdict.STALLED, f"the consumer is {position.health.value} before the change")
+            why = "the consumer has not reached the change's time yet"
+            return self.out(Verdict.IN_FLIGHT, why, eta_seconds=position.eta_seconds)
+        return self.out(
+            Verdict.DIVERGED, "the consumer is past the change's time and the projection is wrong"
+        )
 
-    # nothing pending for this urn: the consumer will not touch it again
-    if age is not None and age < settle:
-        return out(Verdict.IN_FLIGHT, f"written {age:.1f}s ago: its MCL may not be produced yet")
-    if finding.kind in CHANGE_KINDS and finding.changed_at is not None:
-        if kafka.consumed is not None:
-            return out(
-                Verdict.DIVERGED,
-                f"its MCL (offset {kafka.consumed.offset}) was consumed but not applied",
-                mcl_found=True,
-                mcl_offset=kafka.consumed.offset,
-            )
-        if kafka.history_complete and kafka.within_retention:
-            return out(
-                Verdict.DIVERGED,
-                "no MCL for this change exists on the topic: it was never published",
-                Cause.EVENT_NEVER_PUBLISHED.value,
-                mcl_found=False,
-            )
-        return out(Verdict.DIVERGED, "nothing pending for this urn and the projection is wrong")
-    return out(Verdict.DIVERGED, "nothing pending for this urn and the projection is wrong")
+    def nothing_pending(self, kafka: KafkaEvidence) -> Classified:
+        """Nothing pending for this urn: the consumer will not touch it again."""
+        f, age = self.finding, self.age
+        if age is not None and age < self.settle:
+            return self.out(Verdict.IN_FLIGHT, f"written {age:.1f}s ago: its MCL may not be produced yet")
+        if f.kind in CHANGE_KINDS and f.changed_at is not None:
+            if kafka.consumed is not None:
+                offset = kafka.consumed.offset
+                why = f"its MCL (offset {offset}) was consumed but not applied"
+                return self.out(Verdict.DIVERGED, why, mcl_found=True, mcl_offset=offset)
+            if kafka.history_complete and kafka.within_retention:
+                why = "no MCL for this change exists on the topic: it was never published"
+                return self.out(Verdict.DIVERGED, why, Cause.EVENT_NEVER_PUBLISHED.value, mcl_found=False)
+        return self.out(Verdict.DIVERGED, LEFT_OVER.get(f.kind, NOTHING_PENDING))
+
+
+NOTHING_PENDING = "nothing pending for this urn and the projection still disagrees with the rows"
+# what is left behind when no event for it is pending, said plainly
+LEFT_OVER = {
+    Kind.ORPHAN_DOCUMENT: "its rows are gone and no delete is pending: the document outlived the entity",
+    Kind.STALE_SYSTEM_METADATA: "nothing pending: its system-metadata doc disagrees with the row",
+    Kind.ORPHAN_EDGE: "nothing pending: the edge outlived the aspect that implied it",
+}
 
 
 def in_flight(

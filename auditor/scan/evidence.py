@@ -96,52 +96,70 @@ def gather(
     out: dict[str, KafkaEvidence] = {}
     for p, group in by_partition.items():
         pos = view.of(topic, p)
-        if pos is None:
-            continue
-        # pending = at or past the committed offset of this sample: the documents were read
-        # after it (see reobserve.py), so everything below it had been applied by then
-        committed = pos.committed if pos.committed is not None else pos.start
-        urns = {f.urn for f in group}
-        pending, pending_complete = events.find(topic, p, urns, committed, pos.end, READ_CAP)
-        pending_by_urn: dict[str, list[MclHit]] = defaultdict(list)
-        for hit in pending:
-            pending_by_urn[hit.urn].append(hit)
-
-        changes = [f for f in group if f.kind in CHANGE_KINDS and f.changed_at is not None]
-        consumed_by_urn: dict[str, list[MclHit]] = defaultdict(list)
-        history_complete = False
-        oldest: datetime | None = None
-        if changes:
-            since = min(f.changed_at for f in changes if f.changed_at) - timedelta(seconds=CLOCK_SKEW_SECONDS)
-            begin = events.offset_for_time(topic, p, since)
-            begin = committed if begin is None else min(begin, committed)
-            hits, history_complete = events.find(
-                topic, p, {f.urn for f in changes}, begin, committed, READ_CAP
-            )
-            for hit in hits:
-                consumed_by_urn[hit.urn].append(hit)
-            oldest = events.message_time(topic, p, pos.start) if pos.start < pos.end else None
-
-        for f in group:
-            hits = pending_by_urn.get(f.urn, [])
-            if f.aspect is not None:
-                hits = [h for h in hits if h.aspect in (None, f.aspect)]
-            consumed = None
-            if f.kind in CHANGE_KINDS and f.changed_at is not None:
-                for hit in consumed_by_urn.get(f.urn, []):
-                    if f.aspect is not None and hit.aspect not in (None, f.aspect):
-                        continue
-                    if hit.value is not None and f.aspect is not None:
-                        if _same_value(hit, metadata.get((f.urn, f.aspect))):
-                            consumed = hit
-                    elif hit.timestamp.timestamp() >= f.changed_at.timestamp() - 1.0:
-                        consumed = hit
-            within = oldest is None or f.changed_at is None or f.changed_at >= oldest
-            out[f.key] = KafkaEvidence(
-                pending=hits[0] if hits else None,
-                pending_complete=pending_complete,
-                consumed=consumed,
-                history_complete=history_complete,
-                within_retention=within or pos.start == 0,
-            )
+        if pos is not None:
+            out.update(_partition_evidence(events, topic, pos, group, metadata))
     return out
+
+
+def _by_urn(hits: Sequence[MclHit]) -> dict[str, list[MclHit]]:
+    out: dict[str, list[MclHit]] = defaultdict(list)
+    for hit in hits:
+        out[hit.urn].append(hit)
+    return out
+
+
+def _partition_evidence(
+    events: Events,
+    topic: str,
+    pos: PartitionPosition,
+    group: list[Finding],
+    metadata: dict[tuple[str, str], str],
+) -> dict[str, KafkaEvidence]:
+    """The evidence of one partition's findings: one read of its pending range, one of its history."""
+    # pending = at or past the committed offset of this sample: the documents were read
+    # after it (see reobserve.py), so everything below it had been applied by then
+    committed = pos.committed if pos.committed is not None else pos.start
+    hits, pending_complete = events.find(
+        topic, pos.partition, {f.urn for f in group}, committed, pos.end, READ_CAP
+    )
+    pending = _by_urn(hits)
+    changes = [f for f in group if f.kind in CHANGE_KINDS and f.changed_at is not None]
+    consumed: dict[str, list[MclHit]] = {}
+    history_complete = False
+    oldest: datetime | None = None
+    if changes:
+        since = min(f.changed_at for f in changes if f.changed_at) - timedelta(seconds=CLOCK_SKEW_SECONDS)
+        begin = events.offset_for_time(topic, pos.partition, since)
+        begin = committed if begin is None else min(begin, committed)
+        urns = {f.urn for f in changes}
+        found, history_complete = events.find(topic, pos.partition, urns, begin, committed, READ_CAP)
+        consumed = _by_urn(found)
+        oldest = events.message_time(topic, pos.partition, pos.start) if pos.start < pos.end else None
+    out: dict[str, KafkaEvidence] = {}
+    for f in group:
+        waiting = [h for h in pending.get(f.urn, []) if f.aspect is None or h.aspect in (None, f.aspect)]
+        within = oldest is None or f.changed_at is None or f.changed_at >= oldest
+        out[f.key] = KafkaEvidence(
+            pending=waiting[0] if waiting else None,
+            pending_complete=pending_complete,
+            consumed=_own_mcl(f, consumed.get(f.urn, []), metadata),
+            history_complete=history_complete,
+            within_retention=within or pos.start == 0,
+        )
+    return out
+
+
+def _own_mcl(f: Finding, hits: list[MclHit], metadata: dict[tuple[str, str], str]) -> MclHit | None:
+    """The change's own MCL among the consumed ones: the same value (or, undecoded, as new)."""
+    if f.kind not in CHANGE_KINDS or f.changed_at is None:
+        return None
+    own = None
+    for hit in hits:
+        if f.aspect is not None and hit.aspect not in (None, f.aspect):
+            continue
+        if hit.value is not None and f.aspect is not None:
+            if _same_value(hit, metadata.get((f.urn, f.aspect))):
+                own = hit
+        elif hit.timestamp.timestamp() >= f.changed_at.timestamp() - 1.0:
+            own = hit
+    return own

@@ -262,7 +262,7 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
         raise ConfigError(f"no such urn {urn}", hint=ERROR)
 
     monkeypatch.setattr(auditor.api, "triage", fail)
-    monkeypatch.setattr("auditor.cli.err", Console(stderr=True, width=400))
+    monkeypatch.setattr("auditor.cli.common.err", Console(stderr=True, width=400))
     done = CliRunner().invoke(app, ["triage", URN])
     assert done.exit_code == 2 and visible(URN) in done.stderr and visible(ERROR) in done.stderr
     assert "\x1b" not in done.stderr and not UNSPELLED.search(done.stderr)

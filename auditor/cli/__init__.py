@@ -1,0 +1,49 @@
+"""The `auditor` command line: a thin typer layer over auditor.api; the only place that exits."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from auditor import __version__
+from auditor.cli.common import EXIT_CODES
+
+app = typer.Typer(
+    help="Keeps DataHub honest: audits the search indices and the MAE consumer against the "
+    "aspect table (metadata_aspect_v2) and tells propagation delay from persistent divergence.\n\n"
+    + EXIT_CODES,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+report_app = typer.Typer(help="Work with saved JSON reports.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"auditor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Run `auditor COMMAND --help` for each command's options."""
+
+
+def main() -> None:
+    app()
+
+
+# the commands register themselves on `app` / `report_app`, listed in --help in this order
+# isort: off
+from auditor.cli import scan_cmd  # noqa: E402, F401
+from auditor.cli import report_cmd  # noqa: E402, F401
+from auditor.cli import triage_cmd  # noqa: E402, F401
+from auditor.cli import registry_cmd  # noqa: E402, F401
+# isort: on

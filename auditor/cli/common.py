@@ -1,0 +1,172 @@
+"""What every command shares: options, settings, output, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from auditor.errors import AuditorError, ConfigError
+
+EXIT_CODES = """Exit codes: 0 no persistent divergence (in-flight findings allowed); 1 persistent
+divergence (or unreadable rows) found; 2 usage or configuration error; 3 could not complete (a
+backend down or failing); 4 the MAE consumer is stalled (findings wait on it, none diverged)."""
+
+err = Console(stderr=True)
+
+
+class Format(StrEnum):
+    console = "console"
+    json = "json"
+    markdown = "markdown"
+
+
+def since_of(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if value[-1:] in units and value[:-1].isdigit():
+        return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"--since {value!r}: use an ISO time or a duration like 30m, 6h, 2d") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def shard_of(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard {value!r}: use i/N, e.g. 0/4") from None
+    if not 0 <= i < n:
+        raise ConfigError(f"--shard {value!r}: need 0 <= i < N")
+    return i, n
+
+
+def stdout_console() -> Console:
+    """A terminal's own width; 140 columns when piped to a file or a log."""
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=140, soft_wrap=True)
+
+
+def write(path: Path | None, text: str) -> None:
+    if path is None or str(path) == "-":
+        sys.stdout.write(text)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # a textfile collector never reads half a file
+
+
+def run(debug: bool, fn: Any) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.DEBUG if debug else logging.CRITICAL, format="%(name)s: %(message)s")
+    try:
+        code = fn()
+    except AuditorError as exc:
+        if debug:
+            raise
+        from auditor.reports.escape import console_markup
+
+        err.print(f"[red]error:[/] {console_markup(str(exc))}", highlight=False, emoji=False)
+        if exc.hint:
+            err.print(f"[dim]hint: {console_markup(exc.hint)}[/]", highlight=False, emoji=False)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        err.print("[red]interrupted[/]")
+        raise typer.Exit(3) from None
+    raise typer.Exit(code)
+
+
+StoreUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--store-url",
+        envvar="AUDITOR_STORE_URL",
+        show_envvar=True,
+        help="SQLAlchemy URL of the aspect table's database, e.g. "
+        "mysql+pymysql://user:pw@host:3306/datahub or postgresql+psycopg://user:pw@host/datahub.",
+    ),
+]
+SearchUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--search-url",
+        envvar="AUDITOR_SEARCH_URL",
+        show_envvar=True,
+        help="OpenSearch or Elasticsearch URL (kind auto-detected).",
+    ),
+]
+KafkaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kafka",
+        envvar=["AUDITOR_KAFKA_BOOTSTRAP", "KAFKA_BOOTSTRAP_SERVER"],
+        show_envvar=True,
+        help="Kafka bootstrap servers (omit: weaker verdicts).",
+    ),
+]
+RegistryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--schema-registry",
+        envvar=["AUDITOR_SCHEMA_REGISTRY_URL", "KAFKA_SCHEMAREGISTRY_URL"],
+        show_envvar=True,
+        help="Schema registry URL (lets the scan read MCL contents).",
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", envvar="AUDITOR_CONFIG", help="TOML file ([store] url=..., [search] ...)."),
+]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+
+def load(
+    config: Path | None,
+    store_url: str | None,
+    search_url: str | None,
+    kafka: str | None,
+    schema_registry: str | None,
+    index_prefix: str | None,
+    **more: Any,
+) -> Any:
+    """The settings: flags > environment > the config file > defaults."""
+    from auditor.settings import load_settings
+
+    return load_settings(
+        config,
+        store_url=store_url,
+        search_url=search_url,
+        kafka_bootstrap=kafka,
+        schema_registry_url=schema_registry,
+        index_prefix=index_prefix,
+        **more,
+    )
+
+
+def emit(report: Any, fmt: Format, output: Path | None, metrics_file: Path | None) -> None:
+    """Render a report in the format asked for (and the Prometheus textfile when asked)."""
+    from auditor.reports import RENDERERS
+    from auditor.reports import console as console_report
+
+    if metrics_file:
+        write(metrics_file, RENDERERS["prometheus"](report))
+    if fmt == Format.console:
+        if output:
+            with open(output, "w", encoding="utf-8") as handle:
+                console_report.render(report, Console(file=handle, width=160))
+        else:
+            console_report.render(report, stdout_console())
+    else:
+        write(output, RENDERERS[fmt.value](report))

@@ -1,0 +1,180 @@
+"""Small in-memory fakes of the backend Protocols, for the pipeline's logic (no I/O claimed)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.backends.protocols import Capability
+from auditor.core.classify import History
+from auditor.core.model import Finding
+from auditor.core.records import AspectRow, EntityRows, MclHit, OffsetSample
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+TOPIC = "MetadataChangeLog_Versioned_v1"
+
+
+def rows(urn: str, aspects: dict[str, dict[str, Any]], at: datetime = T0) -> EntityRows:
+    """An entity's version-0 rows, written at `at`."""
+    naive = at.astimezone(UTC).replace(tzinfo=None)
+    made = {
+        name: AspectRow(name, json.dumps(value), json.dumps({"runId": "r", "lastObserved": 1}), naive)
+        for name, value in aspects.items()
+    }
+    return EntityRows(urn, made)
+
+
+class FakeStore:
+    """The aspect table as a dict; `before_read` runs before every read (a live writer)."""
+
+    description = "fake store"
+    capabilities = frozenset({Capability.READ})
+
+    def __init__(self, entities: Iterable[EntityRows], log: list[str] | None = None) -> None:
+        self.entities = {e.urn: e for e in entities}
+        self.log = log if log is not None else []
+        self.before_read: Callable[[FakeStore], None] | None = None
+
+    def stream_entities(
+        self,
+        entity_types: tuple[str, ...] = (),
+        urn_like: str | None = None,
+        since: datetime | None = None,
+        urns: tuple[str, ...] = (),
+    ) -> Iterator[EntityRows]:
+        if self.before_read is not None:
+            self.before_read(self)
+        self.log.append("rows")
+        for urn in sorted(self.entities):
+            if urns and urn not in urns:
+                continue
+            if entity_types and not any(urn.startswith(f"urn:li:{t}:") for t in entity_types):
+                continue
+            yield self.entities[urn]
+
+    def count_changed_since(self, entity_type: str, since: datetime) -> int:
+        return sum(
+            1
+            for u, e in self.entities.items()
+            if u.startswith(f"urn:li:{entity_type}:") and e.changed_at >= since
+        )
+
+    def ping(self) -> str:
+        return "fake 1.0"
+
+
+def _wanted(query: dict[str, Any] | None) -> tuple[set[str] | None, list[str]]:
+    """The urns (terms) and prefixes a selection's query asks for."""
+    terms: set[str] | None = None
+    prefixes: list[str] = []
+    for part in (query or {}).get("bool", {}).get("filter", []):
+        if "terms" in part:
+            terms = set(next(iter(part["terms"].values())))
+        for should in part.get("bool", {}).get("should", []):
+            prefixes.append(next(iter(should["prefix"].values())))
+    return terms, prefixes
+
+
+class FakeSearch:
+    """Indices as dicts of `_id -> _source`, streamed in urn order like a PIT + search_after."""
+
+    description = "fake search"
+    capabilities = frozenset({Capability.READ})
+
+    def __init__(self, indices: dict[str, dict[str, dict[str, Any]]], log: list[str] | None = None) -> None:
+        self.docs = indices
+        self.log = log if log is not None else []
+
+    def version(self) -> str:
+        return "fake 1.0"
+
+    def indices(self, pattern: str = "*") -> dict[str, int]:
+        return {name: len(docs) for name, docs in self.docs.items()}
+
+    def stream(
+        self,
+        index: str,
+        sort: Sequence[str],
+        *,
+        query: dict[str, Any] | None = None,
+        source: Sequence[str] | bool = True,
+        page: int = 2000,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        self.log.append(f"docs {index}")
+        terms, prefixes = _wanted(query)
+        items = sorted(self.docs.get(index, {}).items(), key=lambda kv: kv[1].get("urn", ""))
+        for doc_id, doc in items:
+            urn = doc.get("urn", "")
+            if terms is not None and urn not in terms:
+                continue
+            if prefixes and not any(urn.startswith(p) for p in prefixes):
+                continue
+            yield doc_id, dict(doc)
+
+    def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {i: self.docs.get(index, {})[i] for i in ids if i in self.docs.get(index, {})}
+
+
+class FakeEvents:
+    """One change-log partition: its MCLs and the MAE group's committed offset."""
+
+    description = "fake kafka"
+    capabilities = frozenset({Capability.READ})
+
+    def __init__(self, committed: int, end: int, hits: Sequence[MclHit] = (), log: list[str] | None = None):
+        self.committed, self.end = committed, end
+        self.hits = list(hits)
+        self.log = log if log is not None else []
+
+    def partitions(self, topic: str) -> int:
+        return 1 if topic == TOPIC else 0
+
+    def sample(self, topics: Iterable[str], group: str) -> list[OffsetSample]:
+        self.log.append("offsets")
+        now = time.time()
+        return [OffsetSample(t, 0, self.committed, 0, self.end, 1, now) for t in topics if t == TOPIC]
+
+    def message_time(self, topic: str, partition: int, offset: int) -> datetime | None:
+        return T0
+
+    def offset_for_time(self, topic: str, partition: int, when: datetime) -> int | None:
+        return 0
+
+    def find(
+        self, topic: str, partition: int, urns: set[str], start: int, stop: int, cap: int
+    ) -> tuple[list[MclHit], bool]:
+        return [h for h in self.hits if h.urn in urns and start <= h.offset < stop], True
+
+    def close(self) -> None:
+        pass
+
+
+class FakeState:
+    """No history; remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.recorded: list[Finding] = []
+
+    def history(self, keys: Iterable[str]) -> dict[str, History]:
+        return {}
+
+    def record_findings(
+        self,
+        findings: Iterable[Finding],
+        now: datetime,
+        scope_types: tuple[str, ...],
+        forget_unseen: bool = True,
+    ) -> None:
+        self.recorded.extend(findings)
+
+    def previous_samples(self, group: str) -> dict[tuple[str, int], OffsetSample]:
+        return {}
+
+    def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,227 @@
+"""The scan's steps over fakes of the backend Protocols: join, causal re-observation, evidence, plan."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fakes import T0, TOPIC, FakeEvents, FakeSearch, FakeState, FakeStore, rows
+
+from auditor.core.join import JoinOrderError
+from auditor.core.model import Classified, Evidence, Finding, Kind, RepairKind, Report, Selection, Verdict
+from auditor.core.naming import document_id
+from auditor.core.plan import RepairAction, plan
+from auditor.core.projection import project_entity
+from auditor.core.records import MclHit
+from auditor.core.registry import Registry
+from auditor.scan.join import Scanner
+from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+
+INDEX = "tagindex_v2"
+A, B, C = "urn:li:tag:a", "urn:li:tag:b", "urn:li:tag:c"
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return Registry.load()
+
+
+def tag(name: str, description: str = "kept") -> dict[str, dict[str, Any]]:
+    return {"tagKey": {"name": name}, "tagProperties": {"name": name, "description": description}}
+
+
+def doc(registry: Registry, urn: str, aspects: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"urn": urn, **project_entity(registry, urn, aspects).fields}
+
+
+def scan(store: FakeStore, search: FakeSearch, events: FakeEvents | None, registry: Registry) -> Report:
+    options = ScanOptions(sample_window=0, visibility=0, settle=0, grace=300)
+    report = Report(started_at=T0 + timedelta(days=1), scope=Selection())
+    return run_scan(ScanBackends(store, search, events, FakeState()), registry, report, options, ScanTarget())
+
+
+def test_the_join_finds_missing_and_orphan_documents(registry: Registry) -> None:
+    store = FakeStore([rows(A, tag("a")), rows(B, tag("b"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a")), document_id(C): {"urn": C}}})
+    found = Scanner(store, search, registry).run(Selection())
+    kinds = {(f.urn, f.kind) for f in found.findings}
+    assert kinds == {(B, Kind.MISSING_DOCUMENT), (C, Kind.ORPHAN_DOCUMENT)}
+    repairs = {f.urn: f.repairs for f in found.findings}
+    assert repairs == {B: (RepairKind.REPLAY_ASPECT,), C: (RepairKind.DELETE_DOCUMENT,)}
+
+
+def test_an_unsorted_store_stops_the_scan_with_exit_code_3(registry: Registry) -> None:
+    class Unsorted(FakeStore):
+        def stream_entities(self, *args: Any, **kwargs: Any) -> Any:
+            return iter(sorted(self.entities.values(), key=lambda e: e.urn, reverse=True))
+
+    store = Unsorted([rows(A, tag("a")), rows(B, tag("b"))])
+    with pytest.raises(JoinOrderError) as caught:
+        Scanner(store, FakeSearch({INDEX: {}}), registry).run(Selection())
+    assert caught.value.exit_code == 3
+
+
+def consumed(urn: str, aspects: dict[str, dict[str, Any]], offset: int) -> MclHit:
+    value = json.dumps(aspects["tagProperties"]).encode()
+    return MclHit(urn, offset, T0, "tagProperties", "UPSERT", value)
+
+
+def test_a_stale_doc_read_in_causal_order_is_diverged(registry: Registry) -> None:
+    log: list[str] = []
+    store = FakeStore([rows(A, tag("a"))], log)
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}}, log)
+    events = FakeEvents(committed=10, end=10, hits=[consumed(A, tag("a"), 5)], log=log)
+    report = scan(store, search, events, registry)
+    (c,) = report.findings
+    assert (c.verdict, c.subkind) == (Verdict.DIVERGED, "stale_fields")
+    assert "consumed but not applied" in c.evidence.reason and c.evidence.mcl_offset == 5
+    # the join (rows and docs at once), then: rows, offsets, docs, rows
+    assert log[-4:] == ["rows", "offsets", f"docs {INDEX}", "rows"]
+    seen = c.evidence.observed
+    assert seen is not None and seen.settled and seen.rounds == 1
+    assert seen.rows_read_at <= seen.offsets_sampled_at <= seen.docs_read_at <= seen.rows_confirmed_at  # type: ignore[operator]
+    assert report.exit_code == 1
+
+
+def test_a_doc_the_consumer_writes_during_the_scan_converges(registry: Registry) -> None:
+    store = FakeStore([rows(A, tag("a", "new"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
+    events = FakeEvents(committed=10, end=10, hits=[consumed(A, tag("a", "new"), 9)])
+    sample = events.sample
+
+    samples = []
+
+    def applied_meanwhile(topics: Any, group: str) -> Any:
+        samples.append(1)
+        if len(samples) == 2:  # after the join: the consumer has written the doc meanwhile
+            search.docs[INDEX][document_id(A)] = doc(registry, A, tag("a", "new"))
+        return sample(topics, group)
+
+    events.sample = applied_meanwhile  # type: ignore[method-assign]
+    report = scan(store, search, events, registry)
+    (c,) = report.findings
+    assert c.verdict == Verdict.IN_FLIGHT and "converged during the scan" in c.evidence.reason
+    assert c.evidence.eta_seconds == 0.0 and report.exit_code == 0
+    assert report.reobserved["converged"] == 1
+
+
+def test_a_row_written_during_the_reobservation_is_judged_on_the_new_row(registry: Registry) -> None:
+    store = FakeStore([rows(A, tag("a", "v1"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "v0"))}})
+    events = FakeEvents(committed=10, end=10, hits=[consumed(A, tag("a", "v2"), 8)])
+    reads = []
+
+    def live_write(s: FakeStore) -> None:
+        reads.append(1)
+        if len(reads) == 3:  # the re-read after the docs, in the first round: a new value
+            s.entities[A] = rows(A, tag("a", "v2"), T0 + timedelta(seconds=1))
+
+    store.before_read = live_write
+    report = scan(store, search, events, registry)
+    (c,) = report.findings
+    assert c.evidence.observed is not None and c.evidence.observed.rounds == 2
+    assert c.verdict == Verdict.DIVERGED and c.evidence.mcl_offset == 8  # v2's own MCL
+
+
+def test_an_entity_written_in_every_round_stays_in_flight(registry: Registry) -> None:
+    store = FakeStore([rows(A, tag("a", "v0"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
+    writes = iter(range(100))
+
+    def always(s: FakeStore) -> None:
+        s.entities[A] = rows(A, tag("a", f"v{next(writes)}"))
+
+    store.before_read = always
+    report = scan(store, search, FakeEvents(committed=10, end=10), registry)
+    (c,) = report.findings
+    assert c.verdict == Verdict.IN_FLIGHT and "changed during each of 3 re-reads" in c.evidence.reason
+    assert c.evidence.observed is not None and not c.evidence.observed.settled
+    assert report.exit_code == 0
+
+
+def test_a_pending_mcl_on_a_moving_consumer_is_in_flight_with_an_eta(registry: Registry) -> None:
+    store = FakeStore([rows(A, tag("a", "new"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
+    events = FakeEvents(committed=4, end=12, hits=[consumed(A, tag("a", "new"), 9)])
+    sample = events.sample
+
+    def moving(topics: Any, group: str) -> Any:
+        events.committed += 1
+        return sample(topics, group)
+
+    events.sample = moving  # type: ignore[method-assign]
+    report = scan(store, search, events, registry)
+    (c,) = report.findings
+    assert c.verdict == Verdict.IN_FLIGHT and c.evidence.mcl_offset == 9
+    assert c.evidence.eta_seconds is not None and c.evidence.eta_seconds > 0
+
+
+def test_without_kafka_a_fresh_difference_is_in_flight_and_a_reread_still_applies(registry: Registry) -> None:
+    store = FakeStore([rows(A, tag("a", "new"), datetime.now(UTC) - timedelta(seconds=5))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
+    report = scan(store, search, None, registry)
+    (c,) = report.findings
+    assert c.verdict == Verdict.IN_FLIGHT and not c.evidence.kafka
+    seen = c.evidence.observed
+    assert (
+        seen is not None and seen.offsets_sampled_at is None and seen.docs_read_at <= seen.rows_confirmed_at
+    )
+
+
+def judged(kind: Kind, verdict: Verdict, urn: str, subkind: str = "", **finding: Any) -> Classified:
+    f = Finding("check", kind, urn, "dataset", "datasetindex_v2", **finding)
+    return Classified(f, verdict, subkind or kind.value, Evidence(""))
+
+
+def test_the_plan_maps_each_finding_to_what_fixes_it() -> None:
+    gone, left, stale = "urn:li:dataset:gone", "urn:li:dataset:left", "urn:li:dataset:stale"
+    replay, rewrite = (RepairKind.REPLAY_ASPECT,), (RepairKind.REWRITE_DOCUMENT,)
+    repairs = plan(
+        [
+            judged(Kind.ORPHAN_DOCUMENT, Verdict.DIVERGED, gone, repairs=(RepairKind.DELETE_DOCUMENT,)),
+            judged(
+                Kind.STALE_SYSTEM_METADATA,
+                Verdict.DIVERGED,
+                gone,
+                repairs=(RepairKind.REWRITE_SYSTEM_METADATA,),
+            ),
+            judged(Kind.FIELD_LEFT_BEHIND, Verdict.DIVERGED, left, repairs=rewrite),
+            judged(Kind.STALE_FIELDS, Verdict.DIVERGED, left, aspect="globalTags", repairs=replay),
+            judged(Kind.STALE_FIELDS, Verdict.DIVERGED, stale, aspect="globalTags", repairs=replay),
+            judged(Kind.STALE_FIELDS, Verdict.DIVERGED, stale, aspect="globalTags", repairs=replay),
+            judged(Kind.STALE_FIELDS, Verdict.STALLED, "urn:li:dataset:x", repairs=replay),
+            judged(Kind.STALE_FIELDS, Verdict.STALLED, "urn:li:dataset:y", repairs=replay),
+            judged(Kind.MISSING_DOCUMENT, Verdict.IN_FLIGHT, "urn:li:dataset:z", repairs=replay),
+            judged(Kind.MALFORMED_ASPECT, Verdict.INVALID, "urn:li:dataset:bad", aspect="ownership"),
+        ]
+    )
+    kinds = [(a.kind, a.urn) for a in repairs.actions]
+    assert kinds == [
+        (RepairKind.DELETE_DOCUMENT, gone),  # its rows are gone: nothing to rewrite from
+        (RepairKind.REWRITE_DOCUMENT, left),  # covers the replay of the same urn
+        (RepairKind.REPLAY_ASPECT, stale),  # two findings, one replay
+        (RepairKind.RESTART_CONSUMER, None),  # once for every stalled finding
+        (RepairKind.FIX_ROW, "urn:li:dataset:bad"),
+    ]
+    assert repairs.of(RepairKind.REPLAY_ASPECT)[0] == RepairAction(
+        RepairKind.REPLAY_ASPECT, stale, "dataset", "globalTags", "datasetindex_v2", findings=2
+    )
+
+
+def test_an_index_behind_a_restore_is_replayed_from_its_earliest_stale_write() -> None:
+    restored = [
+        judged(
+            Kind.STALE_FIELDS,
+            Verdict.DIVERGED,
+            f"urn:li:dataset:{i}",
+            "index_behind_restore",
+            changed_at=T0 + timedelta(minutes=i),
+        )
+        for i in (3, 1, 2)
+    ]
+    (window,) = plan(restored).actions
+    assert window.kind == RepairKind.REPLAY_WINDOW and window.since == T0 + timedelta(minutes=1)
+    assert window.findings == 3 and window.index == "datasetindex_v2"
+    assert TOPIC  # the fakes' topic is the default versioned topic the target reads
