@@ -75,7 +75,7 @@ def _types_table(report: Report) -> Table:
 
 
 def _partitions_table(report: Report) -> Table:
-    table = Table(title="MAE consumer (generic-mae-consumer-job-client)", title_justify="left")
+    table = Table(title=f"MAE consumer ({console_markup(report.consumer_group)})", title_justify="left")
     for col in ("partition", "committed", "end", "lag", "status", "rate/s", "ETA", "at"):
         table.add_column(col, justify="right" if col in ("committed", "end", "lag", "rate/s") else "left")
     for p in report.partitions:

@@ -39,7 +39,7 @@ def render(report: Report, limit: int = 50) -> str:
     if report.partitions:
         lines += [
             "",
-            "## MAE consumer",
+            f"## MAE consumer ({md_code(report.consumer_group)})",
             "",
             "| partition | committed | end | lag | status | rate/s | ETA |",
             "|---|---:|---:|---:|---|---:|---:|",

@@ -144,3 +144,15 @@ def test_prometheus_textfile() -> None:
         'partition="1",status="lagging"} 4' in text
     )
     assert "auditor_scan_duration_seconds 3.000" in text
+
+
+def test_the_configured_consumer_group_is_named_not_datahubs_default() -> None:
+    r = report()
+    r.consumer_group = "my-mae-group"
+    stalled = r.findings[1]
+    r.findings.append(Classified(stalled.finding, Verdict.STALLED, "stalled", Evidence("waits")))
+    out = io.StringIO()
+    console_report.render(r, Console(file=out, width=200))
+    for text in (out.getvalue(), RENDERERS["markdown"](r)):
+        assert "my-mae-group" in text and "generic-mae-consumer-job-client" not in text
+    assert "restart the MAE consumer (group my-mae-group)" in out.getvalue()
