@@ -1,0 +1,128 @@
+"""Writing to the search cluster (repairs only): bulk requests sized in bytes, every item checked."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.backends.protocols import Capability
+from auditor.backends.search import SearchIndex
+from auditor.errors import BackendUnavailable
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+MAX_BYTES = 5 * 1024 * 1024  # well under the 10 MiB some managed clusters refuse (HTTP 413)
+
+
+@dataclass(frozen=True)
+class BulkItem:
+    """One write: `index` (the whole doc, replacing) or `delete`."""
+
+    op: str
+    index: str
+    doc_id: str
+    urn: str  # the entity it belongs to (failures are reported by urn)
+    doc: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class BulkFailure:
+    item: BulkItem
+    status: int
+    reason: str
+
+
+class IndexWriter:
+    """Bulk writes with bounded backoff on 429/503; a failed item is returned, never dropped."""
+
+    capabilities = frozenset({Capability.BULK_WRITE, Capability.DELETE})
+
+    def __init__(self, search: SearchIndex, *, retries: int = 5, sleep: Callable[[float], None] = time.sleep):
+        self.client = search.client
+        self.description = search.description
+        self.retries = retries
+        self.sleep = sleep
+
+    def _lines(self, item: BulkItem) -> bytes:
+        action = {item.op: {"_index": item.index, "_id": item.doc_id}}
+        text = json.dumps(action, separators=(",", ":")) + "\n"
+        if item.op == "index":
+            text += json.dumps(item.doc, separators=(",", ":"), ensure_ascii=False) + "\n"
+        return text.encode("utf-8")
+
+    def bulk(self, items: Sequence[BulkItem], max_bytes: int = MAX_BYTES) -> list[BulkFailure]:
+        """Write every item; return those that failed for good (a delete of a missing doc is fine)."""
+        failures: list[BulkFailure] = []
+        chunk: list[tuple[BulkItem, bytes]] = []
+        size = 0
+        for item in items:
+            lines = self._lines(item)
+            if chunk and size + len(lines) > max_bytes:
+                failures += self._send(chunk)
+                chunk, size = [], 0
+            chunk.append((item, lines))
+            size += len(lines)
+        if chunk:
+            failures += self._send(chunk)
+        return failures
+
+    def _send(self, chunk: list[tuple[BulkItem, bytes]]) -> list[BulkFailure]:
+        """One bulk request; items refused with 429/503 are sent again, with backoff, a few times."""
+        failed: list[BulkFailure] = []
+        todo = chunk
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.bulk(body=b"".join(lines for _, lines in todo))
+            except Exception as exc:
+                status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
+                if status in RETRY_STATUSES and attempt < self.retries:
+                    self._backoff(attempt)
+                    continue
+                raise BackendUnavailable(f"search cluster {self.description}: bulk write failed: {exc}") from None
+            retry, refused = self._read(todo, response)
+            failed += refused
+            if not retry:
+                return failed
+            todo = retry
+            if attempt < self.retries:
+                self._backoff(attempt)
+        return failed + [BulkFailure(i, 429, f"still refused after {self.retries} retries") for i, _ in todo]
+
+    def _read(
+        self, sent: list[tuple[BulkItem, bytes]], response: Any
+    ) -> tuple[list[tuple[BulkItem, bytes]], list[BulkFailure]]:
+        body = response.body if hasattr(response, "body") else response
+        retry: list[tuple[BulkItem, bytes]] = []
+        failed: list[BulkFailure] = []
+        for (item, lines), result in zip(sent, body.get("items", []), strict=False):
+            outcome = next(iter(result.values()))
+            status = int(outcome.get("status", 500))
+            if status < 300 or (item.op == "delete" and status == 404):
+                continue
+            if status in RETRY_STATUSES:
+                retry.append((item, lines))
+            else:
+                failed.append(BulkFailure(item, status, json.dumps(outcome.get("error"))[:300]))
+        return retry, failed
+
+    def _backoff(self, attempt: int) -> None:
+        self.sleep(min(30.0, 0.5 * 2**attempt) * (0.5 + random.random()))
+
+    def delete_by_query(self, index: str, query: dict[str, Any]) -> int:
+        try:
+            done = self.client.delete_by_query(index=index, body={"query": query}, refresh=True, conflicts="proceed")
+        except Exception as exc:
+            if getattr(exc, "status_code", None) == 404 or getattr(exc, "status", None) == 404:
+                return 0
+            raise BackendUnavailable(f"search cluster {self.description}: delete failed: {exc}") from None
+        body = done.body if hasattr(done, "body") else done
+        return int(body.get("deleted", 0))
+
+    def refresh(self, *indices: str) -> None:
+        try:
+            self.client.indices.refresh(index=",".join(indices))
+        except Exception as exc:
+            raise BackendUnavailable(f"search cluster {self.description}: refresh failed: {exc}") from None

@@ -1,0 +1,92 @@
+"""Producing MCLs (repairs only): DataHub's registered Avro schema, key = urn, murmur2, acks=all."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.backends.protocols import Capability
+from auditor.errors import BackendUnavailable, ConfigError
+from auditor.settings import redact_url
+
+
+@dataclass
+class Deliveries:
+    """What the broker confirmed, and what it refused, since the last flush."""
+
+    confirmed: list[tuple[str, int, int]] = field(default_factory=list)  # (urn, partition, offset)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (urn, error)
+
+
+class MclProducer:
+    """An idempotent producer of MCLs to one topic; never registers a schema in a user's registry."""
+
+    capabilities = frozenset({Capability.PRODUCE})
+
+    def __init__(self, config: dict[str, Any], registry_url: str | None, topic: str) -> None:
+        from confluent_kafka import Producer
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+
+        if not registry_url:
+            raise ConfigError("a replay needs the schema registry", hint="pass --schema-registry")
+        self.topic = topic
+        self.subject = f"{topic}-value"
+        self.description = f"{config.get('bootstrap.servers')} (registry {redact_url(registry_url)})"
+        registry = SchemaRegistryClient({"url": registry_url})
+        try:
+            latest = registry.get_latest_version(self.subject)
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"schema registry {redact_url(registry_url)}: no schema under {self.subject} ({exc}): "
+                "refusing to replay (the auditor never registers a schema in your registry)"
+            ) from None
+        self.schema_str: str = latest.schema.schema_str
+        self.schema_id: int = latest.schema_id
+        self.serializer = AvroSerializer(
+            registry,
+            self.schema_str,
+            conf={"auto.register.schemas": False, "use.latest.version": True},
+        )
+        self.producer = Producer(
+            {
+                "logger": logging.getLogger("auditor.kafka"),
+                **config,
+                "acks": "all",
+                "enable.idempotence": True,
+                "partitioner": "murmur2_random",  # Kafka's Java default for keyed records, as GMS
+                "linger.ms": 20,
+            }
+        )
+        self.pending = Deliveries()
+
+    def produce(self, urn: str, record: dict[str, Any]) -> None:
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        value = self.serializer(record, SerializationContext(self.topic, MessageField.VALUE))
+
+        def done(err: Any, msg: Any) -> None:
+            if err is not None:
+                self.pending.failed.append((urn, str(err)))
+            else:
+                self.pending.confirmed.append((urn, msg.partition(), msg.offset()))
+
+        while True:
+            try:
+                self.producer.produce(self.topic, key=urn.encode("utf-8"), value=value, on_delivery=done)
+                break
+            except BufferError:  # the local queue is full: serve delivery reports, then retry
+                self.producer.poll(0.5)
+        self.producer.poll(0)
+
+    def flush(self, timeout: float = 60.0) -> Deliveries:
+        """Wait for every delivery report; what is left unreported counts as failed."""
+        left = self.producer.flush(timeout)
+        out, self.pending = self.pending, Deliveries()
+        if left:
+            out.failed.append(("*", f"{left} messages without a delivery report after {timeout:.0f}s"))
+        return out
+
+    def close(self) -> None:
+        self.producer.flush(10)

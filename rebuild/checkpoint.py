@@ -1,0 +1,116 @@
+"""A repair's checkpoint (resume exactly after the last confirmed key) and its lock per target."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import AuditorError, ConfigError
+
+
+class LockHeld(AuditorError):
+    """Another repair holds the target."""
+
+    exit_code = 2
+
+
+def target_key(store: str, index_prefix: str, topic: str) -> str:
+    """One repair at a time per store + index prefix + topic (the description, never a secret)."""
+    return hashlib.sha256(f"{store}|{index_prefix}|{topic}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class Checkpoint:
+    """Where a repair is: the last (urn, aspect) whose batch was confirmed, and its counts."""
+
+    mode: str
+    scope: str  # a fingerprint of what the repair covers: --resume refuses another scope
+    last_urn: str | None = None
+    last_aspect: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    produced: dict[str, int] = field(default_factory=dict)  # partition -> highest offset produced
+    failed: list[str] = field(default_factory=list)  # urns whose writes failed for good
+    touched: list[str] = field(default_factory=list)  # urns written (verified at the end)
+    done: bool = False
+
+    def save(self, path: Path) -> None:
+        """Atomically: a kill at any moment leaves the previous or the new checkpoint whole."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(asdict(self)), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> Checkpoint | None:
+        if not path.exists():
+            return None
+        try:
+            return cls(**json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"checkpoint {path} cannot be read: {exc}", hint="remove it to start over") from None
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + n
+
+
+def scope_fingerprint(mode: str, what: Any) -> str:
+    return hashlib.sha256(json.dumps([mode, what], sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Lock:
+    """A lock file per target; a lock left by a killed run on this host is stale and is said so."""
+
+    def __init__(self, directory: Path, key: str) -> None:
+        self.path = directory / f"rebuild-{key}.lock"
+        self.held = False
+
+    def info(self) -> dict[str, Any] | None:
+        try:
+            return dict(json.loads(self.path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return None
+
+    def stale(self) -> bool:
+        info = self.info()
+        if info is None:
+            return False
+        return info.get("host") == socket.gethostname() and not _alive(int(info.get("pid", 0)))
+
+    def acquire(self, break_stale: bool = False) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if break_stale and self.stale():
+            self.path.unlink(missing_ok=True)
+        payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            info = self.info() or {}
+            state = "stale (its process is gone)" if self.stale() else "held"
+            raise LockHeld(
+                f"another repair of this target is {state}: pid {info.get('pid')} on {info.get('host')}",
+                hint="wait for it; a stale lock is cleared with --break-stale-lock",
+            ) from None
+        with os.fdopen(fd, "w") as handle:
+            handle.write(payload)
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False

@@ -1,0 +1,76 @@
+"""The documents an entity's rows project to, built with the scan's own projection.
+
+An entity doc is written whole (it replaces the stored one: that is what clears a field a
+partial update left behind), keeping only the fields no row can predict (timeseries values,
+`systemCreated`, `runId`) from the document it replaces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.core.entity import JoinedEntity
+from auditor.core.naming import edge_id, system_metadata_id
+from auditor.core.projection import COMPARED_EDGE_TYPES, expected_edges, project_entity
+from auditor.core.records import EntityRows
+from auditor.core.registry import Registry
+from auditor.core.urns import entity_type
+
+
+@dataclass(frozen=True)
+class EntityDocuments:
+    """What one entity's projections should hold, from its rows."""
+
+    urn: str
+    entity_doc: dict[str, Any] | None  # None: nothing searchable (DataHub writes no document)
+    system_metadata: dict[str, dict[str, Any]]  # doc id -> doc, one per (urn, aspect)
+    edges: dict[str, dict[str, Any]]  # doc id -> edge doc, of the relationship types compared
+
+
+def build(registry: Registry, rows: EntityRows, current: dict[str, Any] | None = None) -> EntityDocuments:
+    """The documents of an entity; `current` is the stored entity doc (its unpredictable fields stay)."""
+    entity = JoinedEntity(rows.urn, entity_type(rows.urn), None, rows=rows)
+    aspects = entity.aspects
+    expected = project_entity(registry, rows.urn, aspects)
+    doc: dict[str, Any] | None = None
+    if expected.fields or expected.ambiguous:
+        doc = {"urn": rows.urn}
+        kept = current or {}
+        doc.update({k: v for k, v in kept.items() if k in expected.unpredictable})
+        doc.update({k: v for k, v in expected.fields.items() if v is not None})
+        # a field several aspects write holds any of their values: the first is as good
+        doc.update({k: options[0] for k, options in expected.ambiguous.items()})
+        doc["removed"] = expected.removed
+    removed = expected.removed
+    system = {}
+    for aspect, row in rows.rows.items():
+        if not registry.has_aspect(aspect) or registry.aspect(aspect).timeseries:
+            continue
+        meta = entity.system_metadata_of(aspect) or {}
+        system[system_metadata_id(rows.urn, aspect)] = {
+            "urn": rows.urn,
+            "aspect": aspect,
+            "runId": meta.get("runId"),
+            "lastUpdated": meta.get("lastObserved"),
+            "registryName": meta.get("registryName"),
+            "registryVersion": meta.get("registryVersion"),
+            "removed": removed,
+        }
+    edges = {}
+    for edge in expected_edges(registry, rows.urn, aspects):
+        if edge.relationship_type not in COMPARED_EDGE_TYPES:
+            continue
+        edges[edge_id(edge.source, edge.relationship_type, edge.destination)] = {
+            "source": {"urn": edge.source, "entityType": entity_type(edge.source)},
+            "destination": {"urn": edge.destination, "entityType": _type_or_none(edge.destination)},
+            "relationshipType": edge.relationship_type,
+        }
+    return EntityDocuments(rows.urn, doc, system, edges)
+
+
+def _type_or_none(urn: str) -> str | None:
+    try:
+        return entity_type(urn)
+    except ValueError:
+        return None

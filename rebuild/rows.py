@@ -1,0 +1,20 @@
+"""The rows a repair walks: version-0 rows of a selection, keyset-paged on (urn, aspect)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from auditor.backends.store import MetadataStore
+from auditor.core.model import Selection
+from auditor.core.records import AspectRow
+
+
+@dataclass
+class RowSource:
+    """Pages of `(urn, row)` in (urn, aspect) byte order, never by OFFSET."""
+
+    store: MetadataStore
+    selection: Selection
+
+    def page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, AspectRow]]:
+        return self.store.page_rows(self.selection, after, limit)
