@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from auditor.backends.connect import open_events, open_search, open_state, open_store
 from auditor.core.model import Report, Selection
+from auditor.core.plan import RebuildOutcome
 from auditor.core.registry import Registry
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.settings import Settings
 from auditor.triage import Triage, walk
 
-__all__ = ["ScanOptions", "scan", "scan_target", "triage"]
+if TYPE_CHECKING:
+    from auditor.rebuild.run import RebuildRequest
+
+__all__ = ["ScanOptions", "rebuild", "scan", "scan_target", "triage"]
 
 
 def scan_target(settings: Settings) -> ScanTarget:
@@ -81,3 +86,45 @@ def triage(settings: Settings, urn: str, grace: float = 300.0) -> Triage:
         state.close()
         if events is not None:
             events.close()
+
+
+def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+    """Plan a repair and, with `request.apply`, do it (replay or reindex) and verify it."""
+    from pathlib import Path
+
+    from auditor.backends.connect import kafka_config
+    from auditor.backends.index_writer import IndexWriter
+    from auditor.backends.producer import MclProducer
+    from auditor.rebuild.run import RebuildBackends
+    from auditor.rebuild.run import rebuild as run_rebuild
+
+    store = open_store(settings)
+    search = open_search(settings)
+    warnings: list[str] = []
+    events = open_events(settings, warnings)
+    state = open_state(settings, use=False)
+    producer = None
+    if settings.kafka_bootstrap:
+
+        def producer() -> MclProducer:
+            return MclProducer(
+                kafka_config(settings), settings.schema_registry_url, settings.mcl_versioned_topic
+            )
+
+    backends = RebuildBackends(
+        ScanBackends(store, search, events, state),
+        store,
+        producer,
+        lambda: IndexWriter(search),
+        f"{store.description} {search.description}",
+    )
+    if request.state_dir == Path("."):
+        request.state_dir = Path(settings.state_file).parent
+    try:
+        outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request)
+    finally:
+        state.close()
+        if events is not None:
+            events.close()
+    outcome.warnings = warnings + outcome.warnings
+    return outcome

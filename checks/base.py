@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from auditor.core.compare import FieldDiff, compare_document
 from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.projection import ExpectedDocument, project_entity
+from auditor.core.projection import COMPARED_EDGE_TYPES, ExpectedDocument, project_entity
 from auditor.core.registry import Registry
 
 
@@ -22,9 +22,7 @@ class CheckContext:
     now: datetime
     index_prefix: str = ""
     # relationship types whose edges the graph check compares
-    edge_types: frozenset[str] = frozenset(
-        {"DownstreamOf", "OwnedBy", "TaggedWith", "TermedWith", "IsPartOf"}
-    )
+    edge_types: frozenset[str] = COMPARED_EDGE_TYPES
     unknown: dict[str, int] = field(default_factory=dict)  # registry skew counters
 
     def expected(self, entity: JoinedEntity) -> ExpectedDocument:

@@ -30,7 +30,8 @@ class Checkpoint:
     """Where a repair is: the last (urn, aspect) whose batch was confirmed, and its counts."""
 
     mode: str
-    scope: str  # a fingerprint of what the repair covers: --resume refuses another scope
+    scope: str  # a fingerprint of what the repair covers (the checkpoint file is named by it)
+    part: int = 0  # which of the repair's selections it is walking
     last_urn: str | None = None
     last_aspect: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
@@ -53,7 +54,9 @@ class Checkpoint:
         try:
             return cls(**json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"checkpoint {path} cannot be read: {exc}", hint="remove it to start over") from None
+            raise ConfigError(
+                f"checkpoint {path} cannot be read: {exc}", hint="remove it to start over"
+            ) from None
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n

@@ -44,7 +44,7 @@ def build(registry: Registry, rows: EntityRows, current: dict[str, Any] | None =
         doc["removed"] = expected.removed
     removed = expected.removed
     system = {}
-    for aspect, row in rows.rows.items():
+    for aspect in rows.rows:
         if not registry.has_aspect(aspect) or registry.aspect(aspect).timeseries:
             continue
         meta = entity.system_metadata_of(aspect) or {}

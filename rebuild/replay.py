@@ -16,10 +16,10 @@ from auditor.backends.producer import MclProducer
 from auditor.backends.protocols import Store
 from auditor.core.records import AspectRow
 from auditor.errors import BackendUnavailable
-from rebuild.checkpoint import Checkpoint
-from rebuild.mcl import RestateBuilder
-from rebuild.rows import RowSource
-from rebuild.throttle import Throttle
+from auditor.rebuild.checkpoint import Checkpoint
+from auditor.rebuild.mcl import RestateBuilder
+from auditor.rebuild.rows import RowSource
+from auditor.rebuild.throttle import Throttle
 
 DELIVERY_RETRIES = 3
 
@@ -50,7 +50,7 @@ class Replayer:
     def run(self, source: RowSource) -> Checkpoint:
         ck = self.checkpoint
         while True:
-            after = (ck.last_urn, ck.last_aspect) if ck.last_urn is not None else None
+            after = (ck.last_urn, ck.last_aspect or "") if ck.last_urn is not None else None
             page = source.page(after, self.batch)
             if not page:
                 break

@@ -42,11 +42,14 @@ class IndexWriter:
 
     def __init__(self, search: SearchIndex, *, retries: int = 5, sleep: Callable[[float], None] = time.sleep):
         self.client = search.client
+        self.elastic = search.kind == "elasticsearch"  # its client names the bodies differently
+        self.written: set[str] = set()  # indices written to (refreshed before verification)
         self.description = search.description
         self.retries = retries
         self.sleep = sleep
 
     def _lines(self, item: BulkItem) -> bytes:
+        self.written.add(item.index)
         action = {item.op: {"_index": item.index, "_id": item.doc_id}}
         text = json.dumps(action, separators=(",", ":")) + "\n"
         if item.op == "index":
@@ -75,13 +78,16 @@ class IndexWriter:
         todo = chunk
         for attempt in range(self.retries + 1):
             try:
-                response = self.client.bulk(body=b"".join(lines for _, lines in todo))
+                body = b"".join(lines for _, lines in todo)
+                response = self.client.bulk(operations=body) if self.elastic else self.client.bulk(body=body)
             except Exception as exc:
                 status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
                 if status in RETRY_STATUSES and attempt < self.retries:
                     self._backoff(attempt)
                     continue
-                raise BackendUnavailable(f"search cluster {self.description}: bulk write failed: {exc}") from None
+                raise BackendUnavailable(
+                    f"search cluster {self.description}: bulk write failed: {exc}"
+                ) from None
             retry, refused = self._read(todo, response)
             failed += refused
             if not retry:
@@ -113,13 +119,18 @@ class IndexWriter:
 
     def delete_by_query(self, index: str, query: dict[str, Any]) -> int:
         try:
-            done = self.client.delete_by_query(index=index, body={"query": query}, refresh=True, conflicts="proceed")
+            request: dict[str, Any] = {"query": query} if self.elastic else {"body": {"query": query}}
+            done = self.client.delete_by_query(index=index, refresh=True, conflicts="proceed", **request)
         except Exception as exc:
             if getattr(exc, "status_code", None) == 404 or getattr(exc, "status", None) == 404:
                 return 0
             raise BackendUnavailable(f"search cluster {self.description}: delete failed: {exc}") from None
         body = done.body if hasattr(done, "body") else done
         return int(body.get("deleted", 0))
+
+    def refresh_written(self) -> None:
+        if self.written:
+            self.refresh(*sorted(self.written))
 
     def refresh(self, *indices: str) -> None:
         try:

@@ -42,8 +42,8 @@ class MclProducer:
                 f"schema registry {redact_url(registry_url)}: no schema under {self.subject} ({exc}): "
                 "refusing to replay (the auditor never registers a schema in your registry)"
             ) from None
-        self.schema_str: str = latest.schema.schema_str
-        self.schema_id: int = latest.schema_id
+        self.schema_str: str = str(latest.schema.schema_str)
+        self.schema_id = latest.schema_id
         self.serializer = AvroSerializer(
             registry,
             self.schema_str,

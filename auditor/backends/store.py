@@ -10,9 +10,17 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.protocols import Capability
+from auditor.core.model import Selection
 from auditor.core.records import AspectRow, EntityRows
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
+
+PAGE_URNS = 500  # urns per IN list when a repair walks a list of urns
+
+
+def _first_line(exc: SQLAlchemyError) -> str:
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
 
 
 def prefix_upper_bound(prefix: str) -> str:
@@ -70,6 +78,22 @@ class MetadataStore:
             clauses.append(f"urn IN (SELECT urn FROM {self.table} WHERE version = 0 AND createdon >= :since)")
         return " AND ".join(clauses)
 
+    def _row_bounds(self, selection: Selection, params: dict[str, Any]) -> str:
+        """A repair's row filters: its aspects, and `since`/`until` on the row's own createdon."""
+        where = ""
+        if selection.aspects:
+            names = []
+            for i, name in enumerate(selection.aspects):
+                params[f"a{i}"] = name
+                names.append(f":a{i}")
+            where += f" AND aspect IN ({', '.join(names)})"
+        for bound, op in (("since", ">="), ("until", "<")):
+            value = getattr(selection, bound)
+            if value is not None:
+                params[bound] = value.astimezone(UTC).replace(tzinfo=None)
+                where += f" AND createdon {op} :{bound}"
+        return where
+
     # -- reading ------------------------------------------------------------------------
     def stream_rows(
         self,
@@ -121,6 +145,64 @@ class MetadataStore:
             rows[aspect] = AspectRow(aspect, metadata, systemmetadata, createdon)
         if current is not None:
             yield EntityRows(current, rows)
+
+    def page_rows(
+        self, selection: Selection, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, AspectRow]]:
+        """Up to `limit` version-0 rows after the key `(urn, aspect)`, in (urn, aspect) order.
+
+        Keyset pagination (never OFFSET): each page is one index range scan, however deep.
+        `since`/`until` bound the rows' own `createdon` (as RestoreIndices' gePit/lePit do).
+        """
+        params: dict[str, Any] = {"limit": limit}
+        prefixes = tuple(f"urn:li:{t}:" for t in sorted(selection.entity_types))
+        urns = tuple(sorted(selection.urns))
+        if urns and after is not None:
+            urns = tuple(u for u in urns if u >= after[0])
+        if selection.urns and not urns:
+            return []
+        where = self._where(prefixes, selection.urn_like, None, params, urns[:PAGE_URNS])
+        urn, aspect = self._order("urn"), self._order("aspect")
+        if after is not None:
+            params["after_urn"], params["after_aspect"] = after
+            where += f" AND ({urn} > :after_urn OR ({urn} = :after_urn AND {aspect} > :after_aspect))"
+        where += self._row_bounds(selection, params)
+        sql = (
+            f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
+            f"WHERE {where} ORDER BY {urn}, {aspect} LIMIT :limit"
+        )
+        try:
+            with self.engine.connect() as conn:
+                found = [(r[0], AspectRow(r[1], r[2], r[3], r[4])) for r in conn.execute(text(sql), params)]
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"metadata store {self.description} failed: {_first_line(exc)}"
+            ) from None
+        if not found and len(urns) > PAGE_URNS:  # this window of urns is done: the next one
+            return self.page_rows(selection, (urns[PAGE_URNS], ""), limit)
+        return found
+
+    def count_rows(self, selection: Selection) -> int:
+        """Version-0 rows a repair of `selection` walks (`since`/`until` on the rows' createdon)."""
+        if selection.urns:
+            return sum(1 for _ in self._pages(selection))
+        params: dict[str, Any] = {}
+        prefixes = tuple(f"urn:li:{t}:" for t in sorted(selection.entity_types))
+        where = self._where(prefixes, selection.urn_like, None, params)
+        where += self._row_bounds(selection, params)
+        try:
+            with self.engine.connect() as conn:
+                found = conn.execute(text(f"SELECT COUNT(*) FROM {self.table} WHERE {where}"), params)
+                total = int(found.scalar() or 0)
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
+        return total
+
+    def _pages(self, selection: Selection) -> Iterator[tuple[str, AspectRow]]:
+        after: tuple[str, str] | None = None
+        while page := self.page_rows(selection, after, 5000):
+            yield from page
+            after = (page[-1][0], page[-1][1].aspect)
 
     def count_changed_since(self, entity_type: str, since: datetime) -> int:
         """Entities of a type with a version-0 row written at or after `since`."""

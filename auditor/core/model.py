@@ -183,6 +183,8 @@ class Selection:
     since: datetime | None = None  # entities with a row written at or after this instant
     shard: tuple[int, int] | None = None  # (i, n), 0 <= i < n
     urns: tuple[str, ...] = ()  # exact urns (triage, re-observation, targeted rebuilds)
+    aspects: tuple[str, ...] = ()  # a rebuild of these aspects only
+    until: datetime | None = None  # a rebuild of rows written before this instant
 
     def in_shard(self, urn: str) -> bool:
         if self.shard is None:

@@ -136,3 +136,27 @@ def plan(findings: Iterable[Classified]) -> RepairPlan:
     order = {k: i for i, k in enumerate((*WRITES, RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW))}
     kept.sort(key=lambda a: (order[a.kind], a.urn or "", a.aspect or ""))
     return RepairPlan(kept)
+
+
+@dataclass
+class RebuildOutcome:
+    """What a repair planned, did and verified (data only: reports render it)."""
+
+    mode: str  # plan | replay | reindex
+    applied: bool
+    plan: RepairPlan
+    rows: int | None = None  # rows (replay) or entities (reindex) the selection covers
+    estimate_seconds: float | None = None  # at the rate asked for
+    counts: dict[str, int] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)  # urns whose writes failed for good
+    elsewhere: dict[str, int] = field(default_factory=dict)  # action kind -> count another mode does
+    consumer_caught_up: bool | None = None  # replay: the MAE group passed what was produced
+    still_wrong: list[Classified] = field(default_factory=list)  # after verification
+    verified_urns: int = 0
+    checkpoint: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 done and verified clean (or a dry run), 1 still wrong after verification."""
+        return 1 if self.applied and (self.still_wrong or self.failed) else 0

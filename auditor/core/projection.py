@@ -19,6 +19,10 @@ SYSTEM_FIELDS = frozenset({"systemCreated", "runId"})
 _EMPTY: frozenset[str] = frozenset()
 
 
+# the relationship types the graph check compares and a reindex writes
+COMPARED_EDGE_TYPES = frozenset({"DownstreamOf", "OwnedBy", "TaggedWith", "TermedWith", "IsPartOf"})
+
+
 @dataclass(frozen=True)
 class Edge:
     """One `graph_service_v1` edge."""

@@ -1,0 +1,228 @@
+"""`auditor rebuild plan|replay|reindex`: repair what a scan found, dry-run unless --apply."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from auditor.cli import app
+from auditor.cli.common import (
+    ConfigOpt,
+    DebugOpt,
+    KafkaOpt,
+    RegistryOpt,
+    SearchUrl,
+    StoreUrl,
+    err,
+    load,
+    run,
+    since_of,
+    stdout_console,
+    write,
+)
+from auditor.errors import ConfigError
+
+rebuild_app = typer.Typer(
+    help="Repair what a scan found: replay MCLs through DataHub's own consumer, or reindex "
+    "straight from the database. Dry-run by default (prints the plan); writes only with --apply. "
+    "Exit codes: 0 applied and verified clean (or a dry run), 1 still wrong after verification, "
+    "2 usage/configuration (or the target is locked), 3 could not complete (checkpoint kept: "
+    "--resume continues).",
+    no_args_is_help=True,
+)
+app.add_typer(rebuild_app, name="rebuild")
+
+FromReport = Annotated[
+    Path | None, typer.Option("--from-report", help="A scan's JSON report: repair its findings.")
+]
+Include = Annotated[
+    str, typer.Option(help="Verdicts of the report to repair, comma-separated: diverged,invalid,stalled.")
+]
+EntityType = Annotated[list[str] | None, typer.Option("--entity-type", "-t", help="Only these entity types.")]
+Urns = Annotated[list[str] | None, typer.Option("--urn", help="These urns (repeatable).")]
+UrnLike = Annotated[str | None, typer.Option(help="SQL LIKE pattern on the urn.")]
+Aspects = Annotated[list[str] | None, typer.Option("--aspect", help="Only these aspects (repeatable).")]
+Since = Annotated[str | None, typer.Option(help="Rows written since (ISO time or 30m / 6h / 2d).")]
+Until = Annotated[str | None, typer.Option(help="Rows written before (ISO time or a duration ago).")]
+All = Annotated[bool, typer.Option("--all", help="Every version-0 row (no other filter needed).")]
+Apply = Annotated[bool, typer.Option("--apply", help="Write. Without it nothing is written.")]
+Rate = Annotated[float | None, typer.Option(help="At most this many rows (entities) per second.")]
+Batch = Annotated[int, typer.Option("--batch-size", help="Rows per produced batch / checkpoint.")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue after the last confirmed batch.")]
+BreakLock = Annotated[bool, typer.Option("--break-stale-lock", help="Clear a lock left by a killed run.")]
+Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the outcome here.")]
+
+
+def _findings(path: Path | None, include: str) -> tuple[Any, Any]:
+    from auditor.core.model import Verdict
+    from auditor.reports.merge import from_dict
+
+    if path is None:
+        return None, frozenset({Verdict.DIVERGED})
+    try:
+        report = from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"cannot read report {path}: {exc}") from None
+    try:
+        verdicts = frozenset(Verdict(v.strip()) for v in include.split(",") if v.strip())
+    except ValueError as exc:
+        raise ConfigError(f"--include: {exc}", hint="diverged, invalid, stalled, in_flight") from None
+    return report.findings, verdicts
+
+
+def _go(mode: str, opts: dict[str, Any]) -> None:
+    def go() -> int:
+        from auditor.api import rebuild
+        from auditor.core.model import Selection
+        from auditor.rebuild.run import RebuildRequest
+        from auditor.reports.rebuild_report import render_console, to_json
+
+        settings = load(
+            opts["config"], opts["store_url"], opts["search_url"], opts["kafka"], opts["registry"], None
+        )
+        findings, verdicts = _findings(opts["from_report"], opts["include"])
+        filters = (
+            opts["entity_type"],
+            opts["urn"],
+            opts["urn_like"],
+            opts["aspect"],
+            opts["since"],
+            opts["until"],
+        )
+        selection = None
+        if findings is None:
+            if not (any(filters) or opts["all"]):
+                raise ConfigError("nothing selected", hint="pass --from-report scan.json, filters, or --all")
+            selection = Selection(
+                entity_types=tuple(opts["entity_type"] or ()),
+                urn_like=opts["urn_like"],
+                since=since_of(opts["since"]),
+                urns=tuple(opts["urn"] or ()),
+                aspects=tuple(opts["aspect"] or ()),
+                until=since_of(opts["until"]),
+            )
+        request = RebuildRequest(
+            mode,
+            findings=findings,
+            selection=selection,
+            include=verdicts,
+            apply=opts["apply"] and mode != "plan",
+            rate=opts.get("rate"),
+            batch=opts.get("batch_size") or 1000,
+            resume=opts.get("resume", False),
+            break_stale_lock=opts.get("break_stale_lock", False),
+            wait_seconds=opts.get("wait") or 300.0,
+            progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
+            if err.is_terminal
+            else None,
+        )
+        outcome = rebuild(settings, request)
+        if opts["json"] or opts["output"]:
+            write(opts["output"], to_json(outcome) + "\n")
+        else:
+            render_console(outcome, stdout_console())
+        return outcome.exit_code
+
+    run(opts["debug"], go)
+
+
+@rebuild_app.command("plan")
+def plan_cmd(
+    from_report: FromReport = None,
+    include: Include = "diverged",
+    entity_type: EntityType = None,
+    urn: Urns = None,
+    urn_like: UrnLike = None,
+    aspect: Aspects = None,
+    since: Since = None,
+    until: Until = None,
+    all_rows: All = False,
+    store_url: StoreUrl = None,
+    search_url: SearchUrl = None,
+    kafka: KafkaOpt = None,
+    registry: RegistryOpt = None,
+    config: ConfigOpt = None,
+    rate: Rate = None,
+    json_out: JsonOut = False,
+    output: Output = None,
+    debug: DebugOpt = False,
+) -> None:
+    """What would be done, where and how many (nothing is written)."""
+    opts = dict(locals(), all=all_rows, json=json_out, apply=False)
+    _go("plan", opts)
+
+
+@rebuild_app.command("replay")
+def replay_cmd(
+    from_report: FromReport = None,
+    include: Include = "diverged",
+    entity_type: EntityType = None,
+    urn: Urns = None,
+    urn_like: UrnLike = None,
+    aspect: Aspects = None,
+    since: Since = None,
+    until: Until = None,
+    all_rows: All = False,
+    apply: Apply = False,
+    rate: Rate = None,
+    batch_size: Batch = 1000,
+    resume: Resume = False,
+    break_stale_lock: BreakLock = False,
+    wait: Wait = 300.0,
+    store_url: StoreUrl = None,
+    search_url: SearchUrl = None,
+    kafka: KafkaOpt = None,
+    registry: RegistryOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOut = False,
+    output: Output = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.
+
+    Keyset-paged, every delivery confirmed, checkpointed per batch, order-guarded (a row written
+    meanwhile is produced again after its newer write). Then waits for the MAE group to pass
+    what it produced and re-audits the touched entities with the scan's own checks.
+    """
+    opts = dict(locals(), all=all_rows, json=json_out)
+    _go("replay", opts)
+
+
+@rebuild_app.command("reindex")
+def reindex_cmd(
+    from_report: FromReport = None,
+    include: Include = "diverged",
+    entity_type: EntityType = None,
+    urn: Urns = None,
+    urn_like: UrnLike = None,
+    aspect: Aspects = None,
+    since: Since = None,
+    until: Until = None,
+    all_rows: All = False,
+    apply: Apply = False,
+    rate: Rate = None,
+    batch_size: Batch = 500,
+    resume: Resume = False,
+    break_stale_lock: BreakLock = False,
+    store_url: StoreUrl = None,
+    search_url: SearchUrl = None,
+    kafka: KafkaOpt = None,
+    registry: RegistryOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOut = False,
+    output: Output = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Write the selected entities' documents straight from their rows, whole (clears leftovers).
+
+    Entity docs replace the stored ones; system-metadata docs and edges are rewritten; the
+    projections of an entity whose rows are gone are deleted (re-checked first). Bulk writes
+    sized in bytes, every item checked, 429/503 retried; then a refresh and a re-audit.
+    """
+    opts = dict(locals(), all=all_rows, json=json_out)
+    _go("reindex", opts)

@@ -1,0 +1,151 @@
+"""Reindex: the projections of each selected entity written straight from its rows, whole.
+
+Per batch of urns: read the rows, build the entity doc (replacing the stored one), the
+system-metadata docs and the edges with the scan's projection, drop what the rows no longer
+imply (system-metadata docs of aspects gone, edges of the compared types), and delete every
+projection of a urn whose rows are gone (re-checked against the rows read just before). Then
+read the rows again: an entity written meanwhile is built and written again. The checkpoint
+moves only past a batch whose writes all returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.backends.protocols import Search, Store
+from auditor.backends.search import urn_filter
+from auditor.core.model import Selection
+from auditor.core.naming import document_id, entity_index, graph_index, system_metadata_index
+from auditor.core.projection import COMPARED_EDGE_TYPES
+from auditor.core.records import EntityRows
+from auditor.core.registry import Registry
+from auditor.core.urns import entity_type
+from auditor.rebuild.checkpoint import Checkpoint
+from auditor.rebuild.documents import build
+from auditor.rebuild.throttle import Throttle
+
+Progress = Callable[[int], None]
+
+
+class Reindexer:
+    def __init__(
+        self,
+        store: Store,
+        search: Search,
+        writer: IndexWriter,
+        registry: Registry,
+        checkpoint: Checkpoint,
+        path: Path,
+        *,
+        index_prefix: str = "",
+        rate: float | None = None,
+        batch: int = 500,
+        progress: Progress | None = None,
+    ) -> None:
+        self.store, self.search, self.writer, self.registry = store, search, writer, registry
+        self.checkpoint, self.path = checkpoint, path
+        self.prefix = index_prefix
+        self.throttle = Throttle(rate)
+        self.batch = batch
+        self.progress = progress
+
+    def run(self, urns: list[str]) -> Checkpoint:
+        """Rebuild every urn of the sorted list after the checkpoint's last one."""
+        ck = self.checkpoint
+        todo = [u for u in sorted(set(urns)) if ck.last_urn is None or u > ck.last_urn]
+        for i in range(0, len(todo), self.batch):
+            batch = todo[i : i + self.batch]
+            rows = self._rows(batch)
+            self._write(batch, rows)
+            again = self._rows(batch)
+            changed = [u for u in batch if again.get(u) != rows.get(u)]
+            if changed:  # written while we wrote: build those again from their newer rows
+                ck.count("rewritten_again", len(changed))
+                self._write(changed, again)
+            ck.last_urn = batch[-1]
+            ck.touched.extend(batch)
+            ck.save(self.path)
+            if self.progress is not None:
+                self.progress(len(ck.touched))
+        ck.done = True
+        ck.save(self.path)
+        return ck
+
+    def _rows(self, urns: list[str]) -> dict[str, EntityRows]:
+        return {e.urn: e for e in self.store.stream_entities(urns=tuple(urns))}
+
+    def _existing(
+        self, index: str, field: str, urns: list[str]
+    ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """The docs of an index that belong to the urns (by `field`), per urn."""
+        if index not in self.search.indices(index):
+            return {}
+        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        query = urn_filter(field, Selection(urns=tuple(urns)))
+        for doc_id, source in self.search.stream(index, [field], query=query):
+            value: Any = source
+            for part in field.split("."):
+                value = value.get(part, {}) if isinstance(value, dict) else {}
+            if isinstance(value, str):
+                out.setdefault(value, []).append((doc_id, source))
+        return out
+
+    def _write(self, urns: list[str], rows: dict[str, EntityRows]) -> None:
+        sysmeta, graph = system_metadata_index(self.prefix), graph_index(self.prefix)
+        current: dict[str, dict[str, Any]] = {}
+        by_index: dict[str, list[str]] = {}
+        for urn in urns:
+            by_index.setdefault(self._index_of(urn), []).append(urn)
+        for index, mine in by_index.items():
+            current.update(self._current(index, mine))
+        stored_meta = self._existing(sysmeta, "urn", urns)
+        stored_edges = self._existing(graph, "source.urn", urns)
+        items: list[BulkItem] = []
+        for urn in urns:
+            self.throttle.wait()
+            index = self._index_of(urn)
+            entity = rows.get(urn)
+            if entity is None:  # rows gone (re-checked just now): every projection of it goes
+                items.append(BulkItem("delete", index, document_id(urn), urn))
+                items += [BulkItem("delete", sysmeta, i, urn) for i, _ in stored_meta.get(urn, [])]
+                items += [BulkItem("delete", graph, i, urn) for i, _ in stored_edges.get(urn, [])]
+                self.checkpoint.count("deleted")
+                continue
+            built = build(self.registry, entity, current.get(urn))
+            if built.entity_doc is not None:
+                items.append(BulkItem("index", index, document_id(urn), urn, built.entity_doc))
+            items += [BulkItem("index", sysmeta, i, urn, d) for i, d in built.system_metadata.items()]
+            items += [
+                BulkItem("delete", sysmeta, i, urn)
+                for i, _ in stored_meta.get(urn, [])
+                if i not in built.system_metadata
+            ]
+            items += [BulkItem("index", graph, i, urn, d) for i, d in built.edges.items()]
+            items += [
+                BulkItem("delete", graph, i, urn)
+                for i, doc in stored_edges.get(urn, [])
+                if i not in built.edges and doc.get("relationshipType") in COMPARED_EDGE_TYPES
+            ]
+            self.checkpoint.count("rebuilt")
+        failures = self.writer.bulk(items)
+        self.checkpoint.count("written", len(items) - len(failures))
+        failed = sorted({f.item.urn for f in failures} - set(self.checkpoint.failed))
+        self.checkpoint.failed.extend(failed)
+        self.checkpoint.count("failed_items", len(failures))
+
+    def _index_of(self, urn: str) -> str:
+        etype = entity_type(urn)
+        name = self.registry.entity(etype).name if self.registry.has_entity(etype) else etype
+        return entity_index(name, self.prefix)
+
+    def _current(self, index: str, urns: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored entity docs (their unpredictable fields are kept)."""
+        try:
+            found = self.search.get_many(index, [document_id(u) for u in urns])
+        except Exception:
+            return {}
+        by_id = {document_id(u): u for u in urns}
+        return {by_id[i]: d for i, d in found.items() if i in by_id}

@@ -1,0 +1,223 @@
+"""The rebuild pipeline: plan -> replay | reindex -> checkpoint -> verify, over given backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditor.backends.index_writer import IndexWriter
+from auditor.backends.producer import MclProducer
+from auditor.backends.store import MetadataStore
+from auditor.core.model import Classified, RepairKind, Selection, Verdict
+from auditor.core.plan import RebuildOutcome, RepairPlan, plan
+from auditor.core.registry import Registry
+from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, target_key
+from auditor.rebuild.reindex import Reindexer
+from auditor.rebuild.replay import Replayer
+from auditor.rebuild.rows import RowSource
+from auditor.rebuild.verify import reaudit, wait_for_consumer
+from auditor.scan.run import ScanBackends, ScanTarget
+
+# what each mode can do; the rest of a plan is left to the other mode (or to a person)
+REPLAYS = frozenset(
+    {
+        RepairKind.REPLAY_ASPECT,
+        RepairKind.REPLAY_WINDOW,
+        RepairKind.REWRITE_SYSTEM_METADATA,
+        RepairKind.REWRITE_EDGES,
+    }
+)
+REINDEXES = REPLAYS | {RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT}
+PAGE = 1000
+
+
+@dataclass
+class RebuildRequest:
+    """What to repair, how, and how carefully."""
+
+    mode: str  # plan | replay | reindex
+    findings: Sequence[Classified] | None = None  # from a scan report (judged findings)
+    selection: Selection | None = None  # or by filters (every version-0 row they select)
+    include: frozenset[Verdict] = frozenset({Verdict.DIVERGED})
+    apply: bool = False
+    rate: float | None = None  # rows (replay) or entities (reindex) per second
+    batch: int = 1000
+    resume: bool = False
+    break_stale_lock: bool = False
+    wait_seconds: float = 300.0  # replay: how long to wait for the consumer before verifying
+    verify: bool = True
+    state_dir: Path = Path(".")
+    progress: Callable[[str, int], None] | None = None
+
+
+@dataclass
+class RebuildBackends:
+    scan: ScanBackends  # read side, also used to verify
+    store: MetadataStore
+    open_producer: Callable[[], MclProducer] | None  # None: no Kafka (replay impossible)
+    open_writer: Callable[[], IndexWriter]
+    description: str  # the target, for the lock (no secrets)
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _progress(request: RebuildRequest, what: str) -> Callable[[int], None] | None:
+    report = request.progress
+    if report is None:
+        return None
+    return lambda n: report(what, n)
+
+
+def repair_plan(request: RebuildRequest) -> RepairPlan:
+    if request.findings is None:
+        return RepairPlan()
+    return plan(c for c in request.findings if c.verdict in request.include)
+
+
+def _scope(request: RebuildRequest, repairs: RepairPlan) -> Selection:
+    """The rows a replay walks / the urns a reindex rebuilds, as a selection."""
+    if request.selection is not None:
+        return request.selection
+    return Selection(urns=tuple(repairs.urns))
+
+
+def rebuild(
+    backends: RebuildBackends, registry: Registry, target: ScanTarget, request: RebuildRequest
+) -> RebuildOutcome:
+    """Plan (always), then, with `apply`, repair and verify."""
+    repairs = repair_plan(request)
+    able = REPLAYS if request.mode == "replay" else REINDEXES
+    outcome = RebuildOutcome(request.mode, request.apply and request.mode != "plan", repairs)
+    for action in repairs.actions:
+        if action.kind not in able:
+            outcome.elsewhere[action.kind.value] = outcome.elsewhere.get(action.kind.value, 0) + 1
+    scope = _scope(request, repairs)
+    windows = repairs.of(RepairKind.REPLAY_WINDOW)
+    selections = [scope] if (scope.urns or request.selection is not None) else []
+    selections += [
+        Selection(entity_types=(a.entity_type,) if a.entity_type else (), since=a.since) for a in windows
+    ]
+    outcome.rows = sum(backends.store.count_rows(s) for s in selections)
+    if request.rate:
+        outcome.estimate_seconds = outcome.rows / request.rate
+    if not outcome.applied:
+        return outcome
+    lock = Lock(
+        request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
+    )
+    lock.acquire(request.break_stale_lock)
+    try:
+        path = (
+            request.state_dir
+            / f"rebuild-{scope_fingerprint(request.mode, [s.__dict__ for s in selections])}.json"
+        )
+        checkpoint = (Checkpoint.load(path) if request.resume else None) or Checkpoint(
+            request.mode, path.stem
+        )
+        outcome.checkpoint = str(path)
+        if request.mode == "replay":
+            _replay(backends, request, selections, checkpoint, path)
+        else:
+            _reindex(backends, registry, target, request, selections, checkpoint, path)
+        outcome.counts, outcome.failed = dict(checkpoint.counts), list(checkpoint.failed)
+        if request.verify:
+            _verify(backends, registry, target, request, checkpoint, outcome)
+        if not outcome.still_wrong and not outcome.failed:
+            path.unlink(missing_ok=True)  # done and verified: nothing to resume
+            outcome.checkpoint = None
+    finally:
+        lock.release()
+    return outcome
+
+
+def _replay(
+    backends: RebuildBackends,
+    request: RebuildRequest,
+    selections: list[Selection],
+    checkpoint: Checkpoint,
+    path: Path,
+) -> None:
+    if backends.open_producer is None:
+        from auditor.errors import ConfigError
+
+        raise ConfigError(
+            "a replay needs Kafka and the schema registry", hint="pass --kafka and --schema-registry"
+        )
+    producer = backends.open_producer()
+    try:
+        progress = _progress(request, "replayed")
+        for part, selection in enumerate(selections):
+            if part < checkpoint.part:
+                continue  # walked whole by the run this one resumes
+            if part > checkpoint.part:
+                checkpoint.part, checkpoint.done = part, False
+                checkpoint.last_urn = checkpoint.last_aspect = None
+            replayer = Replayer(
+                backends.store,
+                producer,
+                checkpoint,
+                path,
+                rate=request.rate,
+                batch=request.batch,
+                progress=progress,
+            )
+            replayer.run(RowSource(backends.store, selection))
+    finally:
+        producer.close()
+
+
+def _reindex(
+    backends: RebuildBackends,
+    registry: Registry,
+    target: ScanTarget,
+    request: RebuildRequest,
+    selections: list[Selection],
+    checkpoint: Checkpoint,
+    path: Path,
+) -> None:
+    urns: set[str] = set()
+    for selection in selections:
+        urns.update(selection.urns)
+        if not selection.urns:
+            source, after = RowSource(backends.store, selection), None
+            while page := source.page(after, PAGE):
+                urns.update(u for u, _ in page)
+                after = (page[-1][0], page[-1][1].aspect)
+    progress = _progress(request, "reindexed")
+    reindexer = Reindexer(
+        backends.store,
+        backends.scan.search,
+        backends.open_writer(),
+        registry,
+        checkpoint,
+        path,
+        index_prefix=target.index_prefix,
+        rate=request.rate,
+        batch=min(request.batch, 500),
+        progress=progress,
+    )
+    reindexer.run(sorted(urns))
+    reindexer.writer.refresh_written()
+
+
+def _verify(
+    backends: RebuildBackends,
+    registry: Registry,
+    target: ScanTarget,
+    request: RebuildRequest,
+    checkpoint: Checkpoint,
+    outcome: RebuildOutcome,
+) -> None:
+    events = backends.scan.events
+    if request.mode == "replay" and events is not None and checkpoint.produced:
+        progress = _progress(request, "partitions the consumer has passed")
+        outcome.consumer_caught_up = wait_for_consumer(
+            events, target.versioned_topic, target.group, checkpoint.produced, request.wait_seconds, progress
+        )
+        if not outcome.consumer_caught_up:
+            outcome.warnings.append(
+                f"the MAE group did not pass the replayed offsets within {request.wait_seconds:.0f}s: "
+                "verified anyway, what it has not applied yet shows as in flight"
+            )
+    outcome.verified_urns = len(set(checkpoint.touched))
+    outcome.still_wrong = reaudit(backends.scan, registry, target, checkpoint.touched)

@@ -1,0 +1,89 @@
+"""A repair's outcome: its plan, what it did, and what the verification still found wrong."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+
+from auditor.core.model import RepairKind, Report
+from auditor.core.plan import RebuildOutcome
+from auditor.reports.escape import console_markup, console_text
+from auditor.reports.json_report import _plain, finding_json
+
+WHAT = {
+    RepairKind.REPLAY_ASPECT: "replay the aspect (RESTATE MCL)",
+    RepairKind.REWRITE_DOCUMENT: "rewrite the whole entity doc (a replay cannot clear a left-behind field)",
+    RepairKind.DELETE_DOCUMENT: "delete the orphan's document, system-metadata docs and edges",
+    RepairKind.REWRITE_SYSTEM_METADATA: "rewrite the system-metadata docs from the rows",
+    RepairKind.REWRITE_EDGES: "rewrite the edges from the aspects",
+    RepairKind.REPLAY_WINDOW: "replay everything written since the index's restore point",
+    RepairKind.RESTART_CONSUMER: "nothing to write: restart the MAE consumer, then verify",
+    RepairKind.FIX_ROW: "nothing to write: fix the malformed row at its source",
+}
+
+
+def render_console(outcome: RebuildOutcome, console: Console) -> None:
+    head = "dry run (nothing written; add --apply)" if not outcome.applied else "applied"
+    console.print(f"[bold]rebuild {outcome.mode}[/]: {head}")
+    counts = outcome.plan.counts()
+    for kind in RepairKind:
+        if counts.get(kind):
+            console.print(f"  {counts[kind]:6d}  {WHAT[kind]}", highlight=False)
+    if outcome.rows is not None:
+        eta = f", about {outcome.estimate_seconds:.0f}s at the rate asked" if outcome.estimate_seconds else ""
+        console.print(f"  {outcome.rows:6d}  version-0 rows in scope{eta}", highlight=False)
+    for name, n in sorted(outcome.elsewhere.items()):
+        other = "reindex" if outcome.mode == "replay" else "a person"
+        console.print(f"[yellow]  {n} {name} actions need {other}, not this mode[/]", highlight=False)
+    if outcome.counts:
+        done = ", ".join(f"{k} {v}" for k, v in sorted(outcome.counts.items()))
+        console.print(f"  done: {done}", highlight=False)
+    if outcome.consumer_caught_up is not None:
+        caught = "passed" if outcome.consumer_caught_up else "did NOT pass"
+        console.print(f"  the MAE consumer {caught} every offset the replay produced", highlight=False)
+    if outcome.applied:
+        if outcome.still_wrong or outcome.failed:
+            console.print(f"[red]still wrong after verification of {outcome.verified_urns} entities:[/]")
+            for c in outcome.still_wrong[:20]:
+                console.print(f"  {c.subkind} ", end="", highlight=False, markup=False)
+                console.print(console_text(c.finding.urn), markup=False, highlight=False)
+            for urn in outcome.failed[:20]:
+                console.print("  write failed: " + console_text(urn), markup=False, highlight=False)
+        else:
+            console.print(f"[green]verified: {outcome.verified_urns} entities consistent[/]")
+    if outcome.checkpoint:
+        console.print(
+            f"  checkpoint {console_markup(outcome.checkpoint)} (--resume continues)", highlight=False
+        )
+    for w in outcome.warnings:
+        console.print(f"[yellow]warning:[/] {console_markup(w)}", highlight=False)
+
+
+def to_json(outcome: RebuildOutcome) -> str:
+    dummy = Report(started_at=_now())
+    data: dict[str, Any] = {
+        "mode": outcome.mode,
+        "applied": outcome.applied,
+        "exit_code": outcome.exit_code,
+        "plan": [_plain(asdict(a)) for a in outcome.plan.actions],
+        "rows": outcome.rows,
+        "estimate_seconds": outcome.estimate_seconds,
+        "counts": outcome.counts,
+        "failed": outcome.failed,
+        "elsewhere": outcome.elsewhere,
+        "consumer_caught_up": outcome.consumer_caught_up,
+        "verified_urns": outcome.verified_urns,
+        "still_wrong": [finding_json(c, dummy) for c in outcome.still_wrong],
+        "checkpoint": outcome.checkpoint,
+        "warnings": outcome.warnings,
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+def _now() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
