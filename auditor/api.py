@@ -101,7 +101,7 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     store = open_store(settings)
     search = open_search(settings)
     warnings: list[str] = []
-    events = open_events(settings, warnings)
+    events = open_events(settings, warnings) if request.mode != "plan" else None
     state = open_state(settings, use=False)
     producer = None
     if settings.kafka_bootstrap:

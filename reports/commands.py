@@ -53,24 +53,65 @@ def command(action: RepairAction, *, group: str, until: datetime | None = None) 
 
 
 def finding_commands(c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
-    """The commands that repair one judged finding (none for a finding in flight)."""
+    """DataHub's own commands that repair one judged finding (none for a finding in flight)."""
     return [command(a, group=group, until=until) for a in actions_for(c)]
+
+
+def finding_rebuild(c: Classified) -> str | None:
+    """The `auditor rebuild` command that repairs one judged finding (None: nothing to write)."""
+    kinds = {a.kind for a in actions_for(c)}
+    if kinds & set(REINDEXED):
+        return f"auditor rebuild reindex --urn {shell_quote(c.finding.urn)} --apply"
+    if kinds & (set(REPLAYABLE) | {RepairKind.REPLAY_WINDOW}):
+        return f"auditor rebuild replay --urn {shell_quote(c.finding.urn)} --apply"
+    return None
+
+
+REPLAYABLE = (RepairKind.REPLAY_ASPECT, RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES)
+REINDEXED = (RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT)
+
+
+def rebuild_commands(repairs: RepairPlan, per_urn: int = 5) -> list[str]:
+    """The plan as `auditor rebuild` commands: replay what the consumer can re-apply, reindex the rest."""
+    out: list[str] = []
+    for mode, kinds in (("replay", REPLAYABLE), ("reindex", REINDEXED)):
+        urns = sorted({a.urn for a in repairs.actions if a.kind in kinds and a.urn})
+        if not urns:
+            continue
+        if len(urns) <= per_urn:
+            picked = " ".join(f"--urn {shell_quote(u)}" for u in urns)
+            out.append(f"auditor rebuild {mode} {picked} --apply")
+        else:
+            out.append(
+                f"auditor rebuild {mode} --from-report scan.json --apply"
+                f"   # {len(urns)} entities; scan.json: this scan's --format json report"
+            )
+    for a in repairs.of(RepairKind.REPLAY_WINDOW):
+        since = f" --since {a.since.isoformat()}" if a.since else ""
+        kind = f" --entity-type {shell_quote(a.entity_type)}" if a.entity_type else ""
+        out.append(f"auditor rebuild replay{kind}{since} --apply   # the index is behind a restore")
+    return [shell_line(c) for c in out]
 
 
 def plan_commands(
     repairs: RepairPlan, *, group: str, until: datetime | None = None, per_urn: int = 5
 ) -> list[str]:
-    """The plan as one-line commands, most targeted first; many urns of a type become one urnLike."""
+    """The plan as one-line commands: `auditor rebuild` first, then DataHub's own tools."""
+    out: list[str] = rebuild_commands(repairs, per_urn)
+    native = _native_commands(repairs, group=group, until=until, per_urn=per_urn)
+    writes = [c for c in native if not c.startswith(("restart ", "fix "))]
+    if out and writes:
+        out.append("# or with DataHub's own tools:")
+    return out + [shell_line(c) for c in native]
+
+
+def _native_commands(repairs: RepairPlan, *, group: str, until: datetime | None, per_urn: int) -> list[str]:
     out: list[str] = []
     by_kind: dict[RepairKind, list[RepairAction]] = {}
     for a in repairs.actions:
         by_kind.setdefault(a.kind, []).append(a)
     out += [command(a, group=group, until=until) for a in by_kind.get(RepairKind.REPLAY_WINDOW, [])]
-    replays = [
-        a
-        for kind in (RepairKind.REPLAY_ASPECT, RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES)
-        for a in by_kind.get(kind, [])
-    ]
+    replays = [a for kind in REPLAYABLE for a in by_kind.get(kind, [])]
     if len({a.urn for a in replays}) <= per_urn:
         out += list(dict.fromkeys(command(a, group=group) for a in replays))
     else:
@@ -87,8 +128,7 @@ def plan_commands(
     for kind in (RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW):
         if by_kind.get(kind):
             out.append(command(by_kind[kind][0], group=group))
-    # one line each: a newline or ESC in a urn is spelled $'\n' (bash), so no command forges a line
-    return [shell_line(c) for c in out]
+    return out
 
 
 def repair_commands(

@@ -9,7 +9,7 @@ from enum import Enum
 from typing import Any
 
 from auditor.core.model import Classified, PartitionPosition, Report
-from auditor.reports.commands import finding_commands
+from auditor.reports.commands import finding_commands, finding_rebuild
 
 SCHEMA_VERSION = 1
 
@@ -45,7 +45,8 @@ def finding_json(c: Classified, report: Report) -> dict[str, Any]:
         "details": _plain(dict(f.details)),
         "evidence": _plain(c.evidence),
         "repairs": [k.value for k in f.repairs],
-        "repair": " ; ".join(commands) if commands else None,
+        "repair": finding_rebuild(c),
+        "repair_datahub": " ; ".join(commands) if commands else None,
     }
 
 

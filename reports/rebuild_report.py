@@ -33,7 +33,7 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         if counts.get(kind):
             console.print(f"  {counts[kind]:6d}  {WHAT[kind]}", highlight=False)
     if outcome.rows is not None:
-        eta = f", about {outcome.estimate_seconds:.0f}s at the rate asked" if outcome.estimate_seconds else ""
+        eta = f", about {outcome.estimate_seconds:.1f}s at the rate asked" if outcome.estimate_seconds else ""
         console.print(f"  {outcome.rows:6d}  version-0 rows in scope{eta}", highlight=False)
     for name, n in sorted(outcome.elsewhere.items()):
         other = "reindex" if outcome.mode == "replay" else "a person"

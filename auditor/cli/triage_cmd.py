@@ -46,7 +46,7 @@ def triage(
 
     def go() -> int:
         from auditor.api import triage as run_triage
-        from auditor.reports.commands import finding_commands
+        from auditor.reports.commands import finding_commands, finding_rebuild
         from auditor.reports.escape import console_markup, console_text, shell_line
 
         settings = load(config, store_url, search_url, kafka, schema_registry, index_prefix)
@@ -65,10 +65,11 @@ def triage(
             f"[red bold]first break: {console_markup(broken.name)}[/]", highlight=False, emoji=False
         )
         for c in result.findings:
-            commands = finding_commands(c, group=settings.mae_consumer_group)
-            if commands:
-                repair = console_text(shell_line(commands[0]))
-                console.print(f"  to repair: {repair}", markup=False, highlight=False, emoji=False)
+            commands = [finding_rebuild(c)] + finding_commands(c, group=settings.mae_consumer_group)
+            shown = [console_text(shell_line(command)) for command in commands if command]
+            for label, command in zip(("to repair:", "or:"), shown, strict=False):
+                console.print(f"  {label} {command}", markup=False, highlight=False, emoji=False)
+            if shown:
                 break
         return 1
 

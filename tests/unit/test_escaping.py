@@ -175,8 +175,9 @@ def test_markdown_cannot_be_broken_out_of(tmp_path: Path) -> None:
         assert width is None or _cells(line) == width, line
     assert any(visible(URN) in span for line in lines for span in (_code_spans(line) or ("", []))[1])
     (repairs,) = blocks
-    assert len(repairs) == 2
-    assert _bash_words(repairs[0], tmp_path)[3] == f"urn={URN}"
+    assert len(repairs) == 4  # auditor rebuild, "or with DataHub's own tools:", RestoreIndices, restart
+    assert _bash_words(repairs[0], tmp_path)[:4] == ["rebuild", "replay", "--urn", URN]
+    assert _bash_words(repairs[2], tmp_path)[3] == f"urn={URN}"
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
     assert "<img" not in rendered and "<script" not in rendered and rendered.count("<h1>") == 1
     for table in re.findall(r"<table>.*?</table>", rendered, re.S):
@@ -220,7 +221,12 @@ def test_json_keeps_the_urn_exactly() -> None:
     text = RENDERERS["json"](hostile())
     data = json.loads(text)
     assert data["findings"][0]["urn"] == URN and data["warnings"][0] == ERROR
-    assert data["findings"][0]["repair"] == _restore(URN)
+    assert data["findings"][0]["repair_datahub"] == _restore(URN)
+    assert data["findings"][0][
+        "repair"
+    ] == f"auditor rebuild replay --urn {shlex.quote(URN)} --apply".replace(
+        shlex.quote(URN), "'" + URN.replace("'", "'\\''") + "'"
+    )
     assert RENDERERS["json"](from_dict(data)) == text
 
 
@@ -233,7 +239,8 @@ def test_many_urns_restore_by_type_in_one_quoted_word() -> None:
             repairs=(RepairKind.REPLAY_ASPECT,),
         )  # fmt: skip
         r.findings.append(Classified(f, Verdict.DIVERGED, "event_never_published", Evidence("")))
-    (command,) = repair_commands(r)
+    (rebuild, _, command) = repair_commands(r)
+    assert rebuild.startswith("auditor rebuild replay --from-report scan.json --apply")
     assert shlex.split(command)[-1] == f"urnLike=urn:li:{etype}:%"
 
 
