@@ -1,0 +1,168 @@
+"""Rebuild's parts without servers: the MCL it produces, the ordering guard, checkpoint, lock, rate."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+from fakes import T0, FakeStore, rows
+
+from auditor.backends.producer import Deliveries
+from auditor.core.model import Selection
+from auditor.core.records import AspectRow
+from auditor.rebuild.checkpoint import Checkpoint, Lock, LockHeld
+from auditor.rebuild.mcl import RestateBuilder
+from auditor.rebuild.replay import Replayer
+from auditor.rebuild.throttle import Throttle
+
+
+def schema_str() -> str:
+    import datahub
+
+    return (Path(datahub.__file__).parent / "metadata" / "schemas" / "MetadataChangeLog.avsc").read_text()
+
+
+def test_a_restate_mcl_fits_datahubs_schema_and_forces_indexing() -> None:
+    row = AspectRow(
+        "globalTags",
+        json.dumps({"tags": [{"tag": "urn:li:tag:pii"}]}),
+        json.dumps({"runId": "r1", "lastObserved": 5, "properties": {"appSource": "ui"}}),
+        T0.replace(tzinfo=None),
+    )
+    urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)"
+    record = RestateBuilder(schema_str()).record(urn, row)
+    parsed = fastavro.parse_schema(json.loads(schema_str()))
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, parsed, record)  # raises if the record does not fit
+    buffer.seek(0)
+    back = fastavro.schemaless_reader(buffer, parsed)
+    assert back["changeType"] == "RESTATE" and back["entityType"] == "dataset" and back["entityUrn"] == urn
+    assert back["aspect"]["value"] == row.metadata.encode() and back["previousAspectValue"] is None
+    assert back["systemMetadata"]["properties"] == {"appSource": "ui", "forceIndexing": "true"}
+    assert back["systemMetadata"]["runId"] == "r1" and back["systemMetadata"]["lastObserved"] == 5
+
+
+class FakeProducer:
+    """Confirms every message (or refuses those of `refuse`), in order, on fake offsets."""
+
+    schema_str = schema_str()
+    description = "fake kafka"
+
+    def __init__(self, refuse: set[str] | None = None) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.pending = Deliveries()
+        self.refuse = refuse or set()
+
+    def produce(self, urn: str, record: dict[str, Any]) -> None:
+        self.sent.append((urn, record))
+        if urn in self.refuse:
+            self.pending.failed.append((urn, "refused"))
+        else:
+            self.pending.confirmed.append((urn, 0, len(self.sent) - 1))
+
+    def flush(self, timeout: float = 60.0) -> Deliveries:
+        out, self.pending = self.pending, Deliveries()
+        return out
+
+
+class Pages:
+    def __init__(self, store: FakeStore) -> None:
+        self.store = store
+
+    def page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, AspectRow]]:
+        keyed = [
+            (e.urn, r)
+            for e in self.store.stream_entities()
+            for r in sorted(e.rows.values(), key=lambda r: r.aspect)
+        ]
+        return [(u, r) for u, r in keyed if after is None or (u, r.aspect) > after][:limit]
+
+
+def tags(name: str) -> dict[str, dict[str, Any]]:
+    return {"globalTags": {"tags": [{"tag": f"urn:li:tag:{name}"}]}}
+
+
+def test_a_row_written_during_the_replay_is_produced_again_after_it(tmp_path: Path) -> None:
+    a, b = "urn:li:dataset:a", "urn:li:dataset:b"
+    store = FakeStore([rows(a, tags("old")), rows(b, tags("b"))])
+    reads = []
+
+    def live(s: FakeStore) -> None:  # GMS writes `a` between our read of it and our produce
+        reads.append(1)
+        if len(reads) == 2:
+            s.entities[a] = rows(a, tags("new"))
+
+    producer = FakeProducer()
+    ck = Checkpoint("replay", "x")
+    replayer = Replayer(store, producer, ck, tmp_path / "ck.json", batch=10)  # type: ignore[arg-type]
+    store.before_read = live
+    replayer.run(Pages(store))  # type: ignore[arg-type]
+    values = [json.loads(r["aspect"]["value"])["tags"][0]["tag"] for u, r in producer.sent if u == a]
+    assert values == ["urn:li:tag:old", "urn:li:tag:new"]  # the newest row is produced last
+    assert ck.counts["produced_again"] == 1 and ck.done
+
+
+def test_a_refused_message_is_retried_then_reported_by_urn(tmp_path: Path) -> None:
+    a, b = "urn:li:dataset:a", "urn:li:dataset:b"
+    store = FakeStore([rows(a, tags("a")), rows(b, tags("b"))])
+    producer = FakeProducer(refuse={b})
+    ck = Checkpoint("replay", "x")
+    Replayer(store, producer, ck, tmp_path / "ck.json").run(Pages(store))  # type: ignore[arg-type]
+    assert ck.failed == [b] and [u for u, _ in producer.sent].count(b) == 4  # once, then 3 retries
+    assert json.loads((tmp_path / "ck.json").read_text())["failed"] == [b]
+
+
+def test_the_checkpoint_moves_only_past_confirmed_batches(tmp_path: Path) -> None:
+    store = FakeStore([rows(f"urn:li:dataset:{i}", tags("t")) for i in range(5)])
+    producer = FakeProducer(refuse={f"urn:li:dataset:{i}" for i in range(5)})
+    ck = Checkpoint("replay", "x")
+    with pytest.raises(Exception, match="no delivery confirmed"):
+        Replayer(store, producer, ck, tmp_path / "ck.json", batch=2).run(Pages(store))  # type: ignore[arg-type]
+    assert ck.last_urn is None  # nothing confirmed: a resume starts at the same place
+
+
+def test_a_lock_refuses_a_second_repair_and_a_stale_one_is_cleared(tmp_path: Path) -> None:
+    first = Lock(tmp_path, "target")
+    first.acquire()
+    with pytest.raises(LockHeld, match="held"):
+        Lock(tmp_path, "target").acquire()
+    first.release()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    info = json.loads(first.path.read_text()) if first.path.exists() else {}
+    assert not info  # released
+    first.path.write_text(json.dumps({"pid": int(dead.stdout), "host": os.uname().nodename, "since": 0}))
+    with pytest.raises(LockHeld, match="stale"):
+        Lock(tmp_path, "target").acquire()
+    second = Lock(tmp_path, "target")
+    second.acquire(break_stale=True)
+    assert second.held and json.loads(second.path.read_text())["pid"] == os.getpid()
+
+
+def test_the_throttle_spaces_operations() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    throttle = Throttle(4.0, clock=lambda: now[0], sleep=sleep)
+    for _ in range(5):
+        throttle.wait()
+    assert now[0] == pytest.approx(1.0) and len(slept) == 4
+
+
+def test_a_checkpoint_round_trips(tmp_path: Path) -> None:
+    ck = Checkpoint("reindex", "s", last_urn="urn:li:x:1", counts={"written": 3}, touched=["urn:li:x:1"])
+    ck.save(tmp_path / "c.json")
+    assert Checkpoint.load(tmp_path / "c.json") == ck
+    assert Selection(aspects=("a",)).aspects == ("a",)
