@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from auditor.backends.connect import open_events, open_search, open_state, open_store
 from auditor.core.model import Report, Selection
-from auditor.core.plan import RebuildOutcome
+from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.registry import Registry
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
@@ -128,3 +128,40 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
             events.close()
     outcome.warnings = warnings + outcome.warnings
     return outcome
+
+
+def after_restore(
+    settings: Settings,
+    *,
+    mode: str = "replay",
+    apply: bool = False,
+    since: datetime | None = None,
+    rate: float | None = None,
+    wait_seconds: float = 300.0,
+) -> RestoreEvidence:
+    """Find how far search is behind the database, repair that window, and keep the evidence."""
+    from auditor.backends.connect import open_search, open_store
+    from auditor.core.naming import system_metadata_index
+    from auditor.rebuild.after_restore import ms_to_datetime, window
+    from auditor.rebuild.run import RebuildRequest
+
+    options = ScanOptions(use_state=False, sample_window=2.0)
+    first = scan(settings, options=options)
+    store, search = open_store(settings), open_search(settings)
+    sysmeta = search.max_of(system_metadata_index(settings.index_prefix), "lastUpdated")
+    evidence = window(first, store.last_write(), ms_to_datetime(sysmeta))
+    evidence.mode = mode
+    evidence.since = since or evidence.since
+    if evidence.since is not None:
+        request = RebuildRequest(
+            mode, selection=Selection(since=evidence.since), apply=apply, rate=rate, wait_seconds=wait_seconds
+        )
+        evidence.outcome = rebuild(settings, request)
+        if apply:
+            final = scan(settings, options=options)
+            evidence.final_exit_code = final.exit_code
+            for (_, verdict, subkind), n in final.counts.items():
+                key = verdict if verdict == subkind else f"{verdict}/{subkind}"
+                evidence.final_counts[key] = evidence.final_counts.get(key, 0) + n
+    evidence.finished_at = datetime.now(UTC)
+    return evidence

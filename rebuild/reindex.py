@@ -66,10 +66,12 @@ class Reindexer:
                 ck.count("rewritten_again", len(changed))
                 self._write(changed, again)
             ck.last_urn = batch[-1]
-            ck.touched.extend(batch)
+            if ck.track_touched:
+                ck.touched.extend(batch)
+            ck.count("entities", len(batch))
             ck.save(self.path)
             if self.progress is not None:
-                self.progress(len(ck.touched))
+                self.progress(ck.counts.get("entities", 0))
         ck.done = True
         ck.save(self.path)
         return ck

@@ -57,8 +57,10 @@ class Replayer:
             self._deliver(page)
             self._guard(page)
             ck.last_urn, ck.last_aspect = page[-1][0], page[-1][1].aspect
-            touched = set(ck.touched)
-            ck.touched.extend(sorted({u for u, _ in page} - touched))
+            if ck.track_touched:
+                touched = set(ck.touched)
+                ck.touched.extend(sorted({u for u, _ in page} - touched))
+            ck.count("entities_in_pages", len({u for u, _ in page}))
             ck.save(self.path)
             if self.progress is not None:
                 self.progress(ck.counts.get("produced", 0))

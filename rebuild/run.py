@@ -16,7 +16,7 @@ from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, targ
 from auditor.rebuild.reindex import Reindexer
 from auditor.rebuild.replay import Replayer
 from auditor.rebuild.rows import RowSource
-from auditor.rebuild.verify import reaudit, wait_for_consumer
+from auditor.rebuild.verify import reaudit, reaudit_selection, wait_for_consumer
 from auditor.scan.run import ScanBackends, ScanTarget
 
 # what each mode can do; the rest of a plan is left to the other mode (or to a person)
@@ -114,6 +114,7 @@ def rebuild(
         checkpoint = (Checkpoint.load(path) if request.resume else None) or Checkpoint(
             request.mode, path.stem
         )
+        checkpoint.track_touched = request.selection is None or bool(request.selection.urns)
         outcome.checkpoint = str(path)
         if request.mode == "replay":
             _replay(backends, request, selections, checkpoint, path)
@@ -121,7 +122,7 @@ def rebuild(
             _reindex(backends, registry, target, request, selections, checkpoint, path)
         outcome.counts, outcome.failed = dict(checkpoint.counts), list(checkpoint.failed)
         if request.verify:
-            _verify(backends, registry, target, request, checkpoint, outcome)
+            _verify(backends, registry, target, request, checkpoint, outcome, selections)
         if not outcome.still_wrong and not outcome.failed:
             path.unlink(missing_ok=True)  # done and verified: nothing to resume
             outcome.checkpoint = None
@@ -207,6 +208,7 @@ def _verify(
     request: RebuildRequest,
     checkpoint: Checkpoint,
     outcome: RebuildOutcome,
+    selections: list[Selection],
 ) -> None:
     events = backends.scan.events
     if request.mode == "replay" and events is not None and checkpoint.produced:
@@ -219,5 +221,10 @@ def _verify(
                 f"the MAE group did not pass the replayed offsets within {request.wait_seconds:.0f}s: "
                 "verified anyway, what it has not applied yet shows as in flight"
             )
-    outcome.verified_urns = len(set(checkpoint.touched))
-    outcome.still_wrong = reaudit(backends.scan, registry, target, checkpoint.touched)
+    if checkpoint.track_touched:
+        outcome.verified_urns = len(set(checkpoint.touched))
+        outcome.still_wrong = reaudit(backends.scan, registry, target, checkpoint.touched)
+    else:  # a filter: verified by a scan of it (entities with a row in it)
+        outcome.verified_urns, outcome.still_wrong = reaudit_selection(
+            backends.scan, registry, target, selections
+        )

@@ -58,3 +58,24 @@ def reaudit(
         run_scan(backends, registry, report, options, target)
         still += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
     return still
+
+
+def reaudit_selection(
+    backends: ScanBackends, registry: Registry, target: ScanTarget, selections: Sequence[Selection]
+) -> tuple[int, list[Classified]]:
+    """A scan of each selection a filter-based repair walked: (entities scanned, still wrong)."""
+    entities, still = 0, []
+    for selection in selections:
+        scope = Selection(selection.entity_types, selection.urn_like, selection.since, urns=selection.urns)
+        report = Report(
+            started_at=datetime.now(UTC),
+            scope=scope,
+            index_prefix=target.index_prefix,
+            consumer_group=target.group,
+        )
+        run_scan(
+            backends, registry, report, ScanOptions(sample_window=0, use_state=False, settle=0.0), target
+        )
+        entities += sum(report.entities.values())
+        still += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
+    return entities, still

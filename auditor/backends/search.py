@@ -141,6 +141,21 @@ class SearchIndex:
         v = self.info().get("version", {})
         return f"{v.get('distribution', 'elasticsearch')} {v.get('number', '?')}"
 
+    def max_of(self, index: str, field_name: str) -> float | None:
+        """The largest value of a numeric field in an index (None: no doc has it, or no index)."""
+        body = {"size": 0, "aggs": {"m": {"max": {"field": field_name}}}}
+        try:
+            if self.kind == "elasticsearch":
+                found = self.client.search(index=index, size=0, aggs=body["aggs"])
+            else:
+                found = self.client.search(index=index, body=body)
+        except Exception as exc:
+            if "index_not_found" in str(exc) or "404" in str(exc):
+                return None
+            raise self._fail(f"max({field_name}) of {index}", exc) from None
+        value = found["aggregations"]["m"].get("value")
+        return float(value) if value is not None else None
+
     def indices(self, pattern: str = "*") -> dict[str, int]:
         """Index (or alias) name -> document count, aliases resolved to their names."""
         try:

@@ -11,7 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.protocols import Capability
 from auditor.core.model import Selection
-from auditor.core.records import AspectRow, EntityRows
+from auditor.core.records import AspectRow, EntityRows, as_utc
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
@@ -203,6 +203,17 @@ class MetadataStore:
         while page := self.page_rows(selection, after, 5000):
             yield from page
             after = (page[-1][0], page[-1][1].aspect)
+
+    def last_write(self) -> datetime | None:
+        """The newest version-0 `createdon` in the table (the database's high-water mark)."""
+        try:
+            with self.engine.connect() as conn:
+                value = conn.execute(
+                    text(f"SELECT MAX(createdon) FROM {self.table} WHERE version = 0")
+                ).scalar()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
+        return as_utc(value) if value is not None else None
 
     def count_changed_since(self, entity_type: str, since: datetime) -> int:
         """Entities of a type with a version-0 row written at or after `since`."""

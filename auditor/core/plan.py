@@ -160,3 +160,20 @@ class RebuildOutcome:
     def exit_code(self) -> int:
         """0 done and verified clean (or a dry run), 1 still wrong after verification."""
         return 1 if self.applied and (self.still_wrong or self.failed) else 0
+
+
+@dataclass
+class RestoreEvidence:
+    """After a restore: what was behind, the window repaired, what was done, the final audit."""
+
+    started_at: datetime
+    finished_at: datetime | None = None
+    sources: dict[str, str] = field(default_factory=dict)  # where, server versions; no secrets
+    behind: dict[str, int] = field(default_factory=dict)  # index -> entities behind the restore
+    table_last_write: datetime | None = None  # the database's high-water mark (createdon)
+    system_metadata_last_update: datetime | None = None  # the index's (lastUpdated)
+    since: datetime | None = None  # the window repaired: rows written from here on
+    mode: str = "replay"
+    outcome: RebuildOutcome | None = None
+    final_counts: dict[str, int] = field(default_factory=dict)  # "verdict/subkind" -> findings
+    final_exit_code: int | None = None

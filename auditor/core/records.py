@@ -41,7 +41,7 @@ class AspectRow:
     @property
     def createdon(self) -> datetime:
         """The write time, timezone-aware (UTC); converted on demand, off the hot path."""
-        return _utc(self.created)
+        return as_utc(self.created)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +53,10 @@ class EntityRows:
 
     @property
     def changed_at(self) -> datetime:
-        return _utc(max(r.created for r in self.rows.values()))
+        return as_utc(max(r.created for r in self.rows.values()))
 
 
-def _utc(value: Any) -> datetime:
+def as_utc(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)

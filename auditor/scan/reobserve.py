@@ -131,8 +131,11 @@ class Observer:
         for round_no in range(1, self.max_rounds + 1):
             out.rounds += 1
             settled, observation, findings, evidence = self._round(pending, by_urn, round_no)
+            found_by_urn: dict[str, list[Finding]] = {}
+            for f in findings:
+                found_by_urn.setdefault(f.urn, []).append(f)
             for urn in settled:
-                now_found = [f for f in findings if f.urn == urn]
+                now_found = found_by_urn.get(urn, [])
                 checks = {f.check for f in now_found}
                 for f in now_found:
                     position, kafka = evidence.get(f.key, (None, None))

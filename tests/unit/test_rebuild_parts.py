@@ -166,3 +166,30 @@ def test_a_checkpoint_round_trips(tmp_path: Path) -> None:
     ck.save(tmp_path / "c.json")
     assert Checkpoint.load(tmp_path / "c.json") == ck
     assert Selection(aspects=("a",)).aspects == ("a",)
+
+
+def test_the_window_after_a_restore_starts_at_the_earliest_write_behind() -> None:
+    from datetime import timedelta
+
+    from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Verdict
+    from auditor.rebuild.after_restore import window
+
+    def behind(minute: int) -> Classified:
+        f = Finding(
+            "c",
+            Kind.STALE_FIELDS,
+            f"urn:li:dataset:{minute}",
+            "dataset",
+            "datasetindex_v2",
+            None,
+            T0 + timedelta(minutes=minute),
+        )
+        return Classified(f, Verdict.DIVERGED, "index_behind_restore", Evidence(""))
+
+    report = Report(started_at=T0, findings=[behind(5), behind(3)])
+    found = window(report, T0 + timedelta(minutes=9), T0 + timedelta(minutes=9))
+    assert found.since == T0 + timedelta(minutes=3) and found.behind == {"datasetindex_v2": 2}
+    # the system-metadata index stopped an hour before the table's newest write: that is the window
+    quiet = window(Report(started_at=T0), T0 + timedelta(hours=2), T0 + timedelta(hours=1))
+    assert quiet.since == T0 + timedelta(hours=1) and "system_metadata_service_v1" in quiet.behind
+    assert window(Report(started_at=T0), T0, T0).since is None
