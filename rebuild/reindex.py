@@ -51,6 +51,15 @@ class Reindexer:
         self.throttle = Throttle(rate)
         self.batch = batch
         self.progress = progress
+        self._exists: dict[str, bool] = {}
+
+    def exists(self, index: str) -> bool:
+        """Writes go only to indices DataHub created (a bulk would create one with wrong mappings)."""
+        if index not in self._exists:
+            self._exists[index] = index in self.search.indices(index)
+            if not self._exists[index]:
+                self.checkpoint.count(f"skipped: no index {index}")
+        return self._exists[index]
 
     def run(self, urns: list[str]) -> Checkpoint:
         """Rebuild every urn of the sorted list after the checkpoint's last one."""
@@ -83,7 +92,7 @@ class Reindexer:
         self, index: str, field: str, urns: list[str]
     ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """The docs of an index that belong to the urns (by `field`), per urn."""
-        if index not in self.search.indices(index):
+        if not self.exists(index):
             return {}
         out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         query = urn_filter(field, Selection(urns=tuple(urns)))
@@ -132,7 +141,7 @@ class Reindexer:
                 if i not in built.edges and doc.get("relationshipType") in COMPARED_EDGE_TYPES
             ]
             self.checkpoint.count("rebuilt")
-        failures = self.writer.bulk(items)
+        failures = self.writer.bulk([i for i in items if self.exists(i.index)])
         self.checkpoint.count("written", len(items) - len(failures))
         failed = sorted({f.item.urn for f in failures} - set(self.checkpoint.failed))
         self.checkpoint.failed.extend(failed)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
+
+import fastavro
 
 from auditor.backends.protocols import Capability
 from auditor.errors import BackendUnavailable, ConfigError
@@ -27,7 +31,6 @@ class MclProducer:
     def __init__(self, config: dict[str, Any], registry_url: str | None, topic: str) -> None:
         from confluent_kafka import Producer
         from confluent_kafka.schema_registry import SchemaRegistryClient
-        from confluent_kafka.schema_registry.avro import AvroSerializer
 
         if not registry_url:
             raise ConfigError("a replay needs the schema registry", hint="pass --schema-registry")
@@ -44,11 +47,10 @@ class MclProducer:
             ) from None
         self.schema_str: str = str(latest.schema.schema_str)
         self.schema_id = latest.schema_id
-        self.serializer = AvroSerializer(
-            registry,
-            self.schema_str,
-            conf={"auto.register.schemas": False, "use.latest.version": True},
-        )
+        # Confluent framing (magic byte 0, the registered schema's id) + Avro binary, by fastavro
+        # directly: the same bytes as confluent-kafka's AvroSerializer, at a fraction of its cost
+        self._parsed = fastavro.parse_schema(json.loads(self.schema_str))
+        self._frame = b"\x00" + int(self.schema_id).to_bytes(4, "big")
         self.producer = Producer(
             {
                 "logger": logging.getLogger("auditor.kafka"),
@@ -61,10 +63,14 @@ class MclProducer:
         )
         self.pending = Deliveries()
 
-    def produce(self, urn: str, record: dict[str, Any]) -> None:
-        from confluent_kafka.serialization import MessageField, SerializationContext
+    def encode(self, record: dict[str, Any]) -> bytes:
+        buffer = io.BytesIO()
+        buffer.write(self._frame)
+        fastavro.schemaless_writer(buffer, self._parsed, record)
+        return buffer.getvalue()
 
-        value = self.serializer(record, SerializationContext(self.topic, MessageField.VALUE))
+    def produce(self, urn: str, record: dict[str, Any]) -> None:
+        value = self.encode(record)
 
         def done(err: Any, msg: Any) -> None:
             if err is not None:

@@ -15,7 +15,10 @@ from auditor.core.records import AspectRow, EntityRows, as_utc
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
-PAGE_URNS = 500  # urns per IN list when a repair walks a list of urns
+# urns per IN list: past about 150 values MariaDB's optimizer leaves the primary key's ranges for
+# a scan of every version-0 row (measured on the 786k-row bench table: 100 urns 8 ms, 200 urns 577 ms)
+IN_LIST = 100
+PAGE_URNS = IN_LIST  # urns per IN list when a repair walks a list of urns
 
 
 def _first_line(exc: SQLAlchemyError) -> str:
@@ -104,6 +107,13 @@ class MetadataStore:
         batch: int = 5000,
     ) -> Iterator[tuple[str, str, str, str | None, Any]]:
         """Version-0 rows `(urn, aspect, metadata, systemmetadata, createdon)` in byte order."""
+        if len(urns) > IN_LIST:  # in sorted chunks: the whole stays in urn order
+            ordered = sorted(set(urns))
+            for i in range(0, len(ordered), IN_LIST):
+                yield from self.stream_rows(
+                    entity_types, urn_like, since, tuple(ordered[i : i + IN_LIST]), batch
+                )
+            return
         params: dict[str, Any] = {}
         prefixes = tuple(f"urn:li:{t}:" for t in sorted(entity_types))
         sql = (

@@ -1,0 +1,256 @@
+"""Repair benchmark: replay and reindex throughput against the raw limit measured in the same run.
+
+    python bench/rebuild_bench.py --rows 200000            # after bench/scan_bench.py seeded the table
+
+- replay: the tool's replay (keyset pages, RESTATE records, Avro, delivery reports, ordering
+  guard, checkpoint) of the first N version-0 rows of the bench table, against a raw
+  confluent-kafka produce of the same messages pre-encoded, both to a bench topic (created and
+  deleted here, its schema registered here: the tool itself never registers one);
+- reindex: the tool's reindex (rows read, documents built with the projection, stored docs and
+  edges looked up, bulk by bytes, ordering guard) of the first M entities, against a raw bulk
+  load of the same pre-built documents through the same writer.
+
+Each measurement runs in a fresh process (peak RSS is its VmHWM). Figures go to stdout, and as
+one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.scan_bench import PREFIX, TABLE, peak_rss_mib  # noqa: E402
+from sandbox.endpoints import Endpoints  # noqa: E402
+
+TOPIC = "bench_MetadataChangeLog_Versioned_v1"
+
+
+class FirstRows:
+    """The first `limit` rows of a row source (the bench's slice of the table)."""
+
+    def __init__(self, source: Any, limit: int) -> None:
+        self.source, self.limit, self.given = source, limit, 0
+
+    def page(self, after: Any, limit: int) -> list[Any]:
+        if self.given >= self.limit:
+            return []
+        page = self.source.page(after, min(limit, self.limit - self.given))
+        self.given += len(page)
+        return list(page)
+
+
+def _settings(store: str, search: str) -> Any:
+    from auditor.settings import load_settings
+
+    e = Endpoints.from_env()
+    return load_settings(
+        env={},
+        store_url=e.store_url(store),
+        search_url=e.search_url(search),
+        kafka_bootstrap=e.kafka,
+        schema_registry_url=e.registry,
+        index_prefix=PREFIX,
+        store_table=TABLE,
+        mcl_versioned_topic=TOPIC,
+    )
+
+
+def prepare_topic() -> None:
+    """The bench topic and its schema (the wheel's MetadataChangeLog) under `<topic>-value`."""
+    import datahub
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    e = Endpoints.from_env()
+    admin = AdminClient({"bootstrap.servers": e.kafka})
+    for future in admin.create_topics([NewTopic(TOPIC, num_partitions=4, replication_factor=1)]).values():
+        try:
+            future.result(30)
+        except Exception as exc:  # already there from an earlier run
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    schema = (Path(datahub.__file__).parent / "metadata" / "schemas" / "MetadataChangeLog.avsc").read_text()
+    SchemaRegistryClient({"url": e.registry}).register_schema(f"{TOPIC}-value", Schema(schema, "AVRO"))
+
+
+def drop_topic() -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": Endpoints.from_env().kafka})
+    for future in admin.delete_topics([TOPIC]).values():
+        future.result(30)
+
+
+def measure(mode: str, store: str, search: str, n: int) -> dict[str, Any]:
+    from auditor.backends.connect import kafka_config, open_search, open_store
+    from auditor.backends.index_writer import BulkItem, IndexWriter
+    from auditor.backends.producer import MclProducer
+    from auditor.core.model import Selection
+    from auditor.core.naming import document_id, entity_index, graph_index, system_metadata_index
+    from auditor.core.registry import Registry
+    from auditor.core.urns import entity_type
+    from auditor.rebuild.checkpoint import Checkpoint
+    from auditor.rebuild.documents import build
+    from auditor.rebuild.mcl import RestateBuilder
+    from auditor.rebuild.reindex import Reindexer
+    from auditor.rebuild.replay import Replayer
+    from auditor.rebuild.rows import RowSource
+
+    settings = _settings(store, search)
+    db = open_store(settings)
+    count = 0
+    path = Path(tempfile.mkdtemp()) / "ck.json"
+    if mode in ("replay", "raw-produce"):
+        producer = MclProducer(kafka_config(settings), settings.schema_registry_url, TOPIC)
+        source = FirstRows(RowSource(db, Selection()), n)
+        if mode == "raw-produce":  # the same messages, encoded before the clock starts
+            from confluent_kafka import Producer
+
+            builder = RestateBuilder(producer.schema_str)
+            messages = []
+            while page := source.page(None if not messages else messages[-1][2], 5000):
+                for urn, row in page:
+                    messages.append(
+                        (urn.encode(), producer.encode(builder.record(urn, row)), (urn, row.aspect))
+                    )
+            raw = Producer(
+                {
+                    **kafka_config(settings),
+                    "acks": "all",
+                    "enable.idempotence": True,
+                    "linger.ms": 20,
+                    "partitioner": "murmur2_random",
+                }
+            )
+            started = time.monotonic()
+            for key, value, _ in messages:
+                while True:
+                    try:
+                        raw.produce(TOPIC, key=key, value=value)
+                        break
+                    except BufferError:
+                        raw.poll(0.5)
+                raw.poll(0)
+            raw.flush(120)
+            count = len(messages)
+        else:
+            started = time.monotonic()
+            ck = Replayer(db, producer, Checkpoint("replay", "bench"), path, batch=1000).run(source)  # type: ignore[arg-type]
+            count = ck.counts.get("produced", 0)
+    else:
+        registry = Registry.load()
+        search_index = open_search(settings)
+        writer = IndexWriter(search_index)
+        seen: dict[str, None] = {}
+        source = RowSource(db, Selection(entity_types=("dataset",)))
+        after = None
+        while len(seen) < n and (page := source.page(after, 5000)):
+            seen.update((u, None) for u, _ in page)
+            after = (page[-1][0], page[-1][1].aspect)
+        urns = list(seen)[:n]
+        if mode == "raw-bulk":  # the same documents, built before the clock starts
+            sysmeta, graph = system_metadata_index(PREFIX), graph_index(PREFIX)
+            items = []
+            for i in range(0, len(urns), 1000):
+                for e in db.stream_entities(urns=tuple(urns[i : i + 1000])):
+                    built = build(registry, e)
+                    index = entity_index(entity_type(e.urn), PREFIX)
+                    if built.entity_doc is not None:
+                        items.append(BulkItem("index", index, document_id(e.urn), e.urn, built.entity_doc))
+                    for name, docs in ((sysmeta, built.system_metadata), (graph, built.edges)):
+                        items += [BulkItem("index", name, i, e.urn, d) for i, d in docs.items()]
+            existing = search_index.indices(f"{PREFIX}_*")
+            items = [i for i in items if i.index in existing]  # as the tool: only DataHub's indices
+            started = time.monotonic()
+            for i in range(0, len(items), 5000):
+                writer.bulk(items[i : i + 5000])
+            count = len(urns)
+        else:
+            started = time.monotonic()
+            reindexer = Reindexer(
+                db, search_index, writer, registry, Checkpoint("reindex", "bench"), path, index_prefix=PREFIX
+            )
+            ck = reindexer.run(urns)
+            count = ck.counts.get("entities", 0)
+    seconds = time.monotonic() - started
+    return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def run_child(mode: str, args: argparse.Namespace, n: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--measure",
+            mode,
+            "--store",
+            args.store,
+            "--search",
+            args.search,
+            "--n",
+            str(n),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=200_000, help="rows the replay produces")
+    parser.add_argument("--entities", type=int, default=20_000, help="datasets the reindex rebuilds")
+    parser.add_argument("--store", default="mariadb", choices=("mariadb", "postgres"))
+    parser.add_argument("--search", default="opensearch", choices=("opensearch", "elasticsearch"))
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.store, args.search, args.n)))
+        return 0
+    prepare_topic()
+    try:
+        raw = run_child("raw-produce", args, args.rows)
+        replay = run_child("replay", args, args.rows)
+    finally:
+        drop_topic()
+    bulk = run_child("raw-bulk", args, args.entities)
+    reindex = run_child("reindex", args, args.entities)
+    result = {
+        "store": args.store,
+        "search": args.search,
+        "replay_rows": replay["count"],
+        "raw_produce_per_s": round(raw["count"] / raw["seconds"]),
+        "replay_per_s": round(replay["count"] / replay["seconds"]),
+        "replay_ratio_to_raw": round(
+            (replay["count"] / replay["seconds"]) / (raw["count"] / raw["seconds"]), 2
+        ),
+        "replay_peak_rss_mib": round(replay["peak_rss_mib"]),
+        "reindex_entities": reindex["count"],
+        "raw_bulk_entities_per_s": round(bulk["count"] / bulk["seconds"]),
+        "reindex_entities_per_s": round(reindex["count"] / reindex["seconds"]),
+        "reindex_ratio_to_raw": round(
+            (reindex["count"] / reindex["seconds"]) / (bulk["count"] / bulk["seconds"]), 2
+        ),
+        "reindex_peak_rss_mib": round(reindex["peak_rss_mib"]),
+    }
+    for key, value in result.items():
+        print(f"{key:28} {value}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
