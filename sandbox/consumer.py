@@ -21,7 +21,7 @@ from sandbox.indexer import IndexUpdater
 from sandbox.mcl import ChangeLog, read_mcl
 from sandbox.naming import MAE_CONSUMER_GROUP, MCL_TOPICS
 from sandbox.search import SearchStore, as_store, connect
-from sandbox.topics import OFFSET_UNSET, ensure_topics, group_lag
+from sandbox.topics import CLIENT_LOG, OFFSET_UNSET, ensure_topics, group_lag
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class MaeConsumer:
             "session.timeout.ms": 10000,
             "heartbeat.interval.ms": 1000,
             "enable.partition.eof": False,
+            "logger": CLIENT_LOG,
             **(consumer_config or {}),
         }
         self.stats = ConsumerStats()

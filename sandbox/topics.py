@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,9 +15,13 @@ from sandbox.naming import MAE_CONSUMER_GROUP, MCL_TOPICS, TOPIC_PARTITIONS
 OFFSET_UNSET = -1001  # librdkafka's OFFSET_INVALID: the group never committed this partition
 
 
+# librdkafka's own log lines go to this logger, not to stderr (nothing but the tool on screen)
+CLIENT_LOG = logging.getLogger("sandbox.kafka")
+
+
 def admin_client(bootstrap: str) -> AdminClient:
     """AdminClient with short timeouts (loopback broker)."""
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000, "logger": CLIENT_LOG})
 
 
 def topic_partitions(admin: AdminClient, topics: Iterable[str]) -> list[TopicPartition]:

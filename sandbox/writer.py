@@ -26,7 +26,7 @@ from sandbox.naming import (
     entity_type_of,
 )
 from sandbox.registry import entity_facts
-from sandbox.topics import ensure_topics
+from sandbox.topics import CLIENT_LOG, ensure_topics
 from sandbox.urns import key_from_urn
 
 REGISTRY_NAME = "unknownRegistry"
@@ -127,6 +127,7 @@ class GmsWriter:
             "enable.idempotence": True,
             "linger.ms": 5,
         }
+        config["logger"] = CLIENT_LOG
         config.update(producer_config or {})
         self.producer = Producer(config)
         self._pending: list[_Delivery] = []

@@ -45,12 +45,14 @@ class MclProducer:
                 f"schema registry {redact_url(registry_url)}: no schema under {self.subject} ({exc}): "
                 "refusing to replay (the auditor never registers a schema in your registry)"
             ) from None
+        if latest.schema_id is None or latest.schema.schema_str is None:
+            raise BackendUnavailable(f"schema registry {redact_url(registry_url)}: {self.subject} has no id")
         self.schema_str: str = str(latest.schema.schema_str)
-        self.schema_id = latest.schema_id
+        self.schema_id: int = int(latest.schema_id)
         # Confluent framing (magic byte 0, the registered schema's id) + Avro binary, by fastavro
         # directly: the same bytes as confluent-kafka's AvroSerializer, at a fraction of its cost
         self._parsed = fastavro.parse_schema(json.loads(self.schema_str))
-        self._frame = b"\x00" + int(self.schema_id).to_bytes(4, "big")
+        self._frame = b"\x00" + self.schema_id.to_bytes(4, "big")
         self.producer = Producer(
             {
                 "logger": logging.getLogger("auditor.kafka"),
