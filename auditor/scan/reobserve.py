@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events
 from auditor.core.classify import KafkaEvidence
 from auditor.core.model import Finding, Kind, Observation, PartitionPosition, Selection
@@ -207,7 +208,7 @@ class Observer:
     def _lost_kafka(self, exc: BackendUnavailable) -> None:
         """Kafka went away: the comparison goes on, the verdicts rest on time and history."""
         self.kafka = None
-        self.warnings.append(f"{exc}: verdicts rest on time and history only (weaker)")
+        self.warnings.append(f"{exc}: {WEAKER}")
 
     def _evidence(
         self, findings: list[Finding], rows: dict[str, EntityRows]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events, Search, State, Store
 from auditor.core.model import Report, Selection
 from auditor.core.registry import Registry
@@ -13,8 +14,6 @@ from auditor.scan.evidence import start_window
 from auditor.scan.join import JoinResult, Progress, Scanner
 from auditor.scan.judge import confirm, finish, judge, mark_restores
 from auditor.scan.reobserve import KafkaSide, Observer, Reobservation
-
-WEAKER = "verdicts rest on time and history only (weaker)"
 
 
 @dataclass(frozen=True)
