@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 
 from auditor.core.compare import FieldDiff, compare_document
 from auditor.core.entity import JoinedEntity
+from auditor.core.expected import ExpectedDocument
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.projection import COMPARED_EDGE_TYPES, ExpectedDocument, project_entity
+from auditor.core.projection import COMPARED_EDGE_TYPES, project_entity
 from auditor.core.registry import Registry
 
 

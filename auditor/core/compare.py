@@ -7,12 +7,10 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from auditor.core.emit import MAX_ARRAY_LENGTH, MAX_OBJECT_KEYS
-
-if TYPE_CHECKING:
-    from auditor.core.projection import ExpectedDocument
+from auditor.core.expected import ExpectedDocument
 
 
 @dataclass(frozen=True)

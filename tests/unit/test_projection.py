@@ -15,9 +15,10 @@ from datahub.emitter.serialization_helper import pre_json_transform
 from auditor.core.aspect_projection import ProjectionError, _aspect_plan, _reference_run, project_aspect
 from auditor.core.compare import FieldDiff, compare_document
 from auditor.core.emit import Candidates
+from auditor.core.expected import ExpectedDocument
 from auditor.core.extract import _Malformed
 from auditor.core.javastr import sanitize_rich_text
-from auditor.core.projection import Edge, ExpectedDocument, expected_edges, project_entity
+from auditor.core.projection import Edge, expected_edges, project_entity
 from auditor.core.registry import Registry
 from auditor.core.urns import is_valid_urn, key_fields_from_urn, parse_urn
 
