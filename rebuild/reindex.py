@@ -41,6 +41,7 @@ class Reindexer:
         path: Path,
         *,
         index_prefix: str = "",
+        entity_indices: dict[str, str] | None = None,
         rate: float | None = None,
         batch: int = 500,
         progress: Progress | None = None,
@@ -48,6 +49,7 @@ class Reindexer:
         self.store, self.search, self.writer, self.registry = store, search, writer, registry
         self.checkpoint, self.path = checkpoint, path
         self.prefix = index_prefix
+        self.entity_indices = entity_indices or {}  # entity type -> the index written instead of the live one
         self.throttle = Throttle(rate)
         self.batch = batch
         self.progress = progress
@@ -117,7 +119,7 @@ class Reindexer:
         items: list[BulkItem] = []
         for urn in urns:
             self.throttle.wait()
-            index = self._index_of(urn)
+            index = self._target_of(urn)
             entity = rows.get(urn)
             if entity is None:  # rows gone (re-checked just now): every projection of it goes
                 items.append(BulkItem("delete", index, document_id(urn), urn))
@@ -147,10 +149,17 @@ class Reindexer:
         self.checkpoint.failed.extend(failed)
         self.checkpoint.count("failed_items", len(failures))
 
-    def _index_of(self, urn: str) -> str:
+    def _name_of(self, urn: str) -> str:
         etype = entity_type(urn)
-        name = self.registry.entity(etype).name if self.registry.has_entity(etype) else etype
-        return entity_index(name, self.prefix)
+        return self.registry.entity(etype).name if self.registry.has_entity(etype) else etype
+
+    def _index_of(self, urn: str) -> str:
+        """The live entity index (its stored docs keep their unpredictable fields)."""
+        return entity_index(self._name_of(urn), self.prefix)
+
+    def _target_of(self, urn: str) -> str:
+        """Where the entity doc is written: the live index, or a full rebuild's new one."""
+        return self.entity_indices.get(self._name_of(urn)) or self._index_of(urn)
 
     def _current(self, index: str, urns: list[str]) -> dict[str, dict[str, Any]]:
         """The stored entity docs (their unpredictable fields are kept)."""

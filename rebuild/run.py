@@ -12,7 +12,9 @@ from auditor.backends.store import MetadataStore
 from auditor.core.model import Classified, RepairKind, Selection, Verdict
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
+from auditor.errors import ConfigError
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, target_key
+from auditor.rebuild.full import FullRebuild
 from auditor.rebuild.reindex import Reindexer
 from auditor.rebuild.replay import Replayer
 from auditor.rebuild.rows import RowSource
@@ -47,6 +49,8 @@ class RebuildRequest:
     break_stale_lock: bool = False
     wait_seconds: float = 300.0  # replay: how long to wait for the consumer before verifying
     verify: bool = True
+    full: bool = False  # reindex: a fresh index per entity type, swapped in after verification
+    replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias
     state_dir: Path = Path(".")
     progress: Callable[[str, int], None] | None = None
 
@@ -102,6 +106,8 @@ def rebuild(
         outcome.estimate_seconds = outcome.rows / request.rate
     if not outcome.applied:
         return outcome
+    if request.full:
+        return _full(backends, registry, target, request, outcome)
     lock = Lock(
         request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
     )
@@ -139,8 +145,6 @@ def _replay(
     path: Path,
 ) -> None:
     if backends.open_producer is None:
-        from auditor.errors import ConfigError
-
         raise ConfigError(
             "a replay needs Kafka and the schema registry", hint="pass --kafka and --schema-registry"
         )
@@ -228,3 +232,52 @@ def _verify(
         outcome.verified_urns, outcome.still_wrong = reaudit_selection(
             backends.scan, registry, target, selections
         )
+
+
+def _full(
+    backends: RebuildBackends,
+    registry: Registry,
+    target: ScanTarget,
+    request: RebuildRequest,
+    outcome: RebuildOutcome,
+) -> RebuildOutcome:
+    """`reindex --full`: every entity type of the selection into a fresh index, swapped in."""
+    selection = request.selection
+    if (
+        request.mode != "reindex"
+        or selection is None
+        or selection.urns
+        or selection.urn_like
+        or selection.since
+    ):
+        raise ConfigError(
+            "--full rebuilds whole entity types", hint="use it with --entity-type or --all only"
+        )
+    types = list(selection.entity_types) or sorted(
+        name for name in registry.entity_names if backends.store.count_rows(Selection(entity_types=(name,)))
+    )
+    lock = Lock(
+        request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
+    )
+    lock.acquire(request.break_stale_lock)
+    try:
+        writer = backends.open_writer()
+        full = FullRebuild(
+            backends.scan,
+            writer,
+            registry,
+            target,
+            request.state_dir,
+            replace_concrete=request.replace_concrete,
+            rate=request.rate,
+        )
+        for name in types:
+            swapped = full.run(registry.entity(name).name)
+            outcome.counts[f"entities {swapped.entity_type}"] = swapped.entities
+            outcome.counts[f"caught up {swapped.entity_type}"] = swapped.caught_up
+            outcome.verified_urns += swapped.entities
+            outcome.notes.append(f"{swapped.live} -> {swapped.fresh} (verified in {swapped.rounds} round(s))")
+            outcome.notes += swapped.notes
+    finally:
+        lock.release()
+    return outcome

@@ -54,6 +54,8 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
                 console.print("  write failed: " + console_text(urn), markup=False, highlight=False)
         else:
             console.print(f"[green]verified: {outcome.verified_urns} entities consistent[/]")
+    for note in outcome.notes:
+        console.print(f"  {console_markup(note)}", highlight=False)
     if outcome.checkpoint:
         console.print(
             f"  checkpoint {console_markup(outcome.checkpoint)} (--resume continues)", highlight=False
@@ -78,6 +80,7 @@ def to_json(outcome: RebuildOutcome) -> str:
         "verified_urns": outcome.verified_urns,
         "still_wrong": [finding_json(c, dummy) for c in outcome.still_wrong],
         "checkpoint": outcome.checkpoint,
+        "notes": outcome.notes,
         "warnings": outcome.warnings,
     }
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)

@@ -38,7 +38,7 @@ class BulkFailure:
 class IndexWriter:
     """Bulk writes with bounded backoff on 429/503; a failed item is returned, never dropped."""
 
-    capabilities = frozenset({Capability.BULK_WRITE, Capability.DELETE})
+    capabilities = frozenset({Capability.BULK_WRITE, Capability.DELETE, Capability.ALIAS})
 
     def __init__(self, search: SearchIndex, *, retries: int = 5, sleep: Callable[[float], None] = time.sleep):
         self.client = search.client
@@ -137,3 +137,72 @@ class IndexWriter:
             self.client.indices.refresh(index=",".join(indices))
         except Exception as exc:
             raise BackendUnavailable(f"search cluster {self.description}: refresh failed: {exc}") from None
+
+    # -- index administration (a full rebuild) -------------------------------------------
+    # settings an index reports but a new index may not be created with
+    NOT_COPIED = frozenset(
+        {"uuid", "version", "creation_date", "provided_name", "blocks", "routing", "resize",
+         "verified_before_close", "history", "replication", "lifecycle", "hidden"}
+    )  # fmt: skip
+
+    def concrete(self, name: str) -> tuple[list[str], bool]:
+        """The indices behind `name`, and whether `name` is an alias (else a concrete index)."""
+        try:
+            if self.client.indices.exists_alias(name=name):
+                found = self.client.indices.get_alias(name=name)
+                body = found.body if hasattr(found, "body") else found
+                return sorted(body), True
+            return ([name] if self.client.indices.exists(index=name) else []), False
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"search cluster {self.description}: resolving {name} failed: {exc}"
+            ) from None
+
+    def create_like(self, source: str, name: str) -> dict[str, Any]:
+        """A new index with `source`'s mappings and settings, tuned for loading; `source`'s settings."""
+        try:
+            settings = self._body(self.client.indices.get_settings(index=source))[source]["settings"]["index"]
+            mappings = self._body(self.client.indices.get_mapping(index=source))[source]["mappings"]
+            copied = {k: v for k, v in settings.items() if k not in self.NOT_COPIED}
+            copied.update({"number_of_replicas": 0, "refresh_interval": "-1"})
+            body = {"settings": {"index": copied}, "mappings": mappings}
+            if self.elastic:
+                self.client.indices.create(index=name, settings=body["settings"], mappings=mappings)
+            else:
+                self.client.indices.create(index=name, body=body)
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"search cluster {self.description}: creating {name} failed: {exc}"
+            ) from None
+        return dict(settings)
+
+    def put_settings(self, index: str, settings: dict[str, Any]) -> None:
+        try:
+            if self.elastic:
+                self.client.indices.put_settings(index=index, settings={"index": settings})
+            else:
+                self.client.indices.put_settings(index=index, body={"index": settings})
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"search cluster {self.description}: settings of {index} failed: {exc}"
+            ) from None
+
+    def swap(self, actions: list[dict[str, Any]]) -> None:
+        """One atomic `_aliases` request; an error (or an unacknowledged answer) is raised."""
+        try:
+            if self.elastic:
+                done = self.client.indices.update_aliases(actions=actions)
+            else:
+                done = self.client.indices.update_aliases(body={"actions": actions})
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"search cluster {self.description}: the alias swap failed: {exc}"
+            ) from None
+        if not self._body(done).get("acknowledged"):
+            raise BackendUnavailable(
+                f"search cluster {self.description}: the alias swap was not acknowledged"
+            )
+
+    @staticmethod
+    def _body(response: Any) -> Any:
+        return response.body if hasattr(response, "body") else response

@@ -117,6 +117,8 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             resume=opts.get("resume", False),
             break_stale_lock=opts.get("break_stale_lock", False),
             wait_seconds=opts.get("wait") or 300.0,
+            full=opts.get("full", False),
+            replace_concrete=opts.get("replace_concrete_index", False),
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
             if err.is_terminal
             else None,
@@ -209,6 +211,20 @@ def reindex_cmd(
     batch_size: Batch = 500,
     resume: Resume = False,
     break_stale_lock: BreakLock = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="A fresh index per entity type (the live one's mappings and settings), loaded, caught "
+            "up, verified, then swapped in with one atomic alias change; the old index is kept.",
+        ),
+    ] = False,
+    replace_concrete_index: Annotated[
+        bool,
+        typer.Option(
+            help="--full: a live index that is not an alias is removed in the swap (snapshot first)."
+        ),
+    ] = False,
     store_url: StoreUrl = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,

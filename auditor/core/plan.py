@@ -155,6 +155,7 @@ class RebuildOutcome:
     verified_urns: int = 0
     checkpoint: str | None = None
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. a full rebuild's swapped indices
 
     @property
     def exit_code(self) -> int:

@@ -62,6 +62,7 @@ class Scanner:
         registry: Registry,
         *,
         index_prefix: str = "",
+        index_overrides: dict[str, str] | None = None,
         checks: tuple[type[Check], ...] = BUILTIN_CHECKS,
         now: datetime | None = None,
     ) -> None:
@@ -69,8 +70,12 @@ class Scanner:
         self.search = search
         self.registry = registry
         self.index_prefix = index_prefix
+        self.index_overrides = index_overrides or {}  # entity type -> the index to read instead
         self.checks = [c() for c in checks]
         self.ctx = CheckContext(registry, now or datetime.now(UTC), index_prefix)
+
+    def index_of(self, entity_type: str) -> str:
+        return self.index_overrides.get(entity_type) or entity_index(entity_type, self.index_prefix)
 
     def entity_types(self, selection: Selection) -> list[str]:
         if not selection.entity_types:
@@ -131,9 +136,7 @@ class Scanner:
         """What a join of `selection` reads: the types, the indices that exist, the checks."""
         types = self.entity_types(selection)
         existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
-        indices = {
-            t: name for t in types if (name := entity_index(t, self.index_prefix)) in existing
-        }
+        indices = {t: name for t in types if (name := self.index_of(t)) in existing}
         plan = ScanPlan(selection, types, indices)
         sysmeta = system_metadata_index(self.index_prefix)
         if sysmeta in existing:
@@ -230,8 +233,5 @@ class Scanner:
         self.ctx.unknown.clear()
         missing = [t for t in plan.types if t not in indices and result.entities.get(t)]
         for t in missing:
-            result.warnings.append(
-                f"no index {entity_index(t, self.index_prefix)} for "
-                f"{result.entities[t]} {t} entities"
-            )
+            result.warnings.append(f"no index {self.index_of(t)} for {result.entities[t]} {t} entities")
         return result

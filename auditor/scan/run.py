@@ -40,6 +40,8 @@ class ScanTarget:
     grace: float = 300.0
     sample_window: float = 10.0
     visibility: float = 3.0
+    # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
+    entity_indices: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -65,7 +67,12 @@ def run_scan(
     selection = report.scope
     kafka = open_window(backends, options, target, report.warnings)
     scanner = Scanner(
-        backends.store, backends.search, registry, index_prefix=target.index_prefix, now=report.started_at
+        backends.store,
+        backends.search,
+        registry,
+        index_prefix=target.index_prefix,
+        index_overrides=dict(target.entity_indices),
+        now=report.started_at,
     )
     joined = scanner.run(selection, progress)
     record_join(report, joined)

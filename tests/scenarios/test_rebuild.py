@@ -204,3 +204,56 @@ def test_writes_that_land_during_a_repair_are_not_undone(mode: str, tmp_path: Pa
     assert not outcome.failed and not outcome.still_wrong, [str(c) for c in outcome.still_wrong][:5]
     # the newest value of every entity the load wrote is what the index holds
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("pair", ["mariadb/opensearch", "postgres/elasticsearch"])
+def test_a_full_rebuild_swaps_in_a_verified_index_while_the_consumer_writes(
+    pair: str, tmp_path: Path
+) -> None:
+    from load import LiveLoad
+
+    from auditor.backends.connect import open_search
+    from auditor.backends.index_writer import IndexWriter
+
+    world = World(*pair.split("/"), tmp_path, n=100)
+    live = f"{world.prefix}_datasetindex_v2"
+    try:
+        broken = stale_field(world)
+        selection = Selection(entity_types=("dataset",))
+        with LiveLoad(world, rate=10, exclude=broken) as load:
+            concrete = RebuildRequest(
+                "reindex", selection=selection, apply=True, full=True, state_dir=tmp_path
+            )
+            with pytest.raises(Exception, match="concrete index"):  # the first swap removes it: asked
+                rebuild(world.settings(), concrete)
+            first = rebuild(
+                world.settings(),
+                RebuildRequest(
+                    "reindex",
+                    selection=selection,
+                    apply=True,
+                    full=True,
+                    replace_concrete=True,
+                    state_dir=tmp_path,
+                ),
+            )
+            writer = IndexWriter(open_search(world.settings()))
+            (fresh,), is_alias = writer.concrete(live)
+            assert is_alias and fresh.startswith(f"{live}_")
+            second = rebuild(
+                world.settings(),
+                RebuildRequest("reindex", selection=selection, apply=True, full=True, state_dir=tmp_path),
+            )
+            (newer,), _ = writer.concrete(live)
+            kept = writer.concrete(fresh)[0]
+        assert load.stats.writes > 10 and load.stats.errors == 0
+        assert world.consumer.drain(60)
+        after = world.scan()
+    finally:
+        world.close()
+    assert newer != fresh and kept == [fresh], "the old index is kept after an alias swap"
+    assert any("is kept" in n for n in second.notes) and any("->" in n for n in first.notes)
+    assert first.exit_code == 0 and second.exit_code == 0
+    # the stale doc was rewritten, and nothing the live consumer wrote during the rebuild was lost
+    assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
