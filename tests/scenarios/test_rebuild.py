@@ -257,3 +257,55 @@ def test_a_full_rebuild_swaps_in_a_verified_index_while_the_consumer_writes(
     assert first.exit_code == 0 and second.exit_code == 0
     # the stale doc was rewritten, and nothing the live consumer wrote during the rebuild was lost
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+def _service_pid(name: str) -> int:
+    status = subprocess.run([str(ROOT / "sandbox" / "stack"), "status"], capture_output=True, text=True)
+    line = next(line for line in status.stdout.splitlines() if line.startswith(name))
+    return int(line.split("pid")[1].split()[0])
+
+
+@pytest.mark.integration
+def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path: Path) -> None:
+    world = World("mariadb", "opensearch", tmp_path, n=120)
+    try:
+        world.consumer.skip_index_write(lambda urn, aspect: True)
+        for i, urn in enumerate(_datasets(world, 30)):
+            world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
+        assert world.consumer.drain(60)
+        world.consumer.reset_faults()
+        args = [
+            sys.executable, "-m", "auditor.cli", "rebuild", "reindex", "--entity-type", "dataset",
+            "--apply", "--json", "--rate", "4", "--batch-size", "5",
+            "--store-url", world.endpoints.store_url("mariadb"),
+            "--search-url", world.endpoints.search_url("opensearch"),
+        ]  # fmt: skip
+        env = {
+            **os.environ,
+            "INDEX_PREFIX": world.prefix,
+            "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
+        }
+        run = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        time.sleep(5.0)
+        os.kill(_service_pid("opensearch"), signal.SIGKILL)  # the search node dies mid-run
+        _, stderr = run.communicate(timeout=300)
+        assert run.returncode == 3, stderr  # could not complete: not a report that looks done
+        assert "search cluster" in stderr, stderr
+        (checkpoint,) = tmp_path.glob("rebuild-*.json")
+        kept = json.loads(checkpoint.read_text())
+        assert kept["last_urn"] and not kept["done"]
+        subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], check=True, capture_output=True, timeout=300)
+        world.search.refresh(f"{world.prefix}_datasetindex_v2")
+        resumed = subprocess.run(
+            [*args, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
+        after = world.scan()
+    finally:
+        if subprocess.run([str(ROOT / "sandbox" / "stack"), "status"], capture_output=True).returncode:
+            subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, timeout=300)
+        world.close()
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert json.loads(resumed.stdout)["still_wrong"] == []
+    assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
