@@ -309,3 +309,52 @@ def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert json.loads(resumed.stdout)["still_wrong"] == []
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+@pytest.mark.integration
+def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
+    world = World("postgres", "opensearch", tmp_path, n=120)
+    try:
+        world.consumer.skip_index_write(lambda urn, aspect: True)
+        for i, urn in enumerate(_datasets(world, 30)):
+            world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
+        assert world.consumer.drain(60)
+        world.consumer.reset_faults()
+        args = [
+            sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--entity-type", "dataset",
+            "--apply", "--json", "--rate", "60", "--batch-size", "20", "--wait", "120",
+            "--store-url", world.endpoints.store_url("postgres"),
+            "--search-url", world.endpoints.search_url("opensearch"),
+            "--kafka", world.endpoints.kafka, "--schema-registry", world.endpoints.registry,
+        ]  # fmt: skip
+        env = {
+            **os.environ,
+            "INDEX_PREFIX": world.prefix,
+            "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
+        }
+        run = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        time.sleep(4.0)
+        os.kill(_service_pid("kafka"), signal.SIGKILL)  # the broker dies mid-replay, then comes back
+        subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], check=True, capture_output=True, timeout=300)
+        stdout, stderr = run.communicate(timeout=600)
+        if run.returncode == 3:  # it could not complete: the checkpoint resumes it
+            assert "Kafka" in stderr, stderr
+            done = subprocess.run(
+                [*args, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+            )
+            stdout, code = done.stdout, done.returncode
+        else:
+            code = run.returncode
+        assert world.consumer.drain(120)
+        after = world.scan()
+    finally:
+        if subprocess.run([str(ROOT / "sandbox" / "stack"), "status"], capture_output=True).returncode:
+            subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, timeout=300)
+        world.close()
+    assert code == 0, stdout[-2000:]
+    outcome = json.loads(stdout)
+    assert outcome["failed"] == [] and outcome["still_wrong"] == []  # nothing lost or unreported
+    assert outcome["counts"]["produced"] >= outcome["rows"]
+    assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
