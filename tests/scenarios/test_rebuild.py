@@ -38,6 +38,15 @@ def consumer_faults(world: World) -> set[str]:
     return {dropped, skipped, soft}
 
 
+def lose_index_writes(world: World, k: int) -> None:
+    """k datasets written while the consumer drops every index write; then the cause is fixed."""
+    world.consumer.skip_index_write(lambda urn, aspect: True)
+    for i, urn in enumerate(_datasets(world, k)):
+        world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
+    assert world.consumer.drain(60)
+    world.consumer.reset_faults()
+
+
 def request(mode: str, report: Report, tmp: Path, **more: object) -> RebuildRequest:
     return RebuildRequest(mode, findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp, **more)
 
@@ -112,11 +121,7 @@ def test_a_reindex_repairs_every_divergence_the_scan_reports(pair: str, tmp_path
 def test_a_replay_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
     world = World("mariadb", "opensearch", tmp_path, n=120)
     try:
-        world.consumer.skip_index_write(lambda urn, aspect: True)  # every index write lost
-        for i, urn in enumerate(_datasets(world, 30)):
-            world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
-        assert world.consumer.drain(60)
-        world.consumer.reset_faults()
+        lose_index_writes(world, 30)
         before = world.scan()
         assert sum(diverged(before).values()) >= 30  # stale fields (or, 30 in one index, behind a restore)
         base = [sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--all", "--apply", "--json"]
@@ -185,11 +190,7 @@ def test_writes_that_land_during_a_repair_are_not_undone(mode: str, tmp_path: Pa
 
     world = World("mariadb", "opensearch", tmp_path, n=120)
     try:
-        world.consumer.skip_index_write(lambda urn, aspect: True)
-        for i, urn in enumerate(_datasets(world, 20)):
-            world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
-        assert world.consumer.drain(60)
-        world.consumer.reset_faults()
+        lose_index_writes(world, 20)
         with LiveLoad(world, rate=15) as load:  # GMS keeps writing the same entities meanwhile
             selection = Selection(entity_types=("dataset", "chart", "dashboard", "dataJob"))
             request = RebuildRequest(
@@ -269,11 +270,7 @@ def _service_pid(name: str) -> int:
 def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path: Path) -> None:
     world = World("mariadb", "opensearch", tmp_path, n=120)
     try:
-        world.consumer.skip_index_write(lambda urn, aspect: True)
-        for i, urn in enumerate(_datasets(world, 30)):
-            world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
-        assert world.consumer.drain(60)
-        world.consumer.reset_faults()
+        lose_index_writes(world, 30)
         args = [
             sys.executable, "-m", "auditor.cli", "rebuild", "reindex", "--entity-type", "dataset",
             "--apply", "--json", "--rate", "4", "--batch-size", "5",
@@ -315,11 +312,7 @@ def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path
 def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     world = World("postgres", "opensearch", tmp_path, n=120)
     try:
-        world.consumer.skip_index_write(lambda urn, aspect: True)
-        for i, urn in enumerate(_datasets(world, 30)):
-            world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
-        assert world.consumer.drain(60)
-        world.consumer.reset_faults()
+        lose_index_writes(world, 30)
         args = [
             sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--entity-type", "dataset",
             "--apply", "--json", "--rate", "60", "--batch-size", "20", "--wait", "120",
