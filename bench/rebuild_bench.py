@@ -17,6 +17,7 @@ one JSON line.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -150,13 +151,7 @@ def measure(mode: str, store: str, search: str, n: int) -> dict[str, Any]:
         registry = Registry.load()
         search_index = open_search(settings)
         writer = IndexWriter(search_index)
-        seen: dict[str, None] = {}
-        source = RowSource(db, Selection(entity_types=("dataset",)))
-        after = None
-        while len(seen) < n and (page := source.page(after, 5000)):
-            seen.update((u, None) for u, _ in page)
-            after = (page[-1][0], page[-1][1].aspect)
-        urns = list(seen)[:n]
+        urns = list(itertools.islice(RowSource(db, Selection(entity_types=("dataset",))).urns(), n))
         if mode == "raw-bulk":  # the same documents, built before the clock starts
             sysmeta, graph = system_metadata_index(PREFIX), graph_index(PREFIX)
             items = []

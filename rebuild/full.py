@@ -53,15 +53,6 @@ class Swapped:
     notes: list[str] = field(default_factory=list)
 
 
-def _urns(source: RowSource) -> list[str]:
-    seen: dict[str, None] = {}
-    after = None
-    while page := source.page(after, 5000):
-        seen.update((u, None) for u, _ in page)
-        after = (page[-1][0], page[-1][1].aspect)
-    return list(seen)
-
-
 class FullRebuild:
     def __init__(
         self,
@@ -93,7 +84,7 @@ class FullRebuild:
         source_settings = self.writer.create_like(old[0], fresh)
         started = datetime.now(UTC)
         rows = RowSource(self.backends.store, Selection(entity_types=(entity_type,)))  # type: ignore[arg-type]
-        out.entities = self._load(entity_type, fresh, _urns(rows))
+        out.entities = self._load(entity_type, fresh, list(rows.urns()))
         self.writer.put_settings(
             fresh,
             {
@@ -149,7 +140,7 @@ class FullRebuild:
 
     def _catch_up(self, entity_type: str, index: str, since: datetime) -> int:
         selection = Selection(entity_types=(entity_type,), since=since - SKEW)
-        urns = _urns(RowSource(self.backends.store, selection))  # type: ignore[arg-type]
+        urns = list(RowSource(self.backends.store, selection).urns())  # type: ignore[arg-type]
         return self._load(entity_type, index, urns)
 
     def _verify(self, entity_type: str, fresh: str, since: datetime) -> int:

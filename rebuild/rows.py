@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from auditor.backends.store import MetadataStore
 from auditor.core.model import Selection
 from auditor.core.records import AspectRow
+
+PAGE = 5000
 
 
 @dataclass
@@ -18,3 +21,13 @@ class RowSource:
 
     def page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, AspectRow]]:
         return self.store.page_rows(self.selection, after, limit)
+
+    def urns(self) -> Iterator[str]:
+        """Each urn with a row in the selection, once, in order."""
+        after, last = None, None
+        while page := self.page(after, PAGE):
+            for urn, _ in page:
+                if urn != last:
+                    yield urn
+                    last = urn
+            after = (page[-1][0], page[-1][1].aspect)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
@@ -31,7 +31,6 @@ REPLAYS = frozenset(
     }
 )
 REINDEXES = REPLAYS | {RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT}
-PAGE = 1000
 
 
 @dataclass
@@ -62,7 +61,6 @@ class RebuildBackends:
     open_producer: Callable[[], MclProducer] | None  # None: no Kafka (replay impossible)
     open_writer: Callable[[], IndexWriter]
     description: str  # the target, for the lock (no secrets)
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _progress(request: RebuildRequest, what: str) -> Callable[[int], None] | None:
@@ -184,10 +182,7 @@ def _reindex(
     for selection in selections:
         urns.update(selection.urns)
         if not selection.urns:
-            source, after = RowSource(backends.store, selection), None
-            while page := source.page(after, PAGE):
-                urns.update(u for u, _ in page)
-                after = (page[-1][0], page[-1][1].aspect)
+            urns.update(RowSource(backends.store, selection).urns())
     progress = _progress(request, "reindexed")
     reindexer = Reindexer(
         backends.store,
