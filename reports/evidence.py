@@ -8,11 +8,11 @@ from typing import Any
 
 from auditor.core.plan import RestoreEvidence
 from auditor.reports.escape import md_code, md_text
-from auditor.reports.json_report import _plain
+from auditor.reports.json_report import plain
 
 
 def to_json(evidence: RestoreEvidence) -> str:
-    data: dict[str, Any] = _plain(asdict(evidence))
+    data: dict[str, Any] = plain(asdict(evidence))
     return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
 
 

@@ -14,17 +14,17 @@ from auditor.reports.commands import finding_commands, finding_rebuild
 SCHEMA_VERSION = 1
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Enum):
         return value.value
     if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in asdict(value).items()}
+        return {k: plain(v) for k, v in asdict(value).items()}
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -41,9 +41,9 @@ def finding_json(c: Classified, report: Report) -> dict[str, Any]:
         "entity_type": f.entity_type,
         "index": f.index,
         "aspect": f.aspect,
-        "changed_at": _plain(f.changed_at),
-        "details": _plain(dict(f.details)),
-        "evidence": _plain(c.evidence),
+        "changed_at": plain(f.changed_at),
+        "details": plain(dict(f.details)),
+        "evidence": plain(c.evidence),
         "repairs": [k.value for k in f.repairs],
         "repair": finding_rebuild(c),
         "repair_datahub": " ; ".join(commands) if commands else None,
@@ -51,7 +51,7 @@ def finding_json(c: Classified, report: Report) -> dict[str, Any]:
 
 
 def partition_json(p: PartitionPosition) -> dict[str, Any]:
-    out = _plain(p)
+    out = plain(p)
     out["lag"] = p.lag
     out["eta_seconds"] = p.eta_seconds
     return out
@@ -60,11 +60,11 @@ def partition_json(p: PartitionPosition) -> dict[str, Any]:
 def to_dict(report: Report) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
-        "started_at": _plain(report.started_at),
-        "finished_at": _plain(report.finished_at),
+        "started_at": plain(report.started_at),
+        "finished_at": plain(report.finished_at),
         "complete": report.complete,
         "exit_code": report.exit_code,
-        "scope": {**_plain(report.scope), "index_prefix": report.index_prefix},
+        "scope": {**plain(report.scope), "index_prefix": report.index_prefix},
         "consumer_group": report.consumer_group,
         "sources": report.sources,
         "kafka_available": report.kafka_available,

@@ -11,7 +11,7 @@ from rich.console import Console
 from auditor.core.model import RepairKind, Report
 from auditor.core.plan import RebuildOutcome
 from auditor.reports.escape import console_markup, console_text
-from auditor.reports.json_report import _plain, finding_json
+from auditor.reports.json_report import finding_json, plain
 
 WHAT = {
     RepairKind.REPLAY_ASPECT: "replay the aspect (RESTATE MCL)",
@@ -70,7 +70,7 @@ def to_json(outcome: RebuildOutcome) -> str:
         "mode": outcome.mode,
         "applied": outcome.applied,
         "exit_code": outcome.exit_code,
-        "plan": [_plain(asdict(a)) for a in outcome.plan.actions],
+        "plan": [plain(asdict(a)) for a in outcome.plan.actions],
         "rows": outcome.rows,
         "estimate_seconds": outcome.estimate_seconds,
         "counts": outcome.counts,

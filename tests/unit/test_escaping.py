@@ -45,8 +45,12 @@ FORGED = "# Title\n- forged"
 ERROR = "search said: <script>alert(1)</script> | `x` \x1b[31m[bold]red[/bold] :smile:\n# Heading"
 
 
+def _quoted(text: str) -> str:  # one shell word in single quotes, as the repair lines quote data
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
 def _restore(urn: str) -> str:  # as the repair plan renders a replay
-    return "datahub-upgrade -u RestoreIndices -a urn='" + urn.replace("'", "'\\''") + "'"
+    return f"datahub-upgrade -u RestoreIndices -a urn={_quoted(urn)}"
 
 
 def hostile() -> Report:
@@ -222,11 +226,7 @@ def test_json_keeps_the_urn_exactly() -> None:
     data = json.loads(text)
     assert data["findings"][0]["urn"] == URN and data["warnings"][0] == ERROR
     assert data["findings"][0]["repair_datahub"] == _restore(URN)
-    assert data["findings"][0][
-        "repair"
-    ] == f"auditor rebuild replay --urn {shlex.quote(URN)} --apply".replace(
-        shlex.quote(URN), "'" + URN.replace("'", "'\\''") + "'"
-    )
+    assert data["findings"][0]["repair"] == f"auditor rebuild replay --urn {_quoted(URN)} --apply"
     assert RENDERERS["json"](from_dict(data)) == text
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fakes import T0, TOPIC, FakeEvents, FakeSearch, FakeState, FakeStore, rows
+from fakes import T0, FakeEvents, FakeSearch, FakeState, FakeStore, rows
 
 from auditor.core.join import JoinOrderError
 from auditor.core.model import Classified, Evidence, Finding, Kind, RepairKind, Report, Selection, Verdict
@@ -224,4 +224,3 @@ def test_an_index_behind_a_restore_is_replayed_from_its_earliest_stale_write() -
     (window,) = plan(restored).actions
     assert window.kind == RepairKind.REPLAY_WINDOW and window.since == T0 + timedelta(minutes=1)
     assert window.findings == 3 and window.index == "datasetindex_v2"
-    assert TOPIC  # the fakes' topic is the default versioned topic the target reads
