@@ -47,6 +47,18 @@ def lose_index_writes(world: World, k: int) -> None:
     world.consumer.reset_faults()
 
 
+def rebuild_cli(world: World, tmp: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """`auditor rebuild ARGS --apply --json` against the world, as a process, and its environment."""
+    e = world.endpoints
+    command = [
+        sys.executable, "-m", "auditor.cli", "rebuild", *args, "--apply", "--json",
+        "--store-url", e.store_url(world.store_name), "--search-url", e.search_url(world.search_name),
+        "--kafka", e.kafka, "--schema-registry", e.registry,
+    ]  # fmt: skip
+    env = {**os.environ, "INDEX_PREFIX": world.prefix, "AUDITOR_STATE_FILE": str(tmp / "state.sqlite")}
+    return command, env
+
+
 def request(mode: str, report: Report, tmp: Path, **more: object) -> RebuildRequest:
     return RebuildRequest(mode, findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp, **more)
 
@@ -124,19 +136,9 @@ def test_a_replay_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
         lose_index_writes(world, 30)
         before = world.scan()
         assert sum(diverged(before).values()) >= 30  # stale fields (or, 30 in one index, behind a restore)
-        base = [sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--all", "--apply", "--json"]
-        args = [
-            *base,
-            "--rate", "40", "--batch-size", "20", "--wait", "60",
-            "--store-url", world.endpoints.store_url("mariadb"),
-            "--search-url", world.endpoints.search_url("opensearch"),
-            "--kafka", world.endpoints.kafka, "--schema-registry", world.endpoints.registry,
-        ]  # fmt: skip
-        env = {
-            **os.environ,
-            "INDEX_PREFIX": world.prefix,
-            "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
-        }
+        args, env = rebuild_cli(
+            world, tmp_path, "replay", "--all", "--rate", "40", "--batch-size", "20", "--wait", "60"
+        )
         first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(4.0)
         first.send_signal(signal.SIGKILL)
@@ -271,17 +273,9 @@ def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path
     world = World("mariadb", "opensearch", tmp_path, n=120)
     try:
         lose_index_writes(world, 30)
-        args = [
-            sys.executable, "-m", "auditor.cli", "rebuild", "reindex", "--entity-type", "dataset",
-            "--apply", "--json", "--rate", "4", "--batch-size", "5",
-            "--store-url", world.endpoints.store_url("mariadb"),
-            "--search-url", world.endpoints.search_url("opensearch"),
-        ]  # fmt: skip
-        env = {
-            **os.environ,
-            "INDEX_PREFIX": world.prefix,
-            "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
-        }
+        args, env = rebuild_cli(
+            world, tmp_path, "reindex", "--entity-type", "dataset", "--rate", "4", "--batch-size", "5"
+        )
         run = subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -313,18 +307,8 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     world = World("postgres", "opensearch", tmp_path, n=120)
     try:
         lose_index_writes(world, 30)
-        args = [
-            sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--entity-type", "dataset",
-            "--apply", "--json", "--rate", "60", "--batch-size", "20", "--wait", "120",
-            "--store-url", world.endpoints.store_url("postgres"),
-            "--search-url", world.endpoints.search_url("opensearch"),
-            "--kafka", world.endpoints.kafka, "--schema-registry", world.endpoints.registry,
-        ]  # fmt: skip
-        env = {
-            **os.environ,
-            "INDEX_PREFIX": world.prefix,
-            "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
-        }
+        replay = ("replay", "--entity-type", "dataset", "--rate", "60", "--batch-size", "20", "--wait", "120")
+        args, env = rebuild_cli(world, tmp_path, *replay)
         run = subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
