@@ -10,10 +10,12 @@ from auditor.backends.connect import open_events, open_search, open_state, open_
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.registry import Registry
+from auditor.core.triage import TriageResult
+from auditor.errors import ConfigError
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.settings import Settings
-from auditor.triage import Triage, walk
+from auditor.triage import ReadOnlyState, walk
 
 if TYPE_CHECKING:
     from auditor.rebuild.run import RebuildRequest
@@ -72,16 +74,45 @@ def scan(
             events.close()
 
 
-def triage(settings: Settings, urn: str, grace: float = 300.0) -> Triage:
-    """Walk one entity from its rows to its MCLs, the consumer, its document, fields and edges."""
+def triage(settings: Settings, text: str, grace: float | None = None, settle: float = 10.0) -> TriageResult:
+    """Walk one entity from its rows to its MCLs, the consumer, its document, fields and edges.
+
+    `text`: a urn as pasted (quoted, URL-encoded, with whitespace, or a DataHub URL). Read-only:
+    the state file (when there is one) is read for the last scan's offsets, never written.
+    """
+    from pathlib import Path
+
+    from auditor.backends.state import ScanState
+    from auditor.core.urn_text import normalize
+    from auditor.core.urns import UrnError
+
+    try:
+        urn, read_as = normalize(text)
+    except UrnError as exc:
+        raise ConfigError(
+            f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
+        ) from None
     store = open_store(settings)
     search = open_search(settings)
     warnings: list[str] = []
     events = open_events(settings, warnings)
-    state = open_state(settings, use=False)
+    path = settings.state_file
+    state = ReadOnlyState(ScanState(path if path and Path(path).exists() else None))
     try:
         backends = ScanBackends(store, search, events, state)
-        return walk(backends, Registry.load(), scan_target(settings), urn, grace)
+        target = scan_target(settings)
+        result = walk(
+            backends,
+            Registry.load(),
+            target,
+            urn,
+            asked=text,
+            read_as=read_as,
+            grace=target.grace if grace is None else grace,
+            settle=settle,
+        )
+        result.warnings = warnings + result.warnings
+        return result
     finally:
         state.close()
         if events is not None:

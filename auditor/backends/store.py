@@ -243,6 +243,18 @@ class MetadataStore:
         except SQLAlchemyError as exc:
             raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
 
+    def versions(self, urn: str) -> dict[str, tuple[int, str | None]]:
+        """Per aspect of one urn: how many versions the table keeps, and who wrote version 0."""
+        sql = text(
+            f"SELECT aspect, COUNT(*), MAX(CASE WHEN version = 0 THEN createdby END) "
+            f"FROM {self.table} WHERE urn = :urn GROUP BY aspect"
+        )
+        try:
+            with self.engine.connect() as conn:
+                return {str(a): (int(n), by) for a, n, by in conn.execute(sql, {"urn": urn})}
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
+
     def ping(self) -> str:
         """Server version; raises BackendUnavailable when the store cannot be reached."""
         try:

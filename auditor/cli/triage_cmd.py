@@ -10,6 +10,7 @@ from auditor.cli import app
 from auditor.cli.common import (
     ConfigOpt,
     DebugOpt,
+    Format,
     KafkaOpt,
     RegistryOpt,
     SearchUrl,
@@ -17,6 +18,7 @@ from auditor.cli.common import (
     load,
     run,
     stdout_console,
+    write,
 )
 
 
@@ -24,7 +26,10 @@ from auditor.cli.common import (
 def triage(
     urn: Annotated[
         str,
-        typer.Argument(help="The urn to trace, e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'."),
+        typer.Argument(
+            help="The urn to trace, e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'; "
+            "quoted, URL-encoded, with stray whitespace or as a DataHub URL is fine."
+        ),
     ],
     store_url: StoreUrl = None,
     search_url: SearchUrl = None,
@@ -34,43 +39,57 @@ def triage(
     index_prefix: Annotated[
         str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
     ] = None,
+    fmt: Annotated[
+        Format,
+        typer.Option("--format", "-f", help="console (a table on a terminal) or json (schema triage/1)."),
+    ] = Format.console,
+    grace: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a change may take to reach the index without Kafka evidence (default: settings)."
+        ),
+    ] = None,
+    settle: Annotated[
+        float,
+        typer.Option(help="Seconds after a write during which a missing MCL may still be on its way."),
+    ] = 10.0,
     debug: DebugOpt = False,
 ) -> None:
-    """ "I can't find my dataset": walk one entity from its rows to its search doc.
+    """ "I can't find my dataset": walk one entity from its rows to its search document.
 
-    Checks, in order: the version-0 rows, its MCLs on the urn's partition, the MAE group's
-    position, the entity document, its searchable fields, system metadata and edges; prints
-    the first boundary where the expected state is missing. Read-only. Exit code 0 if every
-    boundary holds, 1 if one breaks.
+    Boundaries, in order: the version-0 rows (versions, createdon, createdby, runId,
+    soft delete); the MCL of each aspect's latest change (found from the change time with
+    offsets-for-times on the urn's partition); the MAE group's position there (status, ETA);
+    the entity document field by field; its system-metadata docs; its edges. The first
+    broken boundary is named with the scan's verdicts, with the `auditor rebuild` command
+    that repairs it. An unknown urn gets near matches (case, URL-encoding, whitespace, another
+    platform or origin). Works with only the database and the index reachable and says what
+    it could not check. Read-only (the state file is read, never written).
+
+    Exit codes: 0 consistent or in flight; 1 diverged or unreadable rows; 2 not a urn, or a
+    urn neither the table nor the index knows; 3 a backend failed; 4 the consumer is stalled.
     """
 
     def go() -> int:
+        from auditor.core.urn_text import normalize
+        from auditor.core.urns import UrnError
+        from auditor.errors import ConfigError
+
+        try:  # refused before anything heavy is imported or connected
+            normalize(urn)
+        except UrnError as exc:
+            raise ConfigError(
+                f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
+            ) from None
         from auditor.api import triage as run_triage
-        from auditor.reports.commands import finding_commands, finding_rebuild
-        from auditor.reports.escape import console_markup, console_text, shell_line
+        from auditor.reports.triage_report import render_console, render_json
 
         settings = load(config, store_url, search_url, kafka, schema_registry, index_prefix)
-        result = run_triage(settings, urn)
-        console = stdout_console()
-        console.print(f"[bold]{console_markup(urn)}[/]", highlight=False, emoji=False)
-        for step in result.steps:
-            mark = {True: "[green]ok[/]  ", False: "[red]BROKEN[/]", None: "[dim]--[/]  "}[step.ok]
-            console.print(f"  {mark} {console_markup(step.name)}: ", end="", highlight=False, emoji=False)
-            console.print(console_text(step.detail), markup=False, highlight=False, emoji=False)
-        broken = result.first_break
-        if broken is None:
-            console.print("[green]every boundary holds[/]")
-            return 0
-        console.print(
-            f"[red bold]first break: {console_markup(broken.name)}[/]", highlight=False, emoji=False
-        )
-        for c in result.findings:
-            commands = [finding_rebuild(c)] + finding_commands(c, group=settings.mae_consumer_group)
-            shown = [console_text(shell_line(command)) for command in commands if command]
-            for label, command in zip(("to repair:", "or:"), shown, strict=False):
-                console.print(f"  {label} {command}", markup=False, highlight=False, emoji=False)
-            if shown:
-                break
-        return 1
+        result = run_triage(settings, urn, grace, settle)
+        if fmt == Format.json:
+            write(None, render_json(result, settings.mae_consumer_group))
+        else:
+            render_console(result, stdout_console(), settings.mae_consumer_group)
+        return result.exit_code
 
     run(debug, go)

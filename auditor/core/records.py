@@ -86,5 +86,3 @@ class MclHit:
     aspect: str | None  # None when the value could not be decoded (no registry)
     change_type: str | None
     value: bytes | None = None  # the aspect's JSON as published (None: not decoded)
-
-

@@ -36,19 +36,48 @@ def start_window(events: Events, topics: Sequence[str], group: str) -> ConsumerV
     return ConsumerView(group, events.sample(topics, group))
 
 
+# how often a window that has not seen a lagging partition move is sampled again
+RESAMPLE_SECONDS = 0.25
+
+
+def _unmoved(first: list[OffsetSample], last: list[OffsetSample], watch: set[tuple[str, int]] | None) -> bool:
+    """A watched partition with lag, members and no committed progress since the window opened."""
+    before = {(s.topic, s.partition): s.committed for s in first}
+    return any(
+        (watch is None or (s.topic, s.partition) in watch)
+        and s.members
+        and s.committed is not None
+        and s.end > s.committed
+        and before.get((s.topic, s.partition)) == s.committed
+        for s in last
+    )
+
+
 def close_window(
     events: Events,
     view: ConsumerView,
     topics: Sequence[str],
     min_window: float,
     previous: dict[tuple[str, int], OffsetSample],
+    max_window: float | None = None,
+    watch: set[tuple[str, int]] | None = None,
 ) -> ConsumerView:
-    """Second sample, at least `min_window` seconds after the first; then the positions."""
+    """Second sample, at least `min_window` seconds after the first; then the positions.
+
+    With `max_window`, a window in which a lagging partition has not moved yet is sampled
+    again (every RESAMPLE_SECONDS) up to `max_window`: a consumer that commits once a
+    second is told from a stalled one without making every short window long. `watch`: the
+    partitions that matter (None: all).
+    """
     if view.first:
         wait = min_window - (time.time() - view.first[0].taken_at)
         if wait > 0:
             time.sleep(wait)
     view.last = events.sample(topics, view.group)
+    if view.first and max_window is not None:
+        while _unmoved(view.first, view.last, watch) and time.time() - view.first[0].taken_at < max_window:
+            time.sleep(RESAMPLE_SECONDS)
+            view.last = events.sample(topics, view.group)
     first = {(s.topic, s.partition): s for s in view.first}
     rates = owner_rates(first, view.last)
     lagging: dict[str, int] = {}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events, Search, State, Store
 from auditor.core.model import Report, Selection
 from auditor.core.registry import Registry
+from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
 from auditor.scan.evidence import start_window
 from auditor.scan.join import JoinResult, Progress, Scanner
@@ -27,6 +29,9 @@ class ScanOptions:
     max_findings: int = 10_000  # findings kept in detail (all are counted)
     use_state: bool = True
     visibility: float | None = None  # a committed write is searchable this much later
+    # sample again (up to this long) while a lagging partition has not moved: tells a consumer
+    # that commits once a second from a stalled one in a short window (None: never)
+    max_window: float | None = None
 
 
 @dataclass(frozen=True)
@@ -65,15 +70,8 @@ def run_scan(
 ) -> Report:
     """Scan `report.scope`: the join's findings are candidates, re-observed in causal order."""
     selection = report.scope
-    kafka = open_window(backends, options, target, report.warnings)
-    scanner = Scanner(
-        backends.store,
-        backends.search,
-        registry,
-        index_prefix=target.index_prefix,
-        index_overrides=dict(target.entity_indices),
-        now=report.started_at,
-    )
+    kafka = open_window(backends, options, target, report.warnings, selection.urns)
+    scanner = scanner_for(backends, registry, target, report.started_at)
     joined = scanner.run(selection, progress)
     record_join(report, joined)
     if log and joined.findings:
@@ -93,8 +91,26 @@ def run_scan(
     return report
 
 
+def scanner_for(
+    backends: ScanBackends, registry: Registry, target: ScanTarget, now: datetime | None = None
+) -> Scanner:
+    """The join over the target's indices (a full rebuild's new index in place of the live one)."""
+    return Scanner(
+        backends.store,
+        backends.search,
+        registry,
+        index_prefix=target.index_prefix,
+        index_overrides=dict(target.entity_indices),
+        now=now,
+    )
+
+
 def open_window(
-    backends: ScanBackends, options: ScanOptions, target: ScanTarget, warnings: list[str]
+    backends: ScanBackends,
+    options: ScanOptions,
+    target: ScanTarget,
+    warnings: list[str],
+    report_urns: tuple[str, ...] = (),
 ) -> KafkaSide | None:
     """The first offset sample, before the join (None: no Kafka, the verdicts get weaker)."""
     events = backends.events
@@ -109,7 +125,20 @@ def open_window(
         warnings.append(f"{exc}: {WEAKER}")
         return None
     previous = backends.state.previous_samples(target.group)
-    return KafkaSide(events, view, topics, target.versioned_topic, window, previous, partitions)
+    watch = None
+    if report_urns and partitions:
+        watch = {(target.versioned_topic, urn_partition(u, partitions)) for u in report_urns}
+    return KafkaSide(
+        events,
+        view,
+        topics,
+        target.versioned_topic,
+        window,
+        previous,
+        partitions,
+        max_window=options.max_window,
+        watch=watch,
+    )
 
 
 def record_join(report: Report, joined: JoinResult) -> None:

@@ -183,15 +183,3 @@ def test_scroll_reads_what_point_in_time_reads(broken: tuple[World, set[str]]) -
     )
 
 
-def test_triage_names_the_first_broken_boundary(broken: tuple[World, set[str]]) -> None:
-    world, targets = broken
-    dropped = world.of_type("dataset")[0].urn  # drop_mcl's target
-    healthy = world.of_type("dataset")[2].urn
-    assert dropped in targets and healthy not in targets
-    out = cli(world, "triage", dropped)
-    assert out.returncode == 1, out.stderr
-    assert "first break: searchable fields" in out.stdout
-    assert "event_never_published" in out.stdout
-    ok = cli(world, "triage", healthy)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "every boundary holds" in ok.stdout

@@ -55,6 +55,10 @@ class FakeStore:
                 continue
             yield self.entities[urn]
 
+    def versions(self, urn: str) -> dict[str, tuple[int, str | None]]:
+        entity = self.entities.get(urn)
+        return {a: (1, "urn:li:corpuser:fake") for a in entity.rows} if entity else {}
+
     def count_changed_since(self, entity_type: str, since: datetime) -> int:
         return sum(
             1

@@ -248,24 +248,36 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
     import auditor.api
     import auditor.settings
     from auditor.cli import app
+    from auditor.core.triage import Boundary, Status, Step, TriageResult
     from auditor.errors import ConfigError
-    from auditor.triage import Step, Triage
 
     finding = Finding(
         "index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", repairs=(RepairKind.REPLAY_ASPECT,)
     )
     found = Classified(finding, Verdict.DIVERGED, "event_never_published", Evidence(ERROR))
-    steps = [Step(f"document in {ETYPE}index_v2", False, ERROR)]
+    steps = [
+        Step(Boundary.ROWS, Status.OK, f"rows of {ETYPE}", {"present": True}),
+        Step(Boundary.PUBLISHED, Status.BROKEN, ERROR, problems=[ERROR]),
+    ]
     settings = auditor.settings.Settings()
     monkeypatch.setattr(auditor.settings, "load_settings", lambda *args, **kwargs: settings)
-    monkeypatch.setattr(auditor.api, "triage", lambda settings, urn: Triage(urn, steps, [found]))
-    done = CliRunner().invoke(app, ["triage", URN])
-    assert done.exit_code == 1, done.output
-    for text in (URN, f"document in {ETYPE}index_v2", ERROR):
-        assert visible(text) in done.stdout
+    result = TriageResult(URN, URN, steps=steps, findings=[found])
+    monkeypatch.setattr(auditor.api, "triage", lambda settings, urn, grace, settle: result)
+    for fmt in ("console", "json"):
+        done = CliRunner().invoke(app, ["triage", URN, "--format", fmt])
+        assert done.exit_code == 1, done.output
+        if fmt == "json":
+            data = json.loads(done.stdout)
+            assert data["urn"] == URN and data["boundaries"][1]["problems"] == [ERROR]
+            assert data["first_break"] == {"boundary": "MCL published", "status": "broken"}
+            assert data["repair"][0].startswith("auditor rebuild replay --urn ")
+            continue
+        for text in (URN, f"rows of {ETYPE}", ERROR):
+            assert visible(text) in done.stdout
+        assert "first break at MCL published: diverged/event_never_published" in done.stdout
     assert "\x1b" not in done.stdout and not UNSPELLED.search(done.stdout) and ":smile:" in done.stdout
 
-    def fail(settings: object, urn: str) -> None:
+    def fail(settings: object, urn: str, grace: object, settle: object) -> None:
         raise ConfigError(f"no such urn {urn}", hint=ERROR)
 
     monkeypatch.setattr(auditor.api, "triage", fail)

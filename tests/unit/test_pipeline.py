@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,8 +15,9 @@ from auditor.core.model import Classified, Evidence, Finding, Kind, RepairKind, 
 from auditor.core.naming import document_id
 from auditor.core.plan import RepairAction, plan
 from auditor.core.projection import project_entity
-from auditor.core.records import MclHit
+from auditor.core.records import MclHit, OffsetSample
 from auditor.core.registry import Registry
+from auditor.scan import reobserve
 from auditor.scan.join import Scanner
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 
@@ -77,12 +79,73 @@ def test_a_stale_doc_read_in_causal_order_is_diverged(registry: Registry) -> Non
     (c,) = report.findings
     assert (c.verdict, c.subkind) == (Verdict.DIVERGED, "stale_fields")
     assert "consumed but not applied" in c.evidence.reason and c.evidence.mcl_offset == 5
-    # the join (rows and docs at once), then: rows, offsets, docs, rows
-    assert log[-4:] == ["rows", "offsets", f"docs {INDEX}", "rows"]
+    # the join (rows and docs at once), then a quick round and one after the visibility
+    # wait (a diverged verdict needs it), each: rows, offsets, docs, rows
+    assert log[-8:] == ["rows", "offsets", f"docs {INDEX}", "rows"] * 2
     seen = c.evidence.observed
-    assert seen is not None and seen.settled and seen.rounds == 1
+    assert seen is not None and seen.settled and seen.rounds == 2
     assert seen.rows_read_at <= seen.offsets_sampled_at <= seen.docs_read_at <= seen.rows_confirmed_at  # type: ignore[operator]
     assert report.exit_code == 1
+
+
+class SleepLog(list[float]):
+    """The sleeps a re-observation asked for (and did not take)."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+class RememberingState(FakeState):
+    """A state file whose last scan sampled the group at `committed`, a minute ago."""
+
+    def __init__(self, committed: int) -> None:
+        super().__init__()
+        self.committed = committed
+
+    def previous_samples(self, group: str) -> dict[tuple[str, int], OffsetSample]:
+        topic = ScanTarget().versioned_topic
+        return {(topic, 0): OffsetSample(topic, 0, self.committed, 0, 10, 1, time.time() - 60)}
+
+
+def waited_scan(
+    registry: Registry, events: FakeEvents, state: FakeState, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Report, SleepLog]:
+    sleeps = SleepLog()
+    monkeypatch.setattr(reobserve.time, "sleep", sleeps)
+    store = FakeStore([rows(A, tag("a"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
+    options = ScanOptions(sample_window=0, visibility=5.0, settle=0, grace=300)
+    report = Report(started_at=T0 + timedelta(days=1), scope=Selection())
+    run_scan(ScanBackends(store, search, events, state), registry, report, options, ScanTarget())
+    return report, sleeps
+
+
+def test_a_pending_mcl_is_judged_without_the_visibility_wait(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = FakeEvents(committed=5, end=10, hits=[consumed(A, tag("a"), 7)])
+    report, sleeps = waited_scan(registry, events, FakeState(), monkeypatch)
+    (c,) = report.findings
+    assert c.verdict == Verdict.STALLED and c.evidence.mcl_offset == 7  # the fake group never moves
+    assert not [s for s in sleeps if s > 0.5], sleeps
+
+
+def test_a_would_be_divergence_waits_for_visibility_unless_nothing_was_consumed_since(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def hits() -> list[MclHit]:
+        return [consumed(A, tag("a"), 5)]
+
+    report, sleeps = waited_scan(registry, FakeEvents(10, 10, hits()), FakeState(), monkeypatch)
+    assert report.findings[0].verdict == Verdict.DIVERGED
+    assert max(sleeps) > 4.5, sleeps  # the write consumed just before the sample may not show yet
+    # the last scan saw the group at the same offset a minute ago: every write is long visible
+    report, sleeps = waited_scan(registry, FakeEvents(10, 10, hits()), RememberingState(10), monkeypatch)
+    assert report.findings[0].verdict == Verdict.DIVERGED
+    assert not [s for s in sleeps if s > 0.5], sleeps
+    # it saw an older offset: something was consumed since, the wait is back
+    report, sleeps = waited_scan(registry, FakeEvents(10, 10, hits()), RememberingState(8), monkeypatch)
+    assert max(sleeps) > 4.5, sleeps
 
 
 def test_a_doc_the_consumer_writes_during_the_scan_converges(registry: Registry) -> None:
@@ -115,7 +178,7 @@ def test_a_row_written_during_the_reobservation_is_judged_on_the_new_row(registr
 
     def live_write(s: FakeStore) -> None:
         reads.append(1)
-        if len(reads) == 3:  # the re-read after the docs, in the first round: a new value
+        if len(reads) == 3:  # the re-read after the docs, in the quick round: a new value
             s.entities[A] = rows(A, tag("a", "v2"), T0 + timedelta(seconds=1))
 
     store.before_read = live_write
@@ -136,7 +199,8 @@ def test_an_entity_written_in_every_round_stays_in_flight(registry: Registry) ->
     store.before_read = always
     report = scan(store, search, FakeEvents(committed=10, end=10), registry)
     (c,) = report.findings
-    assert c.verdict == Verdict.IN_FLIGHT and "changed during each of 3 re-reads" in c.evidence.reason
+    # the quick round and the three waited ones
+    assert c.verdict == Verdict.IN_FLIGHT and "changed during each of 4 re-reads" in c.evidence.reason
     assert c.evidence.observed is not None and not c.evidence.observed.settled
     assert report.exit_code == 0
 
