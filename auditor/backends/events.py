@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.backends.avro_wire import WireDecoder
 from auditor.backends.protocols import Capability
 from auditor.core.records import MclHit, OffsetSample
 from auditor.errors import BackendUnavailable
@@ -47,16 +48,15 @@ class EventLog:
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
                 "auto.offset.reset": "earliest",
+                # bounded reads only: a fetch left waiting at a log's end (500 ms by default)
+                # would hold up the next assignment's first read by as much
+                "fetch.wait.max.ms": 20,
             }
         )
         self._partitions: dict[str, int] = {}
-        self._deserializer: Any = None
+        self._decode: WireDecoder | None = None
         if registry_url:
-            from confluent_kafka.schema_registry import SchemaRegistryClient
-            from confluent_kafka.schema_registry.avro import AvroDeserializer
-
-            registry = SchemaRegistryClient({"url": registry_url})
-            self._deserializer = AvroDeserializer(registry)
+            self._decode = WireDecoder(registry_url, timeout)
             self.description += f" (registry {redact_url(registry_url)})"
 
     def close(self) -> None:
@@ -187,8 +187,6 @@ class EventLog:
         cap: int = 200_000,
     ) -> tuple[list[MclHit], bool]:
         """MCLs keyed by one of `urns` in [start, stop); and whether the range was read whole."""
-        from confluent_kafka.serialization import MessageField, SerializationContext
-
         keys = {u.encode("utf-8"): u for u in urns}
         hits: list[MclHit] = []
         read = 0
@@ -198,9 +196,9 @@ class EventLog:
             if urn is None:
                 continue
             aspect = change = payload = None
-            if self._deserializer is not None:
+            if self._decode is not None:
                 try:
-                    value = self._deserializer(msg.value(), SerializationContext(topic, MessageField.VALUE))
+                    value = self._decode(msg.value())
                     aspect, change = value.get("aspectName"), value.get("changeType")
                     payload = (value.get("aspect") or {}).get("value")
                 except Exception:

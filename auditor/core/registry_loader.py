@@ -1,10 +1,18 @@
-"""Reads the acryl-datahub wheel's annotated .avsc schemas into a Registry (cached per process)."""
+"""Reads the acryl-datahub wheel's annotated .avsc schemas into a Registry.
+
+Cached per process, and on disk (`$XDG_CACHE_HOME/auditor/`, else `~/.cache/auditor/`) keyed by
+the schema files' names, sizes and times and by this code's own, so a one-shot command such as
+`auditor triage` does not re-walk 270 schemas at every start (about 0.1 s saved).
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
+import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +52,45 @@ def _wheel_schemas_dir() -> Path:
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(directory: str) -> Registry:
-    return load_registry(Path(directory))
+    path = _cache_path(Path(directory))
+    if path is not None:
+        try:
+            with path.open("rb") as handle:
+                cached = pickle.load(handle)  # written by this function, below, in the user's own cache
+            if isinstance(cached, Registry):
+                return cached
+        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            pass
+    registry = load_registry(Path(directory))
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(registry, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home: parse every time
+    return registry
+
+
+def _cache_path(directory: Path) -> Path | None:
+    """Where the parsed registry of `directory` is kept (None: no usable cache directory)."""
+    base = os.environ.get("XDG_CACHE_HOME") or (Path.home() / ".cache" if Path.home().exists() else None)
+    if base is None:
+        return None
+    digest = hashlib.sha256()
+    code = [
+        Path(__file__),
+        Path(__file__).with_name("registry.py"),
+        Path(__file__).with_name("schema_walker.py"),
+    ]
+    try:
+        for f in [*code, *sorted(directory.glob("*.avsc"))]:
+            st = f.stat()
+            digest.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    except OSError:
+        return None
+    return Path(base) / "auditor" / f"registry-{digest.hexdigest()[:24]}.pickle"
 
 
 def load_registry(directory: Path) -> Registry:

@@ -61,10 +61,16 @@ def look_up(
     if not complete:
         start = end - cap
     hits, whole = events.find(topic, partition, {rows.urn}, start, end, cap)
-    oldest = events.message_time(topic, partition, low) if low < end else None
-    window = events.message_time(topic, partition, start) if start < end else None
     decoded = any(h.aspect is not None for h in hits) or not hits
-    out = Published(topic, partition, start, end, complete and whole, decoded, oldest, window, hits=len(hits))
+    out = Published(topic, partition, start, end, complete and whole, decoded, None, None, hits=len(hits))
+    times: dict[int, datetime | None] = {}
+
+    def time_at(offset: int) -> datetime | None:
+        """A message's timestamp, read only when an aspect's MCL is missing (one fetch each)."""
+        if offset not in times:
+            times[offset] = events.message_time(topic, partition, offset) if offset < end else None
+        return times[offset]
+
     for aspect, changed in sorted(changes.items()):
         metadata = rows.rows[aspect].metadata
         own = None
@@ -76,9 +82,12 @@ def look_up(
                 own = hit
         if own is not None:
             out.own[aspect] = own
-        elif not out.complete and window is not None and changed < window:
-            out.older.append(aspect)
-        elif oldest is not None and changed < oldest:
+            continue
+        window = time_at(start) if not out.complete else None
+        # messages older than the earliest change are kept: the change is within retention
+        oldest = time_at(low) if start <= low else None
+        out.window_start, out.oldest = window, oldest
+        if (window is not None and changed < window) or (oldest is not None and changed < oldest):
             out.older.append(aspect)
         else:
             out.missing.append(aspect)
