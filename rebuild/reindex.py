@@ -17,6 +17,7 @@ from typing import Any
 from auditor.backends.index_writer import BulkItem, IndexWriter
 from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
+from auditor.backends.store import row_fingerprint
 from auditor.core.model import Selection
 from auditor.core.naming import document_id, entity_index, graph_index, system_metadata_index
 from auditor.core.projection import COMPARED_EDGE_TYPES
@@ -71,11 +72,10 @@ class Reindexer:
             batch = todo[i : i + self.batch]
             rows = self._rows(batch)
             self._write(batch, rows)
-            again = self._rows(batch)
-            changed = [u for u in batch if again.get(u) != rows.get(u)]
+            changed = self._changed(batch, rows)
             if changed:  # written while we wrote: build those again from their newer rows
                 ck.count("rewritten_again", len(changed))
-                self._write(changed, again)
+                self._write(changed, self._rows(changed))
             ck.last_urn = batch[-1]
             if ck.track_touched:
                 ck.touched.extend(batch)
@@ -89,6 +89,16 @@ class Reindexer:
 
     def _rows(self, urns: list[str]) -> dict[str, EntityRows]:
         return {e.urn: e for e in self.store.stream_entities(urns=tuple(urns))}
+
+    def _changed(self, urns: list[str], rows: dict[str, EntityRows]) -> list[str]:
+        """The urns whose rows differ now from `rows` (by fingerprint: no JSON read twice)."""
+        now: dict[str, dict[str, Any]] = {}
+        for (urn, aspect), seen in self.store.fingerprints(tuple(urns)).items():
+            now.setdefault(urn, {})[aspect] = seen
+        before = {
+            urn: {a: row_fingerprint(r) for a, r in entity.rows.items()} for urn, entity in rows.items()
+        }
+        return [u for u in urns if now.get(u) != before.get(u)]
 
     def _existing(
         self, index: str, field: str, urns: list[str]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from auditor.backends.producer import MclProducer
 from auditor.backends.protocols import Store
+from auditor.backends.store import row_fingerprint
 from auditor.core.records import AspectRow
 from auditor.errors import BackendUnavailable
 from auditor.rebuild.checkpoint import Checkpoint
@@ -100,17 +101,29 @@ class Replayer:
         self.checkpoint.count("failed", len(todo))
 
     def _guard(self, rows: list[tuple[str, AspectRow]]) -> None:
-        """Rows written since they were read are produced again, after the newer write's MCL."""
+        """Rows written since they were read are produced again, after the newer write's MCL.
+
+        Compared by fingerprint (createdon and a digest the database computes); only the rows
+        that changed are read whole again.
+        """
         urns = tuple(sorted({u for u, _ in rows}))
-        now = {e.urn: e for e in self.store.stream_entities(urns=urns)}
+        now = self.store.fingerprints(urns)
+        moved: set[str] = set()
+        for urn, row in rows:
+            seen = now.get((urn, row.aspect))
+            if seen is None:  # deleted meanwhile: its delete MCL may now sit before ours
+                self.checkpoint.count("deleted_meanwhile")
+            elif seen != row_fingerprint(row):
+                moved.add(urn)
+        if not moved:
+            return
+        newer = {e.urn: e for e in self.store.stream_entities(urns=tuple(sorted(moved)))}
         changed = []
         for urn, row in rows:
-            entity = now.get(urn)
-            newer = entity.rows.get(row.aspect) if entity is not None else None
-            if newer is None:  # deleted meanwhile: its delete MCL may now sit before ours
-                self.checkpoint.count("deleted_meanwhile")
-            elif newer != row:
-                changed.append((urn, newer))
+            entity = newer.get(urn)
+            current = entity.rows.get(row.aspect) if entity is not None else None
+            if urn in moved and current is not None and current != row:
+                changed.append((urn, current))
         if changed:
             self.checkpoint.count("produced_again", len(changed))
             self._deliver(changed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,7 +42,18 @@ def main() -> None:
     # opensearch-py imports its asyncio client when aiohttp is installed (about 0.1 s at every
     # start); the command line never uses it. Only this process is affected, not the Python API.
     sys.modules.setdefault("aiohttp", None)  # type: ignore[arg-type]
+    sys.unraisablehook = _log_unraisable
     app()
+
+
+def _log_unraisable(unraisable: Any) -> None:
+    """A driver's cleanup failing after its connection was lost (PyMySQL's cursor finaliser,
+    say) goes to the log (`--debug`), not onto the screen: the error itself was reported."""
+    import logging
+
+    logging.getLogger("auditor.cleanup").debug(
+        "ignored in %r: %s", unraisable.object, unraisable.exc_value, exc_info=None
+    )
 
 
 # the commands register themselves on `app` / `report_app`, listed in --help in this order

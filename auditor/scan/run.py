@@ -87,6 +87,12 @@ def run_scan(
         classified = confirm(classified, options.confirm, scanner, report)
     if options.use_state:
         record_findings(backends.state, seen, selection, report)
+    resumed = getattr(backends.store, "resumed", 0)
+    if resumed:
+        report.warnings.append(
+            f"the database connection was lost {resumed} time(s) during the scan; each read resumed "
+            "after the last row it had read (nothing skipped, nothing read twice)"
+        )
     finish(report, classified, options.max_findings)
     return report
 

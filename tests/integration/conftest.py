@@ -204,3 +204,22 @@ def scratch_databases(endpoints: Endpoints, prefix: str) -> Iterator[dict[str, s
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name}{force}"))
         admin.dispose()
+
+
+@pytest.fixture
+def scratch_table(engine: Engine) -> Iterator[str]:
+    """An empty copy of DataHub's aspect table (same DDL), dropped afterwards."""
+    from sandbox.naming import ASPECT_TABLE
+
+    create_schema(engine)
+    name = f"scratch_{uuid.uuid4().hex[:10]}"
+    like = (
+        f"(LIKE {ASPECT_TABLE} INCLUDING ALL)"
+        if engine.dialect.name == "postgresql"
+        else f"LIKE {ASPECT_TABLE}"
+    )
+    with engine.begin() as conn:
+        conn.execute(text(f"CREATE TABLE {name} {like}"))
+    yield name
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE {name}"))

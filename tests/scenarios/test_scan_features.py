@@ -181,5 +181,3 @@ def test_scroll_reads_what_point_in_time_reads(broken: tuple[World, set[str]]) -
     assert [d[1]["urn"] for d in with_pit if "dataset" in d[1]["urn"]] == sorted(
         d[1]["urn"] for d in with_pit if "dataset" in d[1]["urn"]
     )
-
-

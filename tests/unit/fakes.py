@@ -55,6 +55,19 @@ class FakeStore:
                 continue
             yield self.entities[urn]
 
+    def fingerprints(self, urns: tuple[str, ...]) -> dict[tuple[str, str], tuple[Any, str]]:
+        from auditor.backends.store import row_fingerprint
+
+        if self.before_read is not None:
+            self.before_read(self)
+        self.log.append("fingerprints")
+        return {
+            (u, a): row_fingerprint(r)
+            for u in urns
+            if u in self.entities
+            for a, r in self.entities[u].rows.items()
+        }
+
     def versions(self, urn: str) -> dict[str, tuple[int, str | None]]:
         entity = self.entities.get(urn)
         return {a: (1, "urn:li:corpuser:fake") for a in entity.rows} if entity else {}
