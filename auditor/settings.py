@@ -106,15 +106,43 @@ def redact_url(url: str) -> str:
     return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+# settings that may hold a secret: each can also be read from a file (`<VAR>_FILE` in the
+# environment, `<key>_file` in the TOML file), as container secrets are mounted
+SECRETS = ("store_url", "search_password", "kafka_sasl_password", "schema_registry_url")
+
+
+def _flatten(data: dict[str, Any], prefix: str = "", spelled: dict[str, str] | None = None) -> dict[str, Any]:
+    """`[store] url = ...` -> `store_url`; `spelled` keeps each flat key's own spelling for errors."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}".replace("-", "_")
         if isinstance(value, dict):
-            out.update(_flatten(value, f"{name}_"))
+            out.update(_flatten(value, f"{name}_", spelled))
+            if spelled is not None:
+                for inner in list(spelled):
+                    if inner.startswith(f"{name}_") and spelled[inner].count(".") == 0:
+                        spelled[inner] = f"{key}.{spelled[inner]}"
         else:
             out[name] = value
+            if spelled is not None:
+                spelled[name] = str(key)
     return out
+
+
+def _read_secret(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot read the secret file {path}: {exc.strerror}") from None
+
+
+def _nearest(name: str) -> str | None:
+    """The valid key closest to a misspelt one (`<secret>_file` keys included)."""
+    from difflib import get_close_matches
+
+    keys = [*Settings.model_fields, *(f"{k}_file" for k in SECRETS)]
+    found = get_close_matches(name, keys, n=1, cutoff=0.6)
+    return found[0] if found else None
 
 
 def load_settings(
@@ -122,22 +150,49 @@ def load_settings(
     env: dict[str, str] | None = None,
     **flags: Any,
 ) -> Settings:
-    """Merge defaults < file (`[store] url = ...` or flat keys) < environment < flags."""
+    """Merge defaults < file (`[store] url = ...` or flat keys) < environment < flags.
+
+    A secret may come from a file instead: `AUDITOR_STORE_URL_FILE=/run/secrets/db` (any of a
+    secret's variables with `_FILE`), or `url_file = "..."` in the TOML file.
+    """
     merged: dict[str, Any] = {}
-    path = config_file or (env or os.environ).get("AUDITOR_CONFIG")
+    spelled: dict[str, str] = {}
+    environ = os.environ if env is None else env
+    path = config_file or environ.get("AUDITOR_CONFIG")
     if path:
         try:
             with open(path, "rb") as handle:
-                merged.update(_flatten(tomllib.load(handle)))
+                merged.update(_flatten(tomllib.load(handle), spelled=spelled))
         except FileNotFoundError:
             raise ConfigError(f"configuration file not found: {path}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"configuration file {path} is not valid TOML: {exc}") from None
-    environ = os.environ if env is None else env
+        for name in SECRETS:
+            file_key = f"{name}_file"
+            if file_key in merged:
+                merged[name] = _read_secret(
+                    str(merged.pop(file_key)), f"{path}: {spelled.get(file_key, file_key)}"
+                )
+        unknown = sorted(k for k in merged if k not in Settings.model_fields)
+        if unknown:
+            hints = []
+            for key in unknown:
+                near = _nearest(key)
+                shown = spelled.get(key, key)
+                hints.append(
+                    f"{shown!r}" + (f" (did you mean {_spell_like(near, shown)!r}?)" if near else "")
+                )
+            raise ConfigError(
+                f"configuration file {path}: unknown key {', '.join(hints)}",
+                hint="every key is listed in docs/auditor.example.toml",
+            )
     for name, names in ENV_NAMES.items():
         for var in names:
             if environ.get(var):
                 merged[name] = environ[var]
+                break
+            if name in SECRETS and environ.get(f"{var}_FILE"):
+                merged[name] = _read_secret(environ[f"{var}_FILE"], f"{var}_FILE")
                 break
     merged.update({k: v for k, v in flags.items() if v is not None})
     try:
@@ -145,3 +200,12 @@ def load_settings(
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _spell_like(field: str, shown: str) -> str:
+    """`store_url` shown as `store.url` when the user wrote a section."""
+    if "." in shown:
+        section = shown.split(".", 1)[0]
+        if field.startswith(f"{section}_"):
+            return f"{section}.{field[len(section) + 1 :]}"
+    return field

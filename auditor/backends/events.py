@@ -55,6 +55,8 @@ class EventLog:
         )
         self._partitions: dict[str, int] = {}
         self._decode: WireDecoder | None = None
+        self.decode_failures = 0  # MCLs of interest whose value could not be decoded
+        self.decode_error: str | None = None
         if registry_url:
             self._decode = WireDecoder(registry_url, timeout)
             self.description += f" (registry {redact_url(registry_url)})"
@@ -201,8 +203,9 @@ class EventLog:
                     value = self._decode(msg.value())
                     aspect, change = value.get("aspectName"), value.get("changeType")
                     payload = (value.get("aspect") or {}).get("value")
-                except Exception:
-                    pass
+                except Exception as exc:  # undecoded: matched by time, and the scan says so
+                    self.decode_failures += 1
+                    self.decode_error = self.decode_error or str(exc)[:200]
             hits.append(MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload))
         # the read stops early only at the cap (or at the end of the log)
         return hits, read < cap

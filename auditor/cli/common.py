@@ -18,7 +18,7 @@ EXIT_CODES = """Exit codes: 0 no persistent divergence (in-flight findings allow
 divergence (or unreadable rows) found; 2 usage or configuration error; 3 could not complete (a
 backend down or failing); 4 the MAE consumer is stalled (findings wait on it, none diverged)."""
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, also in a log (the terminal wraps)
 
 
 class Format(StrEnum):

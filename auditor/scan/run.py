@@ -87,6 +87,13 @@ def run_scan(
         classified = confirm(classified, options.confirm, scanner, report)
     if options.use_state:
         record_findings(backends.state, seen, selection, report)
+    undecoded = getattr(backends.events, "decode_failures", 0)
+    if undecoded:
+        why = getattr(backends.events, "decode_error", None) or "unknown error"
+        report.warnings.append(
+            f"{undecoded} MCL(s) could not be decoded ({why}): their changes were matched by time, "
+            "not by value (weaker evidence; is the schema registry reachable?)"
+        )
     resumed = getattr(backends.store, "resumed", 0)
     if resumed:
         report.warnings.append(

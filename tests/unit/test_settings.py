@@ -56,3 +56,35 @@ def test_the_documented_example_config_loads() -> None:
     assert s.schema_registry_url == "http://schema-registry:8081"
     assert s.mae_consumer_group == "generic-mae-consumer-job-client"
     assert s.mcl_versioned_topic == "MetadataChangeLog_Versioned_v1"
+
+
+def test_a_misspelt_key_is_named_with_the_nearest_valid_one(tmp_path) -> None:
+    config = tmp_path / "typo.toml"
+    config.write_text('grace_secnds = 4\n[store]\nulr = "x"\n[search]\npasword_file = "/run/x"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, env={})
+    said = str(caught.value)
+    assert "'store.ulr' (did you mean 'store.url'?)" in said
+    assert "'grace_secnds' (did you mean 'grace_seconds'?)" in said
+    assert "'search.pasword_file' (did you mean 'search.password_file'?)" in said
+    assert caught.value.hint and "auditor.example.toml" in caught.value.hint
+
+
+def test_secrets_are_read_from_files_never_echoed(tmp_path) -> None:
+    db = tmp_path / "db"
+    db.write_text("postgresql+psycopg://u:filepw@h/db\n")
+    es = tmp_path / "es"
+    es.write_text("espw")
+    config = tmp_path / "auditor.toml"
+    config.write_text(f'[search]\nurl = "http://h:9200"\npassword_file = "{es}"\n')
+    s = load_settings(
+        config, env={"AUDITOR_STORE_URL_FILE": str(db), "KAFKA_SCHEMAREGISTRY_URL_FILE": str(db)}
+    )
+    assert s.store_url is not None and s.store_url.get_secret_value() == "postgresql+psycopg://u:filepw@h/db"
+    assert s.search_password is not None and s.search_password.get_secret_value() == "espw"
+    assert "filepw" not in repr(s) + str(s.describe()) and "espw" not in repr(s)
+    # DataHub's own variable names take a _FILE too; a missing file is a clear error
+    s = load_settings(env={"ELASTICSEARCH_PASSWORD_FILE": str(es)})
+    assert s.search_password is not None and s.search_password.get_secret_value() == "espw"
+    with pytest.raises(ConfigError, match="AUDITOR_STORE_URL_FILE: cannot read the secret file"):
+        load_settings(env={"AUDITOR_STORE_URL_FILE": str(tmp_path / "absent")})

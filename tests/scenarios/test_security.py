@@ -1,0 +1,87 @@
+"""The scan with a read-only database user (the grants docs/reliability.md gives), on
+PostgreSQL and MariaDB: it completes, finds what is wrong, and that user cannot write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from faults import drop_mcl
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from world import World
+
+from sandbox.naming import ASPECT_TABLE
+
+pytestmark = pytest.mark.integration
+
+
+def read_only_user(world: World) -> tuple[str, str, str]:
+    """A user granted SELECT on the aspect table only; its URL, name and password."""
+    name, password = f"ro_{uuid.uuid4().hex[:8]}", f"ro-{uuid.uuid4().hex}"
+    url = make_url(world.endpoints.store_url(world.store_name))
+    with world.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        if world.engine.dialect.name == "postgresql":
+            conn.execute(text(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'"))
+            conn.execute(text(f"GRANT CONNECT ON DATABASE {url.database} TO {name}"))
+            conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {name}"))
+            conn.execute(text(f"GRANT SELECT ON {ASPECT_TABLE} TO {name}"))
+        else:
+            conn.execute(text(f"CREATE USER '{name}'@'%' IDENTIFIED BY '{password}'"))
+            conn.execute(text(f"GRANT SELECT ON {url.database}.{ASPECT_TABLE} TO '{name}'@'%'"))
+    ro = url.set(username=name, password=password).render_as_string(hide_password=False)
+    return ro, name, password
+
+
+def drop_user(world: World, name: str) -> None:
+    url = make_url(world.endpoints.store_url(world.store_name))
+    with world.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        if world.engine.dialect.name == "postgresql":
+            conn.execute(text(f"REVOKE ALL ON {ASPECT_TABLE} FROM {name}"))
+            conn.execute(text(f"REVOKE ALL ON SCHEMA public FROM {name}"))
+            conn.execute(text(f"REVOKE ALL ON DATABASE {url.database} FROM {name}"))
+            conn.execute(text(f"DROP ROLE {name}"))
+        else:
+            conn.execute(text(f"DROP USER '{name}'@'%'"))
+
+
+@pytest.mark.parametrize("store", ["postgres", "mariadb"])
+def test_the_scan_needs_only_select_on_the_table(store: str, tmp_path: Path) -> None:
+    world = World(store, "opensearch", tmp_path, n=30)
+    name = ""
+    try:
+        (dropped,) = drop_mcl(world)
+        ro_url, name, password = read_only_user(world)
+        with pytest.raises(SQLAlchemyError), create_engine(ro_url).begin() as conn:  # noqa: PT012
+            conn.execute(text(f"DELETE FROM {ASPECT_TABLE} WHERE urn = :u"), {"u": dropped})
+        s = world.settings()
+        env = {
+            **os.environ,
+            "AUDITOR_STORE_URL": ro_url,
+            "AUDITOR_SEARCH_URL": s.search_url or "",
+            "AUDITOR_KAFKA_BOOTSTRAP": s.kafka_bootstrap or "",
+            "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
+            "AUDITOR_INDEX_PREFIX": world.prefix,
+            "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "auditor.cli", "scan", "--format", "json", "--grace", "0", "--debug"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        if name:
+            drop_user(world, name)
+        world.close()
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["complete"] and any(f["urn"] == dropped for f in report["findings"])
+    assert password not in done.stdout + done.stderr  # not even with --debug

@@ -1,0 +1,77 @@
+"""Property-based tests (hypothesis): the urn parser, the doc-id encoder and the projection
+hold for any input, not only the examples written down."""
+
+from __future__ import annotations
+
+from urllib.parse import quote_plus, unquote_plus
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from auditor.core.naming import document_id
+from auditor.core.projection import project_entity
+from auditor.core.registry import Registry
+from auditor.core.urn_text import normalize
+from auditor.core.urns import UrnError, entity_type, is_valid_urn, parse_urn, urn_partition
+
+REGISTRY = Registry.load()
+# a key part: no parentheses or commas of its own, not empty (what DataHub's TupleKey allows)
+PART = st.text(
+    alphabet=st.characters(blacklist_characters="(),", blacklist_categories=("Cs",)), min_size=1, max_size=30
+)
+
+
+@given(st.text())
+def test_the_doc_id_is_javas_urlencoder_and_round_trips(text: str) -> None:
+    encoded = document_id(text)
+    assert unquote_plus(encoded) == text
+    # Java keeps a-z A-Z 0-9 . - * _ ; space is '+'; all else %XX in upper case (even '~')
+    assert encoded == quote_plus(text, safe="*").replace("~", "%7E")
+
+
+@given(PART, PART, st.sampled_from(["PROD", "DEV"]))
+def test_a_dataset_urn_parses_into_its_parts(platform: str, name: str, origin: str) -> None:
+    urn = f"urn:li:dataset:(urn:li:dataPlatform:{platform},{name},{origin})"
+    kind, parts = parse_urn(urn)
+    assert kind == "dataset" and parts == [f"urn:li:dataPlatform:{platform}", name, origin]
+    assert entity_type(urn) == "dataset" and is_valid_urn(urn)
+    assert normalize(f"  '{urn}' ")[0] == urn  # quoted and spaced, read the same
+    assert 0 <= urn_partition(urn, 4) < 4
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_a_urn_or_a_clear_refusal(text: str) -> None:
+    try:
+        urn, _ = normalize(text)
+    except UrnError as exc:
+        assert str(exc)  # says what is wrong
+    else:
+        assert is_valid_urn(urn)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150)
+@given(
+    st.sampled_from(
+        ["globalTags", "ownership", "datasetProperties", "glossaryTerms", "status", "schemaMetadata"]
+    ),
+    JSON,
+)
+def test_the_projection_survives_any_aspect_value(aspect: str, value: object) -> None:
+    urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)"
+    fields = project_entity(REGISTRY, urn, {aspect: value}).fields  # type: ignore[dict-item]
+    assert fields["urn"] == urn and fields["platform"] == "urn:li:dataPlatform:hive"
+
+
+@given(st.text(min_size=1, max_size=40).filter(lambda s: "," not in s and "(" not in s and ")" not in s))
+def test_a_tag_projects_its_name_whatever_it_is(name: str) -> None:
+    urn = f"urn:li:tag:{name}"
+    assume(is_valid_urn(urn))
+    fields = project_entity(REGISTRY, urn, {"tagProperties": {"name": name}}).fields
+    assert fields["name"] == name and fields["urn"] == urn
