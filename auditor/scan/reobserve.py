@@ -13,8 +13,9 @@ candidates' partitions (an earlier round, the window's first sample, or the last
 in the state file): nothing was consumed there since, so nothing is left to become visible.
 A first round reads D without waiting: a candidate whose MCL is pending at O (in flight or
 stalled) or that agrees at D is judged there; only the rest, which could be called diverged,
-are read again after the wait. If the
-rows did not change between R and R', the MCL of the value read at R is either pending at O
+are read again after the wait.
+
+If the rows did not change between R and R', the MCL of the value read at R is either pending at O
 (in flight) or below it, and then a document that still disagrees at D will not converge.
 An entity whose rows changed between R and R' was written during the observation: it is read
 again in the next round, judged on its newer rows. A candidate whose entity agrees now
