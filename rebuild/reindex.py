@@ -31,6 +31,9 @@ from auditor.rebuild.throttle import Throttle
 Progress = Callable[[int], None]
 
 
+GUARD_ROUNDS = 5  # re-checks of entities built again (each may have been written again meanwhile)
+
+
 class Reindexer:
     def __init__(
         self,
@@ -72,10 +75,7 @@ class Reindexer:
             batch = todo[i : i + self.batch]
             rows = self._rows(batch)
             self._write(batch, rows)
-            changed = self._changed(batch, rows)
-            if changed:  # written while we wrote: build those again from their newer rows
-                ck.count("rewritten_again", len(changed))
-                self._write(changed, self._rows(changed))
+            self._guard(batch, rows)
             ck.last_urn = batch[-1]
             if ck.track_touched:
                 ck.touched.extend(batch)
@@ -89,6 +89,24 @@ class Reindexer:
 
     def _rows(self, urns: list[str]) -> dict[str, EntityRows]:
         return {e.urn: e for e in self.store.stream_entities(urns=tuple(urns))}
+
+    def _guard(self, urns: list[str], rows: dict[str, EntityRows]) -> None:
+        """Entities written while we wrote them are built again from their newer rows, and checked
+        again (a write may land between that read and that write too), up to GUARD_ROUNDS times;
+        those still changing are counted and left to the verification."""
+        for _ in range(GUARD_ROUNDS):
+            changed = self._changed(urns, rows)
+            if not changed:
+                return
+            self.checkpoint.count("rewritten_again", len(changed))
+            rows = self._rows(changed)
+            # the stored system-metadata docs and edges are read by search: make our own writes
+            # (and the consumer's) visible first, or an edge we just wrote from the older rows is
+            # missed and left behind
+            self.writer.refresh_written()
+            self._write(changed, rows)
+            urns = changed
+        self.checkpoint.count("still_changing", len(urns))
 
     def _changed(self, urns: list[str], rows: dict[str, EntityRows]) -> list[str]:
         """The urns whose rows differ now from `rows` (by fingerprint: no JSON read twice)."""

@@ -23,6 +23,7 @@ from auditor.rebuild.rows import RowSource
 from auditor.rebuild.throttle import Throttle
 
 DELIVERY_RETRIES = 3
+GUARD_ROUNDS = 5  # re-checks of rows produced again (each may have been written again meanwhile)
 
 Progress = Callable[[int], None]
 
@@ -104,10 +105,22 @@ class Replayer:
         """Rows written since they were read are produced again, after the newer write's MCL.
 
         Compared by fingerprint (createdon and a digest the database computes); only the rows
-        that changed are read whole again.
+        that changed are read whole again. What is produced again is checked again the same way
+        (a write may land between that read and that produce too), up to GUARD_ROUNDS times;
+        rows still changing after that are counted and left to the verification.
         """
-        urns = tuple(sorted({u for u, _ in rows}))
-        now = self.store.fingerprints(urns)
+        for _ in range(GUARD_ROUNDS):
+            changed = self._changed(rows)
+            if not changed:
+                return
+            self.checkpoint.count("produced_again", len(changed))
+            self._deliver(changed)
+            rows = changed
+        self.checkpoint.count("still_changing", len(rows))
+
+    def _changed(self, rows: list[tuple[str, AspectRow]]) -> list[tuple[str, AspectRow]]:
+        """The rows whose version 0 differs now from what was read, as they are now."""
+        now = self.store.fingerprints(tuple(sorted({u for u, _ in rows})))
         moved: set[str] = set()
         for urn, row in rows:
             seen = now.get((urn, row.aspect))
@@ -116,14 +129,12 @@ class Replayer:
             elif seen != row_fingerprint(row):
                 moved.add(urn)
         if not moved:
-            return
+            return []
         newer = {e.urn: e for e in self.store.stream_entities(urns=tuple(sorted(moved)))}
-        changed = []
+        out = []
         for urn, row in rows:
             entity = newer.get(urn)
             current = entity.rows.get(row.aspect) if entity is not None else None
             if urn in moved and current is not None and current != row:
-                changed.append((urn, current))
-        if changed:
-            self.checkpoint.count("produced_again", len(changed))
-            self._deliver(changed)
+                out.append((urn, current))
+        return out

@@ -195,8 +195,16 @@ def test_writes_that_land_during_a_repair_are_not_undone(mode: str, tmp_path: Pa
         lose_index_writes(world, 20)
         with LiveLoad(world, rate=15) as load:  # GMS keeps writing the same entities meanwhile
             selection = Selection(entity_types=("dataset", "chart", "dashboard", "dataJob"))
+            # throttled so the repair lasts a few seconds whatever its speed: the load overlaps it
+            rate = 150.0 if mode == "replay" else 25.0
             request = RebuildRequest(
-                mode, selection=selection, apply=True, batch=25, wait_seconds=60, state_dir=tmp_path
+                mode,
+                selection=selection,
+                apply=True,
+                batch=25,
+                wait_seconds=60,
+                state_dir=tmp_path,
+                rate=rate,
             )
             outcome = rebuild(world.settings(), request)
         assert load.stats.writes > 20 and load.stats.errors == 0
