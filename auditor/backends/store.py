@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -165,9 +166,11 @@ class MetadataStore:
         attempt = 0
         while True:
             try:
-                for row in self._stream_once(entity_types, urn_like, since, urns, batch, after):
-                    yield row
-                    after = (row[0], row[1])
+                # whole partitions (`yield from`, no per-row Python step on the scan's hot path);
+                # a partition is fetched whole before it is handed out, so `after` is exact
+                for part in self._stream_once(entity_types, urn_like, since, urns, batch, after):
+                    yield from part
+                    after = (part[-1][0], part[-1][1])
                 return
             except SQLAlchemyError as exc:
                 cause = getattr(exc, "orig", None) or exc
@@ -177,7 +180,11 @@ class MetadataStore:
                 attempt += 1
                 self.resumed += 1
                 log.warning("metadata store connection lost (%s); resuming after %s", what, after)
-                time.sleep(min(2.0**attempt * 0.25, 4.0))
+            # the lost connection's driver objects are finalised here, at a known point, not by a
+            # later garbage collection in the middle of whatever runs then (PyMySQL's finaliser
+            # raises on a dead socket)
+            gc.collect()
+            time.sleep(min(2.0**attempt * 0.25, 4.0))
 
     def _stream_once(
         self,
@@ -187,7 +194,8 @@ class MetadataStore:
         urns: tuple[str, ...],
         batch: int,
         after: tuple[str, str] | None,
-    ) -> Iterator[tuple[str, str, str, str | None, Any]]:
+    ) -> Iterator[Sequence[Any]]:
+        """One query's rows after `after`, partition by partition."""
         params: dict[str, Any] = {}
         prefixes = tuple(f"urn:li:{t}:" for t in sorted(entity_types))
         urn, aspect = self._order("urn"), self._order("aspect")
@@ -201,8 +209,7 @@ class MetadataStore:
         )
         with self.engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=batch).execute(text(sql), params)
-            for part in result.partitions(batch):
-                yield from part  # type: ignore[misc]
+            yield from result.partitions(batch)
 
     def stream_entities(
         self,
