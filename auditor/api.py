@@ -15,7 +15,7 @@ from auditor.errors import ConfigError
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.settings import Settings
-from auditor.triage import ReadOnlyState, walk
+from auditor.triage import walk
 
 if TYPE_CHECKING:
     from auditor.rebuild.run import RebuildRequest
@@ -80,7 +80,6 @@ def triage(settings: Settings, text: str, grace: float | None = None, settle: fl
     `text`: a urn as pasted (quoted, URL-encoded, with whitespace, or a DataHub URL). Read-only:
     the state file (when there is one) is read for the last scan's offsets, never written.
     """
-    from pathlib import Path
 
     from auditor.backends.state import ScanState
     from auditor.core.urn_text import normalize
@@ -96,8 +95,7 @@ def triage(settings: Settings, text: str, grace: float | None = None, settle: fl
     search = open_search(settings)
     warnings: list[str] = []
     events = open_events(settings, warnings)
-    path = settings.state_file
-    state = ReadOnlyState(ScanState(path if path and Path(path).exists() else None))
+    state = ScanState(settings.state_file, read_only=True)
     try:
         backends = ScanBackends(store, search, events, state)
         target = scan_target(settings)

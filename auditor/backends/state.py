@@ -36,10 +36,16 @@ CREATE TABLE IF NOT EXISTS offset_sample (
 class ScanState:
     """History for classification; `None` path means an in-memory, throw-away state."""
 
-    def __init__(self, path: str | Path | None) -> None:
-        if path is not None and str(path) != ":memory:":
+    def __init__(self, path: str | Path | None, *, read_only: bool = False) -> None:
+        """`read_only`: open an existing file for reading only (a triage); nothing is recorded,
+        and a missing file reads as empty."""
+        self.read_only = read_only
+        if read_only and path is not None and Path(path).is_file():
+            self.db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+            return
+        if path is not None and str(path) != ":memory:" and not read_only:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(path) if path else ":memory:")
+        self.db = sqlite3.connect(str(path) if path and not read_only else ":memory:")
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
@@ -65,6 +71,8 @@ class ScanState:
         forget_unseen: bool = True,
     ) -> None:
         """Remember this scan's findings; forget those of the scope that were not seen again."""
+        if self.read_only:
+            return
         ts = now.timestamp()
         with self.db:
             for f in findings:
@@ -93,6 +101,8 @@ class ScanState:
         return {(r[0], r[1]): OffsetSample(*r) for r in rows}
 
     def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None:
+        if self.read_only:
+            return
         with self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO offset_sample VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -10,15 +10,12 @@ boundary is where a finding is placed (`auditor.core.triage.boundary_of`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.backends.protocols import State
-from auditor.core.classify import History
-from auditor.core.model import Finding, Report, Selection
+from auditor.core.model import Report, Selection
 from auditor.core.naming import document_id
-from auditor.core.records import OffsetSample, SearchDoc
+from auditor.core.records import SearchDoc
 from auditor.core.registry import Registry
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.core.urns import entity_type
@@ -38,34 +35,6 @@ from auditor.triage.place import place
 
 # a triage samples the group once more if a lagging partition did not move, up to this long
 MAX_WINDOW_SECONDS = 1.5
-
-
-class ReadOnlyState:
-    """The state file's history and last offsets, read; a triage records nothing."""
-
-    def __init__(self, inner: State) -> None:
-        self.inner = inner
-
-    def history(self, keys: Iterable[str]) -> dict[str, History]:
-        return self.inner.history(keys)
-
-    def record_findings(
-        self,
-        findings: Iterable[Finding],
-        now: datetime,
-        scope_types: tuple[str, ...],
-        forget_unseen: bool = True,
-    ) -> None:
-        return None
-
-    def previous_samples(self, group: str) -> dict[tuple[str, int], OffsetSample]:
-        return self.inner.previous_samples(group)
-
-    def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None:
-        return None
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def walk(

@@ -37,3 +37,25 @@ def test_offset_samples_round_trip() -> None:
     state.record_samples("g", [sample])
     got = state.previous_samples("g")[("t", 1)]
     assert (got.committed, got.end, got.members) == (5, 9, 1)
+
+
+def test_a_read_only_state_reads_what_a_scan_wrote_and_writes_nothing(tmp_path) -> None:
+    path = tmp_path / "s.sqlite"
+    state = ScanState(path)
+    a = f("urn:li:dataset:a")
+    state.record_findings([a], T0, ())
+    state.record_samples("g", [OffsetSample("t", 0, 5, 0, 9, 1, 100.0)])
+    state.close()
+    before = path.read_bytes()
+    ro = ScanState(path, read_only=True)
+    assert ro.history([a.key])[a.key].times_seen == 1
+    assert ro.previous_samples("g")[("t", 0)].committed == 5
+    ro.record_findings([a, f("urn:li:dataset:b")], T0 + timedelta(minutes=1), ())
+    ro.record_samples("g", [OffsetSample("t", 0, 7, 0, 9, 1, 200.0)])
+    ro.close()
+    assert path.read_bytes() == before
+    missing = tmp_path / "none" / "s.sqlite"
+    empty = ScanState(missing, read_only=True)
+    assert empty.history([a.key]) == {} and empty.previous_samples("g") == {}
+    empty.close()
+    assert not missing.parent.exists()  # a triage creates no state file
