@@ -27,6 +27,7 @@ class Store(Protocol):
 
     description: str
     capabilities: frozenset[Capability]
+    resumed: int  # reads resumed after a lost connection
 
     def stream_entities(
         self,
@@ -73,6 +74,8 @@ class Events(Protocol):
 
     description: str
     capabilities: frozenset[Capability]
+    decode_failures: int  # MCLs of interest whose value could not be decoded
+    decode_error: str | None  # the first such failure, said
 
     def partitions(self, topic: str) -> int: ...
 

@@ -95,7 +95,8 @@ def close_window(
     return view
 
 
-def _same_value(hit: MclHit, metadata: str | None) -> bool:
+def same_value(hit: MclHit, metadata: str | None) -> bool:
+    """The MCL carries the row's value (compared as JSON)."""
     if hit.value is None or metadata is None:
         return False
     try:
@@ -187,7 +188,7 @@ def _own_mcl(f: Finding, hits: list[MclHit], metadata: dict[tuple[str, str], str
         if f.aspect is not None and hit.aspect not in (None, f.aspect):
             continue
         if hit.value is not None and f.aspect is not None:
-            if _same_value(hit, metadata.get((f.urn, f.aspect))):
+            if same_value(hit, metadata.get((f.urn, f.aspect))):
                 own = hit
         elif hit.timestamp.timestamp() >= f.changed_at.timestamp() - 1.0:
             own = hit

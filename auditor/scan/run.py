@@ -87,14 +87,14 @@ def run_scan(
         classified = confirm(classified, options.confirm, scanner, report)
     if options.use_state:
         record_findings(backends.state, seen, selection, report)
-    undecoded = getattr(backends.events, "decode_failures", 0)
-    if undecoded:
-        why = getattr(backends.events, "decode_error", None) or "unknown error"
+    events = backends.events
+    if events is not None and events.decode_failures:
+        why = events.decode_error or "unknown error"
         report.warnings.append(
-            f"{undecoded} MCL(s) could not be decoded ({why}): their changes were matched by time, "
-            "not by value (weaker evidence; is the schema registry reachable?)"
+            f"{events.decode_failures} MCL(s) could not be decoded ({why}): their changes were matched "
+            "by time, not by value (weaker evidence; is the schema registry reachable?)"
         )
-    resumed = getattr(backends.store, "resumed", 0)
+    resumed = backends.store.resumed
     if resumed:
         report.warnings.append(
             f"the database connection was lost {resumed} time(s) during the scan; each read resumed "

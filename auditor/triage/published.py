@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 
 from auditor.backends.protocols import Events
 from auditor.core.classify import CLOCK_SKEW_SECONDS
-from auditor.core.records import EntityRows, MclHit, json_loads
+from auditor.core.records import EntityRows, MclHit
+from auditor.scan.evidence import same_value
 
 READ_CAP = 50_000
 
@@ -27,19 +28,10 @@ class Published:
     read_to: int  # log end at the read
     complete: bool  # every message since the earliest change was read
     decoded: bool  # the values could be decoded (schema registry reachable)
-    oldest: datetime | None  # timestamp of the oldest message the topic keeps (retention)
-    window_start: datetime | None  # timestamp of the first message read
     own: dict[str, MclHit] = field(default_factory=dict)  # aspect -> the MCL of its latest change
     missing: list[str] = field(default_factory=list)  # aspects whose change has no MCL in the window
     older: list[str] = field(default_factory=list)  # aspects changed before the window (not looked for)
     hits: int = 0  # MCLs of the urn in the window
-
-
-def _same(hit: MclHit, metadata: str) -> bool:
-    try:
-        return hit.value is not None and bool(json_loads(hit.value) == json_loads(metadata))
-    except ValueError:
-        return False
 
 
 def look_up(
@@ -62,7 +54,7 @@ def look_up(
         start = end - cap
     hits, whole = events.find(topic, partition, {rows.urn}, start, end, cap)
     decoded = any(h.aspect is not None for h in hits) or not hits
-    out = Published(topic, partition, start, end, complete and whole, decoded, None, None, hits=len(hits))
+    out = Published(topic, partition, start, end, complete and whole, decoded, hits=len(hits))
     times: dict[int, datetime | None] = {}
 
     def time_at(offset: int) -> datetime | None:
@@ -78,7 +70,7 @@ def look_up(
             if hit.aspect is None:  # undecoded: the newest MCL of the urn since the change
                 if hit.timestamp >= changed - timedelta(seconds=1):
                     own = hit
-            elif hit.aspect == aspect and _same(hit, metadata):
+            elif hit.aspect == aspect and same_value(hit, metadata):
                 own = hit
         if own is not None:
             out.own[aspect] = own
@@ -86,7 +78,6 @@ def look_up(
         window = time_at(start) if not out.complete else None
         # messages older than the earliest change are kept: the change is within retention
         oldest = time_at(low) if start <= low else None
-        out.window_start, out.oldest = window, oldest
         if (window is not None and changed < window) or (oldest is not None and changed < oldest):
             out.older.append(aspect)
         else:

@@ -32,6 +32,7 @@ class FakeStore:
 
     description = "fake store"
     capabilities = frozenset({Capability.READ})
+    resumed = 0
 
     def __init__(self, entities: Iterable[EntityRows], log: list[str] | None = None) -> None:
         self.entities = {e.urn: e for e in entities}
@@ -140,6 +141,8 @@ class FakeEvents:
 
     description = "fake kafka"
     capabilities = frozenset({Capability.READ})
+    decode_failures = 0
+    decode_error: str | None = None
 
     def __init__(self, committed: int, end: int, hits: Sequence[MclHit] = (), log: list[str] | None = None):
         self.committed, self.end = committed, end
