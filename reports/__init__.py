@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from auditor.core.model import Report
-from auditor.reports import json_report, markdown, prometheus
+from auditor.reports import html, json_report, markdown, prometheus
 
 RENDERERS: dict[str, Callable[[Report], str]] = {
     "json": json_report.render,
+    "html": html.render,
     "markdown": markdown.render,
     "prometheus": prometheus.render,
 }

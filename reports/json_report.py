@@ -81,6 +81,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "reobserved": report.reobserved,
         "findings_dropped": report.findings_dropped,
         "findings": [finding_json(c, report) for c in report.findings],
+        "trend": [plain(run) for run in report.trend],
     }
 
 

@@ -16,6 +16,7 @@ from auditor.core.model import (
     PartitionPosition,
     RepairKind,
     Report,
+    RunSummary,
     Selection,
     Verdict,
 )
@@ -57,6 +58,10 @@ def from_dict(data: dict[str, Any]) -> Report:
         report.counts[(row["entity_type"], row["verdict"], row["subkind"])] = int(row["count"])
     report.partitions = [_partition(p) for p in data.get("partitions") or []]
     report.findings = [_finding(f) for f in data.get("findings") or []]
+    report.trend = [
+        RunSummary(_dt(r["started_at"]) or report.started_at, r["entities"], r["verdicts"], r["exit_code"])
+        for r in data.get("trend") or []
+    ]
     return report
 
 
@@ -73,6 +78,7 @@ def _partition(p: dict[str, Any]) -> PartitionPosition:
         members=p.get("members", 0),
         first_committed=p.get("first_committed"),
         window_seconds=p.get("window_seconds", 0.0),
+        first_end=p.get("first_end"),
     )
 
 
@@ -146,4 +152,30 @@ def merge(reports: Iterable[Report]) -> Report:
         out.kafka_available = out.kafka_available or r.kafka_available
     newest = max(parts, key=lambda r: r.finished_at or r.started_at)
     out.partitions = list(newest.partitions)
+    out.trend = merged_trend([r.trend for r in parts])
+    return out
+
+
+_EXIT_RANK = {0: 0, 4: 1, 1: 2, 3: 3}  # as Report.exit_code decides: incomplete, diverged, stalled
+
+
+def merged_trend(trends: list[list[RunSummary]]) -> list[RunSummary]:
+    """The shards' trends added run by run, newest aligned (the k-th last run of every shard job
+    is the same scheduled scan); as long as the shortest."""
+    depth = min((len(t) for t in trends), default=0)
+    out: list[RunSummary] = []
+    for k in range(depth, 0, -1):
+        runs = [t[-k] for t in trends]
+        verdicts: dict[str, int] = {}
+        for run in runs:
+            for verdict, n in run.verdicts.items():
+                verdicts[verdict] = verdicts.get(verdict, 0) + n
+        out.append(
+            RunSummary(
+                min(r.started_at for r in runs),
+                sum(r.entities for r in runs),
+                verdicts,
+                max((r.exit_code for r in runs), key=lambda code: _EXIT_RANK.get(code, 9)),
+            )
+        )
     return out

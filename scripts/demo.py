@@ -130,6 +130,11 @@ def main() -> int:
         check=False,
         stdout=subprocess.DEVNULL,
     )
+    subprocess.run(
+        [*auditor, "report", "render", str(ROOT / "demo-report.json"), "-o", str(ROOT / "demo-report.html")],
+        env=env,
+        check=False,
+    )
     say("the backlog drains (the delay converges by itself); the divergence needs a repair")
     consumer.rate(None)
     assert consumer.drain(120), "the consumer did not drain"
@@ -147,7 +152,7 @@ def main() -> int:
     print(
         f"\nfirst scan exit code {done.returncode} (1 = persistent divergence found, as injected); "
         f"after the repair: {again.returncode} (0 = clean); "
-        "JSON report in demo-report.json, metrics in demo-metrics.prom"
+        "JSON report in demo-report.json (HTML: demo-report.html), metrics in demo-metrics.prom"
     )
     return 0 if done.returncode == 1 and again.returncode == 0 else 1
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from auditor.core.classify import History
-from auditor.core.model import Finding
+from auditor.core.model import Finding, RunSummary
 from auditor.core.records import EntityRows, MclHit, OffsetSample
 
 
@@ -108,5 +108,9 @@ class State(Protocol):
     def previous_samples(self, group: str) -> dict[tuple[str, int], OffsetSample]: ...
 
     def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None: ...
+
+    def record_run(self, scope: str, run: RunSummary) -> None: ...
+
+    def runs(self, scope: str, limit: int = 100) -> list[RunSummary]: ...
 
     def close(self) -> None: ...

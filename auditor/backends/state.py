@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.core.classify import History
-from auditor.core.model import Finding
+from auditor.core.model import Finding, RunSummary
 from auditor.core.records import OffsetSample
 
 SCHEMA = """
@@ -30,7 +31,18 @@ CREATE TABLE IF NOT EXISTS offset_sample (
     taken_at REAL NOT NULL,
     PRIMARY KEY (grp, topic, partition)
 );
+CREATE TABLE IF NOT EXISTS scan_run (
+    scope TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    entities INTEGER NOT NULL,
+    verdicts TEXT NOT NULL,
+    exit_code INTEGER NOT NULL,
+    PRIMARY KEY (scope, started_at)
+);
 """
+
+# scans remembered per scope for the trend (a scan a minute for a week is about 10k)
+RUNS_KEPT = 500
 
 
 class ScanState:
@@ -111,3 +123,33 @@ class ScanState:
                     for s in samples
                 ],
             )
+
+    def record_run(self, scope: str, run: RunSummary) -> None:
+        """Remember one scan's totals under its scope; only the newest RUNS_KEPT are kept."""
+        if self.read_only:
+            return
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO scan_run VALUES (?, ?, ?, ?, ?)",
+                (scope, run.started_at.timestamp(), run.entities, json.dumps(run.verdicts), run.exit_code),
+            )
+            self.db.execute(
+                "DELETE FROM scan_run WHERE scope = ? AND started_at NOT IN "
+                "(SELECT started_at FROM scan_run WHERE scope = ? ORDER BY started_at DESC LIMIT ?)",
+                (scope, scope, RUNS_KEPT),
+            )
+
+    def runs(self, scope: str, limit: int = 100) -> list[RunSummary]:
+        """The newest `limit` scans of this scope, oldest first."""
+        try:
+            rows = self.db.execute(
+                "SELECT started_at, entities, verdicts, exit_code FROM scan_run WHERE scope = ? "
+                "ORDER BY started_at DESC LIMIT ?",
+                (scope, limit),
+            ).fetchall()
+        except sqlite3.OperationalError:  # a read-only file written before scans were remembered
+            return []
+        return [
+            RunSummary(datetime.fromtimestamp(ts, UTC), entities, json.loads(verdicts), code)
+            for ts, entities, verdicts, code in reversed(rows)
+        ]

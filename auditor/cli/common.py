@@ -25,6 +25,7 @@ class Format(StrEnum):
     console = "console"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 def since_of(value: str | None) -> datetime | None:

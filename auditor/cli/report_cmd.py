@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,16 +31,44 @@ def report_merge(
     """Combine the JSON reports of sharded scans into one report (same exit codes as scan)."""
 
     def go() -> int:
-        from auditor.reports.merge import from_dict, merge
+        from auditor.reports.merge import merge
 
-        parts = []
-        for path in reports:
-            try:
-                parts.append(from_dict(json.loads(path.read_text(encoding="utf-8"))))
-            except (OSError, ValueError, KeyError) as exc:
-                raise ConfigError(f"cannot read report {path}: {exc}") from None
-        merged = merge(parts)
+        merged = merge([_read(path) for path in reports])
         emit(merged, fmt, output, metrics_file)
         return merged.exit_code
 
     run(debug, go)
+
+
+@report_app.command("render")
+def report_render(
+    report: Annotated[Path, typer.Argument(help="A JSON report of `auditor scan -f json`.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.html,
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    metrics_file: Annotated[Path | None, typer.Option(help="Also write a Prometheus textfile here.")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Render a saved JSON report again, as HTML (the default), Markdown or a console table.
+
+    Exit code as the scan that wrote it (0, 1, 3 or 4); 2 when the file is not a report.
+
+    \b
+    Example:
+      auditor scan -f json -o scan.json && auditor report render scan.json -o scan.html
+    """
+
+    def go() -> int:
+        loaded = _read(report)
+        emit(loaded, fmt, output, metrics_file)
+        return loaded.exit_code
+
+    run(debug, go)
+
+
+def _read(path: Path) -> Any:
+    from auditor.reports.merge import from_dict
+
+    try:
+        return from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"cannot read report {path}: {exc}") from None

@@ -75,6 +75,8 @@ def triage(
         from auditor.core.urns import UrnError
         from auditor.errors import ConfigError
 
+        if fmt not in (Format.console, Format.json):
+            raise ConfigError(f"triage writes console or json, not {fmt.value}")
         try:  # refused before anything heavy is imported or connected
             normalize(urn)
         except UrnError as exc:

@@ -83,4 +83,5 @@ def position(
         members=last.members,
         first_committed=first.committed,
         window_seconds=last.taken_at - first.taken_at,
+        first_end=first.end,
     )

@@ -112,6 +112,15 @@ class PartitionPosition:
     members: int  # active members of the group (whole group)
     first_committed: int | None = None  # committed offset at the start of the window
     window_seconds: float = 0.0
+    first_end: int | None = None  # log end offset at the start of the window
+
+    @property
+    def first_lag(self) -> int | None:
+        """The lag when the window opened (None: not sampled then)."""
+        if self.first_end is None:
+            return None
+        base = self.first_committed if self.first_committed is not None else self.start
+        return max(0, self.first_end - base)
 
     @property
     def lag(self) -> int:
@@ -198,6 +207,16 @@ class Selection:
         return bool(self.since or self.urn_like or self.urns)
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """One past scan as the state file remembers it: for the trend of persistent findings."""
+
+    started_at: datetime
+    entities: int
+    verdicts: dict[str, int]  # verdict -> findings
+    exit_code: int
+
+
 @dataclass
 class Report:
     """The result of a scan: data only; rendering lives in reports/."""
@@ -221,6 +240,7 @@ class Report:
     # the causal re-observation of the join's candidates: counts, rounds and seconds
     reobserved: dict[str, float] = field(default_factory=dict)
     complete: bool = True
+    trend: list[RunSummary] = field(default_factory=list)  # past scans of the same scope, oldest first
 
     def total(self, verdict: Verdict) -> int:
         return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)

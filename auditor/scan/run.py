@@ -8,7 +8,7 @@ from datetime import datetime
 
 from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events, Search, State, Store
-from auditor.core.model import Report, Selection
+from auditor.core.model import Report, RunSummary, Selection
 from auditor.core.registry import Registry
 from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
@@ -101,6 +101,8 @@ def run_scan(
             "after the last row it had read (nothing skipped, nothing read twice)"
         )
     finish(report, classified, options.max_findings)
+    if options.use_state:
+        record_trend(backends.state, report)
     return report
 
 
@@ -184,3 +186,26 @@ def record_findings(state: State, seen: Reobservation, selection: Selection, rep
     state.record_findings(
         still, report.started_at, selection.entity_types, forget_unseen=not selection.narrowed
     )
+
+
+def scope_key(selection: Selection) -> str:
+    """Which scans are comparable in a trend: same types, pattern, shard (any --since alike)."""
+    parts = [
+        "types=" + ",".join(sorted(selection.entity_types)),
+        f"like={selection.urn_like or ''}",
+        f"shard={'/'.join(map(str, selection.shard)) if selection.shard else ''}",
+        f"since={'yes' if selection.since else ''}",
+        f"urns={len(selection.urns)}",
+    ]
+    return ";".join(parts)
+
+
+def record_trend(state: State, report: Report) -> None:
+    """Remember this scan's totals, then read the scope's recent scans (this one last)."""
+    verdicts: dict[str, int] = {}
+    for (_, verdict, _), n in report.counts.items():
+        verdicts[verdict] = verdicts.get(verdict, 0) + n
+    run = RunSummary(report.started_at, sum(report.entities.values()), verdicts, report.exit_code)
+    key = scope_key(report.scope)
+    state.record_run(key, run)
+    report.trend = state.runs(key) or [run]

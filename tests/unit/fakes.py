@@ -10,7 +10,7 @@ from typing import Any
 
 from auditor.backends.protocols import Capability
 from auditor.core.classify import History
-from auditor.core.model import Finding
+from auditor.core.model import Finding, RunSummary
 from auditor.core.records import AspectRow, EntityRows, MclHit, OffsetSample
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -177,6 +177,7 @@ class FakeState:
 
     def __init__(self) -> None:
         self.recorded: list[Finding] = []
+        self.runs_recorded: list[tuple[str, RunSummary]] = []
 
     def history(self, keys: Iterable[str]) -> dict[str, History]:
         return {}
@@ -195,6 +196,12 @@ class FakeState:
 
     def record_samples(self, group: str, samples: Iterable[OffsetSample]) -> None:
         pass
+
+    def record_run(self, scope: str, run: RunSummary) -> None:
+        self.runs_recorded.append((scope, run))
+
+    def runs(self, scope: str, limit: int = 100) -> list[RunSummary]:
+        return [run for s, run in self.runs_recorded if s == scope][-limit:]
 
     def close(self) -> None:
         pass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import io
 import json
@@ -9,6 +11,7 @@ import re
 import shlex
 import subprocess
 from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,7 @@ from auditor.core.model import (
     PartitionPosition,
     RepairKind,
     Report,
+    RunSummary,
     Verdict,
 )
 from auditor.reports import RENDERERS
@@ -297,3 +301,52 @@ def test_repair_hints_quote_every_value_from_the_data(tmp_path: Path) -> None:
     words = _bash_words(command, tmp_path)
     assert words[-1] == f"$SEARCH_URL/x'y/_doc/{doc_id}".replace("$SEARCH_URL", "")
     assert not list(tmp_path.iterdir()), "the repair command ran something from the data"
+
+
+class _Page(HTMLParser):
+    """Every tag, attribute and text node of a page, as a browser's parser would see them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.texts: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs += attrs
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        (self.scripts if self._in_script else self.texts).append(data)
+
+
+HTML_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "ul", "li", "code", "pre",
+    "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "div", "label", "input",
+    "select", "option", "span", "svg", "rect", "text", "line", "polyline", "circle", "script",
+}  # fmt: skip
+
+
+def test_html_shows_the_data_and_runs_only_its_own_script() -> None:
+    report = hostile()
+    report.trend = [RunSummary(T0 - timedelta(hours=h), 11, {"diverged": h}, 1) for h in (2, 1, 0)]
+    page = RENDERERS["html"](report)
+    parsed = _Page()
+    parsed.feed(page)
+    assert set(parsed.tags) <= HTML_TAGS, set(parsed.tags) - HTML_TAGS
+    assert parsed.tags.count("script") == 1 and parsed.tags.count("h1") == 1
+    assert not [name for name, _ in parsed.attrs if name.startswith("on")]
+    assert not [value for _, value in parsed.attrs if value and re.search(r"(?i)javascript:|//", value)]
+    assert "\x1b" not in page
+    shown = "".join(parsed.texts)
+    for text in (visible(URN), visible(ERROR), visible(ETYPE), visible(TOPIC), visible(FORGED)):
+        assert text in shown, text
+    (policy,) = [v for k, v in parsed.attrs if k == "content" and v and "script-src" in v]
+    digest = base64.b64encode(hashlib.sha256("".join(parsed.scripts).encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy and "default-src 'none'" in policy
