@@ -75,3 +75,27 @@ def test_a_tag_projects_its_name_whatever_it_is(name: str) -> None:
     assume(is_valid_urn(urn))
     fields = project_entity(REGISTRY, urn, {"tagProperties": {"name": name}}).fields
     assert fields["name"] == name and fields["urn"] == urn
+
+
+def _pad_space_key(urn: str) -> str:
+    """How MySQL's utf8mb4_bin orders a urn: by code point, as if padded with spaces."""
+    return urn.ljust(64, " ")
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.text(alphabet="ab !\t\x01\x1f\n", min_size=0, max_size=6), max_size=30),
+    st.lists(st.sampled_from(["k", "s", "t"]), min_size=1, max_size=3, unique=True),
+    st.integers(min_value=1, max_value=7),
+)
+def test_rows_in_pad_space_order_come_out_in_code_point_order(
+    names: list[str], aspects: list[str], size: int
+) -> None:
+    from auditor.backends.store import byte_ordered
+
+    # one urn per PAD SPACE key: DataHub's primary key cannot hold 'a' and 'a ' both
+    urns = list({_pad_space_key(u).rstrip(" "): u for u in (f"urn:li:tag:{n}" for n in names)}.values())
+    rows = [(u, a, "{}") for u in urns for a in aspects]
+    rows.sort(key=lambda r: (_pad_space_key(r[0]), r[1]))  # as the database returns them
+    parts = [rows[i : i + size] for i in range(0, len(rows), size)]
+    assert [row for part in byte_ordered(parts) for row in part] == sorted(rows)
