@@ -6,14 +6,16 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from auditor.errors import ConfigError
 
 # environment variables, most specific first; DataHub's own names are honoured
 ENV_NAMES: dict[str, tuple[str, ...]] = {
     "store_url": ("AUDITOR_STORE_URL",),
+    "store_password": ("AUDITOR_STORE_PASSWORD", "EBEAN_DATASOURCE_PASSWORD"),
     "store_table": ("AUDITOR_STORE_TABLE",),
     "search_url": ("AUDITOR_SEARCH_URL",),
     "search_kind": ("AUDITOR_SEARCH_KIND",),
@@ -51,6 +53,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     store_url: SecretStr | None = None
+    # the database password apart from the URL (DataHub's EBEAN_DATASOURCE_PASSWORD): it goes
+    # into a store URL that names no password of its own; a password in the URL wins
+    store_password: SecretStr | None = None
     store_table: str = "metadata_aspect_v2"
     search_url: str | None = None
     search_kind: Literal["auto", "opensearch", "elasticsearch"] = "auto"
@@ -75,6 +80,17 @@ class Settings(BaseModel):
     # flushes every second (ES_BULK_FLUSH_PERIOD) and the index refreshes every second
     index_visibility_seconds: float = Field(3.0, ge=0)
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _password_into_url(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("store_url") and data.get("store_password"):
+            url, password = (
+                v.get_secret_value() if isinstance(v, SecretStr) else str(v)
+                for v in (data["store_url"], data["store_password"])
+            )
+            data = {**data, "store_url": with_password(url, password)}
+        return data
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
@@ -106,9 +122,24 @@ def redact_url(url: str) -> str:
     return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
 
 
+def with_password(url: str, password: str) -> str:
+    """`scheme://user@host/db` -> `scheme://user:<password, %-escaped>@host/db`; a URL that
+    already names a password (or is no URL) is returned as it is."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    creds, at, _ = authority.rpartition("@")
+    if at and ":" in creds:
+        return url
+    user = creds if at else ""
+    host_and_path = rest[len(creds) + 1 :] if at else rest
+    return f"{scheme}://{user}:{quote(password, safe='')}@{host_and_path}"
+
+
 # settings that may hold a secret: each can also be read from a file (`<VAR>_FILE` in the
 # environment, `<key>_file` in the TOML file), as container secrets are mounted
-SECRETS = ("store_url", "search_password", "kafka_sasl_password", "schema_registry_url")
+SECRETS = ("store_url", "store_password", "search_password", "kafka_sasl_password", "schema_registry_url")
 
 
 def _flatten(data: dict[str, Any], prefix: str = "", spelled: dict[str, str] | None = None) -> dict[str, Any]:
@@ -153,7 +184,9 @@ def load_settings(
     """Merge defaults < file (`[store] url = ...` or flat keys) < environment < flags.
 
     A secret may come from a file instead: `AUDITOR_STORE_URL_FILE=/run/secrets/db` (any of a
-    secret's variables with `_FILE`), or `url_file = "..."` in the TOML file.
+    secret's variables with `_FILE`), or `url_file = "..."` in the TOML file. The database
+    password may be kept apart from the URL: EBEAN_DATASOURCE_PASSWORD (or AUDITOR_STORE_PASSWORD,
+    either with `_FILE`) or `[store] password_file`, for a URL that names only the user.
     """
     merged: dict[str, Any] = {}
     spelled: dict[str, str] = {}
