@@ -128,7 +128,8 @@ class Guide:
         return code, out
 
     def file(self, path: Path, title: str, keep: int = 40) -> None:
-        body = path.read_text(encoding="utf-8").splitlines()
+        text_ = path.read_text(encoding="utf-8").replace(str(self.box.tmp) + "/", "")
+        body = text_.splitlines()
         if len(body) > keep:
             body = body[:keep] + ["..."]
         self.lines += [f"`{title}`:", "", "```", *body, "```", ""]
@@ -165,7 +166,7 @@ def scheduled_scan() -> None:
             "INDEX_PREFIX": box.prefix,
         }
         clean = {k: v for k, v in box.env.items() if not k.startswith("AUDITOR_")}
-        box.env = {**clean, **datahub_env, "AUDITOR_STATE_FILE": box.env["AUDITOR_STATE_FILE"]}
+        box.env = {**clean, **datahub_env, "AUDITOR_STATE_FILE": "state.sqlite"}  # beside the config
         g.say(
             "A drift scan on a schedule: every hour (or every few minutes on a busy catalog), keeping "
             "a state file between runs so a difference seen twice is known to be persistent, writing "
@@ -213,7 +214,7 @@ def scheduled_scan() -> None:
         g.show(
             "auditor scan --config auditor.toml --metrics-file auditor.prom -f html -o drift.html"
         )
-        g.show("auditor scan --config auditor.toml --settle 2")
+        g.show("auditor scan --config auditor.toml")
         g.write("scheduled-scan.md", "Guide: a scheduled drift scan")
     finally:
         box.close()
