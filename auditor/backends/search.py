@@ -12,14 +12,19 @@ from auditor.settings import redact_url
 
 
 def like_to_wildcard(pattern: str) -> str:
-    """SQL LIKE (`%`, `_`) -> a keyword wildcard query (`*`, `?`), literals escaped."""
+    """SQL LIKE (`%`, `_`, `\\` escaping the next character, as LIKE's default ESCAPE) -> a keyword
+    wildcard query (`*`, `?`), every literal escaped: both sides select the same urns."""
     out = []
-    for ch in pattern:
-        if ch == "%":
+    chars = iter(pattern)
+    for ch in chars:
+        if ch == "\\":
+            ch = next(chars, "\\")  # a trailing backslash stands for itself
+            out.append("\\" + ch if ch in "*?\\" else ch)
+        elif ch == "%":
             out.append("*")
         elif ch == "_":
             out.append("?")
-        elif ch in "*?\\":
+        elif ch in "*?":
             out.append("\\" + ch)
         else:
             out.append(ch)

@@ -75,9 +75,13 @@ def run(debug: bool, fn: Any) -> None:
     try:
         code = fn()
     except AuditorError as exc:
-        if debug:
-            raise
-        from auditor.reports.escape import console_markup
+        from auditor.reports.escape import console_markup, visible
+
+        if debug:  # the traceback, then the same exit code as without --debug
+            import traceback
+
+            for line in traceback.format_exc().splitlines():
+                print(visible(line), file=sys.stderr)
 
         err.print(f"[red]error:[/] {console_markup(str(exc))}", highlight=False, emoji=False)
         if exc.hint:
