@@ -23,6 +23,8 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "search_password": ("AUDITOR_SEARCH_PASSWORD", "ELASTICSEARCH_PASSWORD"),
     "search_verify_certs": ("AUDITOR_SEARCH_VERIFY_CERTS",),
     "search_ca_certs": ("AUDITOR_SEARCH_CA_CERTS",),
+    "search_timeout_seconds": ("AUDITOR_SEARCH_TIMEOUT",),
+    "search_retries": ("AUDITOR_SEARCH_RETRIES",),
     "index_prefix": ("AUDITOR_INDEX_PREFIX", "INDEX_PREFIX", "ELASTICSEARCH_INDEX_PREFIX"),
     "kafka_bootstrap": ("AUDITOR_KAFKA_BOOTSTRAP", "KAFKA_BOOTSTRAP_SERVER"),
     "kafka_security_protocol": ("AUDITOR_KAFKA_SECURITY_PROTOCOL", "KAFKA_PROPERTIES_SECURITY_PROTOCOL"),
@@ -63,6 +65,9 @@ class Settings(BaseModel):
     search_password: SecretStr | None = None
     search_verify_certs: bool = True
     search_ca_certs: str | None = None
+    # one request's timeout; a 429/5xx, timeout or dropped connection is retried with backoff
+    search_timeout_seconds: float = Field(60.0, gt=0)
+    search_retries: int = Field(5, ge=0, le=20)
     index_prefix: str = ""
     kafka_bootstrap: str | None = None
     kafka_security_protocol: str | None = None

@@ -51,6 +51,8 @@ def open_search(settings: Settings) -> SearchIndex:
         password=settings.search_password.get_secret_value() if settings.search_password else None,
         verify_certs=settings.search_verify_certs,
         ca_certs=settings.search_ca_certs,
+        timeout=settings.search_timeout_seconds,
+        retries=settings.search_retries,
     )
 
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.backends.protocols import Capability
-from auditor.backends.search import SearchIndex
+from auditor.backends.search import RETRY_STATUSES, SearchIndex, retryable
 from auditor.errors import BackendUnavailable
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_BYTES = 5 * 1024 * 1024  # well under the 10 MiB some managed clusters refuse (HTTP 413)
 
 
@@ -80,9 +79,8 @@ class IndexWriter:
             try:
                 body = b"".join(lines for _, lines in todo)
                 response = self.client.bulk(operations=body) if self.elastic else self.client.bulk(body=body)
-            except Exception as exc:
-                status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
-                if status in RETRY_STATUSES and attempt < self.retries:
+            except Exception as exc:  # 429/5xx, a timeout, a dropped connection: the same bulk again
+                if retryable(exc) and attempt < self.retries:
                     self._backoff(attempt)
                     continue
                 raise BackendUnavailable(

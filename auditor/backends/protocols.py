@@ -51,6 +51,7 @@ class Search(Protocol):
 
     description: str
     capabilities: frozenset[Capability]
+    retried: int  # requests sent again after a 429/5xx, a timeout or a dropped connection
 
     def version(self) -> str: ...
 

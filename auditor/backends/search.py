@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -9,6 +12,8 @@ from auditor.backends.protocols import Capability
 from auditor.core.model import Selection
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
+
+log = logging.getLogger(__name__)
 
 
 def like_to_wildcard(pattern: str) -> str:
@@ -50,6 +55,28 @@ def urn_filter(field_name: str, selection: Selection) -> dict[str, Any] | None:
     return {"bool": {"filter": must}} if must else None
 
 
+RETRIES = 5  # a read request is sent at most this many more times (about 15 s of backoff in all)
+BACKOFF_CAP = 8.0
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# the clients' exceptions for a timeout or a connection that failed or dropped (no HTTP status)
+RETRY_ERRORS = frozenset({"ConnectionError", "ConnectionTimeout", "SSLError"})
+
+
+def _status_of(exc: Exception) -> Any:
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "meta", None), "status", None)
+    return status if isinstance(status, int) else type(exc).__name__
+
+
+def retryable(exc: Exception) -> bool:
+    """A request worth sending again: 429/502/503/504, a timeout, a dropped connection."""
+    status = _status_of(exc)
+    if isinstance(status, int):
+        return status in RETRY_STATUSES
+    return any(c.__name__ in RETRY_ERRORS for c in type(exc).__mro__)
+
+
 def _fast_serializer() -> Any:
     """opensearch-py's JSON serializer, parsing responses with orjson (the scan's hot path)."""
     from opensearchpy.serializer import JSONSerializer
@@ -81,12 +108,16 @@ class SearchIndex:
         verify_certs: bool = True,
         ca_certs: str | None = None,
         timeout: float = 60.0,
+        retries: int = RETRIES,
     ) -> None:
         self.url = url
+        self.retries = retries
+        self.retried = 0  # requests sent again after a 429/5xx, a timeout or a lost connection
         self.description = redact_url(url)
         auth = (username, password or "") if username else None
         self.kind = kind if kind != "auto" else self._detect(url, auth, verify_certs, ca_certs)
-        opts: dict[str, Any] = {"verify_certs": verify_certs, "request_timeout": timeout}
+        # the clients' own retries are immediate (no backoff) and skip 429: `_call` retries instead
+        opts: dict[str, Any] = {"verify_certs": verify_certs, "request_timeout": timeout, "max_retries": 0}
         if ca_certs:
             opts["ca_certs"] = ca_certs
         if self.kind == "opensearch":
@@ -132,13 +163,32 @@ class SearchIndex:
         distribution = info.get("version", {}).get("distribution", "elasticsearch")
         return "opensearch" if distribution == "opensearch" else "elasticsearch"
 
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """One read request; sent again with bounded exponential backoff (0.5 s doubling, at most
+        8 s, `retries` times) when the cluster answers 429/502/503/504, times out or drops the
+        connection. Reads are idempotent (a page of a point in time, an mget, a count)."""
+        attempt = 0
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt >= self.retries or not retryable(exc):
+                    raise
+                attempt += 1
+                self.retried += 1
+                pause = min(BACKOFF_CAP, 0.5 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+                log.info(
+                    "search cluster: %s; retry %d/%d in %.1fs", _status_of(exc), attempt, self.retries, pause
+                )
+                time.sleep(pause)
+
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
 
     # -- cluster ------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         try:
-            return dict(self.client.info())
+            return dict(self._call(self.client.info))
         except Exception as exc:
             raise self._fail("info", exc) from None
 
@@ -151,9 +201,9 @@ class SearchIndex:
         body = {"size": 0, "aggs": {"m": {"max": {"field": field_name}}}}
         try:
             if self.kind == "elasticsearch":
-                found = self.client.search(index=index, size=0, aggs=body["aggs"])
+                found = self._call(self.client.search, index=index, size=0, aggs=body["aggs"])
             else:
-                found = self.client.search(index=index, body=body)
+                found = self._call(self.client.search, index=index, body=body)
         except Exception as exc:
             if "index_not_found" in str(exc) or "404" in str(exc):
                 return None
@@ -164,8 +214,8 @@ class SearchIndex:
     def indices(self, pattern: str = "*") -> dict[str, int]:
         """Index (or alias) name -> document count, aliases resolved to their names."""
         try:
-            rows = self.client.cat.indices(index=pattern, format="json", h="index,docs.count")
-            aliases = self.client.cat.aliases(name=pattern, format="json", h="alias,index")
+            rows = self._call(self.client.cat.indices, index=pattern, format="json", h="index,docs.count")
+            aliases = self._call(self.client.cat.aliases, name=pattern, format="json", h="alias,index")
         except Exception as exc:
             if "index_not_found" in str(exc) or "404" in str(exc):
                 return {}
@@ -180,10 +230,13 @@ class SearchIndex:
             return None
         try:
             if self.kind == "opensearch":
-                return str(self.client.create_pit(index=index, params={"keep_alive": "5m"})["pit_id"])
-            return str(self.client.open_point_in_time(index=index, keep_alive="5m")["id"])
-        except Exception:
-            self._pit_ok = False  # e.g. an old cluster: fall back to plain search_after
+                made = self._call(self.client.create_pit, index=index, params={"keep_alive": "5m"})
+                return str(made["pit_id"])
+            return str(self._call(self.client.open_point_in_time, index=index, keep_alive="5m")["id"])
+        except Exception as exc:
+            if retryable(exc):  # the cluster is failing (retried already), not without PIT
+                raise self._fail(f"opening a point in time on {index}", exc) from None
+            self._pit_ok = False  # e.g. an old cluster: fall back to a sorted scroll
             return None
 
     def _close_pit(self, pit: str) -> None:
@@ -227,7 +280,7 @@ class SearchIndex:
                     if after is not None:
                         body["search_after"] = after
                     body["pit"] = {"id": pit, "keep_alive": "5m"}
-                    response = self.client.search(body=body)
+                    response = self._call(self.client.search, body=body)
                     pit = response.get("pit_id") or pit
                     hits = response["hits"]["hits"]
                     for hit in hits:
@@ -245,7 +298,7 @@ class SearchIndex:
             raise self._fail(f"reading {index}", exc) from None
 
     def _scroll(self, index: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        response = self.client.search(index=index, body=body, scroll="5m")
+        response = self._call(self.client.search, index=index, body=body, scroll="5m")
         scroll_id = response.get("_scroll_id")
         try:
             while True:
@@ -254,7 +307,7 @@ class SearchIndex:
                     yield hit["_id"], hit.get("_source") or {}
                 if not hits or not scroll_id:
                     return
-                response = self.client.scroll(body={"scroll_id": scroll_id, "scroll": "5m"})
+                response = self._call(self.client.scroll, body={"scroll_id": scroll_id, "scroll": "5m"})
                 scroll_id = response.get("_scroll_id") or scroll_id
         finally:
             if scroll_id:
@@ -268,7 +321,7 @@ class SearchIndex:
         if not ids:
             return {}
         try:
-            response = self.client.mget(index=index, body={"ids": list(ids)})
+            response = self._call(self.client.mget, index=index, body={"ids": list(ids)})
         except Exception as exc:
             if "index_not_found" in str(exc):
                 return {}

@@ -100,6 +100,12 @@ def run_scan(
             f"the database connection was lost {resumed} time(s) during the scan; each read resumed "
             "after the last row it had read (nothing skipped, nothing read twice)"
         )
+    retried = backends.search.retried
+    if retried:
+        report.warnings.append(
+            f"the search cluster refused, timed out or dropped {retried} request(s) (429/5xx, timeout, "
+            "connection); each was sent again after a backoff and answered"
+        )
     finish(report, classified, options.max_findings)
     if options.use_state:
         record_trend(backends.state, report)

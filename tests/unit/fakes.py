@@ -101,6 +101,7 @@ class FakeSearch:
 
     description = "fake search"
     capabilities = frozenset({Capability.READ})
+    retried = 0
 
     def __init__(self, indices: dict[str, dict[str, dict[str, Any]]], log: list[str] | None = None) -> None:
         self.docs = indices

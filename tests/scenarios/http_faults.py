@@ -1,0 +1,93 @@
+"""A small HTTP proxy in front of the real search node, breaking it the ways clusters break:
+429 / 503 answers, slow answers, and the node killed while a request is on its way."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from urllib.parse import urlsplit
+
+# (request number from 1, method, path) -> an HTTP status to answer instead, "drop" to close the
+# connection without an answer, a float to wait that long first, or None to forward as it is
+Decide = Callable[[int, str, str], int | str | float | None]
+
+
+class FaultyProxy:
+    def __init__(self, upstream: str, decide: Decide) -> None:
+        target = urlsplit(upstream)
+        self.host, self.port = target.hostname or "127.0.0.1", target.port or 9200
+        self.decide = decide
+        self.requests = 0
+        self.injected: list[tuple[int, str, str, int | str | float]] = []
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                with proxy._lock:
+                    proxy.requests += 1
+                    n = proxy.requests
+                action = proxy.decide(n, self.command, self.path)
+                if action is not None:
+                    proxy.injected.append((n, self.command, self.path, action))
+                if isinstance(action, float):
+                    time.sleep(action)
+                elif action == "drop":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                elif isinstance(action, int):
+                    payload = b'{"error":{"type":"injected","reason":"by the test"},"status":%d}' % action
+                    self.send_response(action)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                try:
+                    upstream = http.client.HTTPConnection(proxy.host, proxy.port, timeout=120)
+                    hop = ("host", "connection")
+                    headers = {k: v for k, v in self.headers.items() if k.lower() not in hop}
+                    upstream.request(self.command, self.path, body=body, headers=headers)
+                    answer = upstream.getresponse()
+                    data = answer.read()
+                except OSError:  # the node is gone: so is this connection, as the client would see it
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                upstream.close()
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _any
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultyProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,127 @@
+"""The search cluster misbehaving under a scan, broken by the test itself (a proxy in front of
+the real node): 429 and 503 answers are retried with backoff and the verdicts hold; a slow
+cluster hits the configured timeout and the scan fails clearly; the node killed mid-scan ends
+the scan with exit code 3 and no report, and once it is back the scan is right again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from faults import drop_mcl
+from http_faults import FaultyProxy
+from test_rebuild import ROOT, _service_pid
+from world import World
+
+from auditor.api import ScanOptions, scan
+from auditor.core.model import Selection, Verdict
+from auditor.errors import BackendUnavailable
+
+pytestmark = pytest.mark.integration
+
+OPTIONS = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0)
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, set[str]]]:
+    world = World("mariadb", "opensearch", tmp_path_factory.mktemp("search-faults"), n=40)
+    try:
+        targets = drop_mcl(world)
+        time.sleep(0.5)
+        yield world, targets
+    finally:
+        world.close()
+
+
+def diverged(report) -> set[str]:
+    return {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
+
+
+def through(world: World, proxy: FaultyProxy, **over: object):
+    return world.settings().model_copy(update={"search_url": proxy.url, **over})
+
+
+def test_429_and_503_are_retried_with_backoff_and_the_verdicts_hold(broken) -> None:
+    world, targets = broken
+    direct = scan(world.settings(), Selection(), OPTIONS)
+
+    def storm(n: int, method: str, path: str) -> int | None:
+        if n > 400:
+            return None
+        return 429 if n % 3 == 0 else 503 if n % 5 == 0 else None
+
+    with FaultyProxy(world.endpoints.search_url("opensearch"), storm) as proxy:
+        report = scan(through(world, proxy), Selection(), OPTIONS)
+    assert {a for *_, a in proxy.injected} == {429, 503} and len(proxy.injected) >= 5
+    assert report.complete and report.exit_code == direct.exit_code == 1
+    assert diverged(report) == diverged(direct) == targets
+    assert sorted(c.finding.key for c in report.findings) == sorted(c.finding.key for c in direct.findings)
+    assert report.entities == direct.entities and report.documents == direct.documents
+    assert any("sent again after a backoff" in w for w in report.warnings), report.warnings
+
+
+def test_a_slow_cluster_hits_the_configured_timeout_and_fails_clearly(broken) -> None:
+    world, targets = broken
+    upstream = world.endpoints.search_url("opensearch")
+
+    def slow(delay: float):
+        return lambda n, method, path: delay if "_search" in path else None
+
+    with FaultyProxy(upstream, slow(2.0)) as proxy:
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable) as failed:
+            scan(through(world, proxy, search_timeout_seconds=0.5, search_retries=1), Selection(), OPTIONS)
+        took = time.monotonic() - started
+    assert "search cluster" in str(failed.value) and proxy.url in str(failed.value), str(failed.value)
+    assert took < 15, took  # one timeout, one retry after its backoff: bounded
+    with FaultyProxy(upstream, slow(0.2)) as proxy:  # slow, but within the timeout
+        patient = scan(through(world, proxy, search_timeout_seconds=10), Selection(), OPTIONS)
+    assert patient.complete and diverged(patient) == targets
+
+
+def test_the_node_killed_mid_scan_ends_it_with_exit_3_and_no_report(broken, tmp_path: Path) -> None:
+    world, targets = broken
+    killed: list[int] = []
+
+    def kill_on_second_page(n: int, method: str, path: str) -> None:
+        if "_search" in path and not killed and n > 8:
+            killed.append(n)
+            os.kill(_service_pid("opensearch"), signal.SIGKILL)  # the node dies; this request with it
+        return None
+
+    s = world.settings()
+    out = tmp_path / "scan.json"
+    try:
+        with FaultyProxy(world.endpoints.search_url("opensearch"), kill_on_second_page) as proxy:
+            env = {
+                **os.environ,
+                "AUDITOR_STORE_URL": s.store_url.get_secret_value() if s.store_url else "",
+                "AUDITOR_SEARCH_URL": proxy.url,
+                "AUDITOR_KAFKA_BOOTSTRAP": s.kafka_bootstrap or "",
+                "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
+                "AUDITOR_INDEX_PREFIX": world.prefix,
+                "AUDITOR_SEARCH_RETRIES": "2",
+            }
+            done = subprocess.run(
+                [sys.executable, "-m", "auditor.cli", "scan", "--no-state", "-f", "json", "-o", str(out)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+    finally:
+        subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], check=True, capture_output=True, timeout=300)
+    assert killed, "the node was not killed: the scan made fewer requests than expected"
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert "search cluster" in done.stderr and "error:" in done.stderr, done.stderr[-2000:]
+    assert not out.exists(), "a failed scan left a report that looks complete"
+    for index in world.search.list_indices(f"{world.prefix}_*"):
+        world.search.refresh(index)
+    again = scan(world.settings(), Selection(), OPTIONS)  # the node is back: the scan is right
+    assert again.complete and diverged(again) == targets
