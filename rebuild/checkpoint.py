@@ -37,6 +37,7 @@ class Checkpoint:
     counts: dict[str, int] = field(default_factory=dict)
     produced: dict[str, int] = field(default_factory=dict)  # partition -> highest offset produced
     failed: list[str] = field(default_factory=list)  # urns whose writes failed for good
+    why: dict[str, str] = field(default_factory=dict)  # urn -> why its write failed (the first reason)
     # urns written, kept only when the repair names its urns (a filter is verified by a scan of it,
     # so a checkpoint of a million-row replay stays small)
     touched: list[str] = field(default_factory=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from auditor.backends.producer import MclProducer
+from auditor.backends.producer import MclProducer, Refused
 from auditor.backends.protocols import Store
 from auditor.backends.store import row_fingerprint
 from auditor.core.records import AspectRow
@@ -74,10 +74,20 @@ class Replayer:
         """Produce the rows and confirm every delivery (failures retried, then reported by urn)."""
         todo = rows
         errors: set[str] = set()
+        refused: dict[str, str] = {}  # urn -> why: the client refused its MCL, no retry helps
+        refusals = 0
         for _attempt in range(DELIVERY_RETRIES + 1):
+            sent = []
             for urn, row in todo:
                 self.throttle.wait()
-                self.producer.produce(urn, self.builder.record(urn, row))
+                try:
+                    self.producer.produce(urn, self.builder.record(urn, row))
+                except Refused as exc:
+                    refused.setdefault(urn, str(exc))
+                    refusals += 1
+                    continue
+                sent.append((urn, row))
+            todo = sent
             deliveries = self.producer.flush()
             errors.update(e for _, e in deliveries.failed)
             confirmed: dict[str, int] = {}
@@ -92,14 +102,19 @@ class Replayer:
                     confirmed[urn] -= 1
                 else:
                     left.append((urn, row))
-            if not left:
-                return
             todo = left
-        if len(todo) == len(rows):
+            if not todo:
+                break
+        if todo and len(todo) == len(rows) and not refused:
             why = "; ".join(sorted(errors))[:300]
             raise BackendUnavailable(f"Kafka {self.producer.description}: no delivery confirmed ({why})")
-        self.checkpoint.failed.extend(sorted({u for u, _ in todo} - set(self.checkpoint.failed)))
-        self.checkpoint.count("failed", len(todo))
+        for urn, _ in todo:
+            refused.setdefault(urn, "; ".join(sorted(errors))[:300] or "no delivery report")
+        if refused:
+            self.checkpoint.failed.extend(sorted(set(refused) - set(self.checkpoint.failed)))
+            for urn, why in refused.items():
+                self.checkpoint.why.setdefault(urn, why)
+            self.checkpoint.count("failed", len(todo) + refusals)
 
     def _guard(self, rows: list[tuple[str, AspectRow]]) -> None:
         """Rows written since they were read are produced again, after the newer write's MCL.

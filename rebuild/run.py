@@ -125,6 +125,7 @@ def rebuild(
         else:
             _reindex(backends, registry, target, request, selections, checkpoint, path)
         outcome.counts, outcome.failed = dict(checkpoint.counts), list(checkpoint.failed)
+        outcome.why = dict(checkpoint.why)
         if request.verify:
             _verify(backends, registry, target, request, checkpoint, outcome, selections)
         if not outcome.still_wrong and not outcome.failed:

@@ -51,7 +51,8 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
                 console.print(f"  {c.subkind} ", end="", highlight=False, markup=False)
                 console.print(console_text(c.finding.urn), markup=False, highlight=False)
             for urn in outcome.failed[:20]:
-                console.print("  write failed: " + console_text(urn), markup=False, highlight=False)
+                why = f" ({outcome.why[urn]})" if urn in outcome.why else ""
+                console.print("  write failed: " + console_text(urn + why), markup=False, highlight=False)
         else:
             console.print(f"[green]verified: {outcome.verified_urns} entities consistent[/]")
     for note in outcome.notes:
@@ -75,6 +76,7 @@ def to_json(outcome: RebuildOutcome) -> str:
         "estimate_seconds": outcome.estimate_seconds,
         "counts": outcome.counts,
         "failed": outcome.failed,
+        "failed_why": outcome.why,
         "elsewhere": outcome.elsewhere,
         "consumer_caught_up": outcome.consumer_caught_up,
         "verified_urns": outcome.verified_urns,

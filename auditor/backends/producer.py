@@ -15,6 +15,10 @@ from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
 
+class Refused(Exception):
+    """The producer refused a message at once (e.g. larger than the broker takes)."""
+
+
 @dataclass
 class Deliveries:
     """What the broker confirmed, and what it refused, since the last flush."""
@@ -72,6 +76,10 @@ class MclProducer:
         return buffer.getvalue()
 
     def produce(self, urn: str, record: dict[str, Any]) -> None:
+        """Queue one MCL. `Refused` when the client refuses it outright (too large for the
+        broker, say): no retry can deliver it, the caller reports it by urn."""
+        from confluent_kafka import KafkaException
+
         value = self.encode(record)
 
         def done(err: Any, msg: Any) -> None:
@@ -86,6 +94,11 @@ class MclProducer:
                 break
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.producer.poll(0.5)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else exc
+                why = error.str() if hasattr(error, "str") else str(error)
+                size = f"{len(value):,} bytes"
+                raise Refused(f"{record.get('aspectName')}: {why} ({size})") from None
         self.producer.poll(0)
 
     def flush(self, timeout: float = 60.0) -> Deliveries:

@@ -149,6 +149,7 @@ class RebuildOutcome:
     estimate_seconds: float | None = None  # at the rate asked for
     counts: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)  # urns whose writes failed for good
+    why: dict[str, str] = field(default_factory=dict)  # failed urn -> why (when known)
     elsewhere: dict[str, int] = field(default_factory=dict)  # action kind -> count another mode does
     consumer_caught_up: bool | None = None  # replay: the MAE group passed what was produced
     still_wrong: list[Classified] = field(default_factory=list)  # after verification

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import unquote_plus
 
 from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
@@ -34,6 +33,8 @@ class ScanPlan:
     graph: str | None = None  # the graph index, when it exists
     checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # index -> ids of documents without a string urn (not DataHub's), skipped by the join
+    misshapen: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,19 +100,20 @@ class Scanner:
         checked = ordered(prefetch(stream), lambda e: e.urn, f"store {self.store.description}")
         return ((e.urn, e) for e in checked)
 
-    def _docs(
-        self, selection: Selection, types: list[str], indices: dict[str, str]
-    ) -> Iterator[tuple[str, SearchDoc]]:
+    def _docs(self, plan: ScanPlan) -> Iterator[tuple[str, SearchDoc]]:
+        selection, indices = plan.selection, plan.indices
+
         def all_docs() -> Iterator[tuple[str, SearchDoc]]:
             query = urn_filter("urn", selection)
-            for t in types:
+            for t in plan.types:
                 index = indices.get(t)
                 if index is None:
                     continue
                 for doc_id, source in self.search.stream(index, ["urn"], query=query):
                     urn = source.get("urn")
-                    if not isinstance(urn, str):
-                        urn = unquote_plus(doc_id)
+                    if not isinstance(urn, str):  # sorted by the index where no urn string is
+                        plan.misshapen.setdefault(index, []).append(doc_id)
+                        continue
                     yield urn, SearchDoc(index, doc_id, source)
 
         checked = ordered(prefetch(all_docs()), lambda d: d[0], "entity indices")
@@ -119,16 +121,23 @@ class Scanner:
             yield urn, docs[0][1]
 
     def _group_stream(
-        self, index: str, sort: list[str], key_field: str, selection: Selection
+        self, plan: ScanPlan, index: str, sort: list[str], key_field: str
     ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        def key(source: dict[str, Any]) -> str:
+        def key(source: dict[str, Any]) -> Any:
             value: Any = source
             for part in key_field.split("."):
-                value = value.get(part, {}) if isinstance(value, dict) else {}
-            return value if isinstance(value, str) else ""
+                value = value.get(part) if isinstance(value, dict) else None
+            return value
 
-        docs = (s for _, s in self.search.stream(index, sort, query=urn_filter(key_field, selection)))
-        checked = ordered(prefetch(docs), key, index)
+        def docs() -> Iterator[dict[str, Any]]:
+            query = urn_filter(key_field, plan.selection)
+            for doc_id, source in self.search.stream(index, sort, query=query):
+                if not isinstance(key(source), str):
+                    plan.misshapen.setdefault(index, []).append(doc_id)
+                    continue
+                yield source
+
+        checked = ordered(prefetch(docs()), key, index)
         return grouped(checked, key)
 
     # -- the join -------------------------------------------------------------------------
@@ -165,15 +174,12 @@ class Scanner:
 
     def projection_streams(self, plan: ScanPlan) -> dict[str, Iterator[tuple[str, Any]]]:
         """The projections: the entity doc, the system-metadata docs and the edges, per urn."""
-        selection = plan.selection
-        streams: dict[str, Iterator[tuple[str, Any]]] = {
-            "doc": self._docs(selection, plan.types, plan.indices)
-        }
+        streams: dict[str, Iterator[tuple[str, Any]]] = {"doc": self._docs(plan)}
         if plan.sysmeta is not None:
-            streams["sysmeta"] = self._group_stream(plan.sysmeta, ["urn", "aspect"], "urn", selection)
+            streams["sysmeta"] = self._group_stream(plan, plan.sysmeta, ["urn", "aspect"], "urn")
         if plan.graph is not None:
             streams["edges"] = self._group_stream(
-                plan.graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn", selection
+                plan, plan.graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn"
             )
         return streams
 
@@ -234,4 +240,10 @@ class Scanner:
         missing = [t for t in plan.types if t not in indices and result.entities.get(t)]
         for t in missing:
             result.warnings.append(f"no index {self.index_of(t)} for {result.entities[t]} {t} entities")
+        for index, ids in sorted(plan.misshapen.items()):
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            result.warnings.append(
+                f"{len(ids)} document(s) in {index} have no urn string (not DataHub's documents): "
+                f"not compared, never repaired; ids: {shown}"
+            )
         return result

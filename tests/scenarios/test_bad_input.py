@@ -1,0 +1,97 @@
+"""Bad input from every side, broken by the test itself: a 10 MiB aspect, documents that are not
+DataHub's (no urn, a number or a list for a urn), messages on the change log that are not Avro
+or name an unknown schema. The scan reports what it cannot use, finishes, and judges the rest
+right; a replay that cannot deliver an aspect reports it by urn and writes nothing else wrong."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from test_rebuild import ROOT, rebuild_cli
+from world import World
+
+from auditor.api import ScanOptions, scan, triage
+from auditor.core.model import Selection, Verdict
+
+pytestmark = pytest.mark.integration
+
+OPTIONS = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0)
+BIG = 10 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    w = World("mariadb", "opensearch", tmp_path_factory.mktemp("bad-input"), n=30)
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+def datasets(world: World) -> list[str]:
+    return [e.urn for e in world.of_type("dataset")]
+
+
+def diverged(report) -> set[str]:
+    return {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
+
+
+def test_a_10_mib_aspect_is_judged_and_a_replay_reports_it_by_urn(world: World, tmp_path: Path) -> None:
+    urn = datasets(world)[0]
+    world.writer.write(urn, "datasetProperties", {"name": "big", "description": "x" * BIG}, drop_mcl=True)
+    time.sleep(0.6)
+    report = scan(world.settings(), Selection(urns=(urn,)), OPTIONS)
+    assert report.complete and diverged(report) == {urn}
+    assert len(json.dumps([c.finding.details for c in report.findings], default=str)) < BIG  # values cut
+    args, env = rebuild_cli(world, tmp_path, "replay", "--urn", urn, "--wait", "30")
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (1, 3), done.stderr[-2000:]  # not "applied and verified clean"
+    outcome = json.loads(done.stdout or "null")
+    assert outcome is not None, (done.returncode, done.stderr[-3000:])
+    assert outcome["failed"] == [urn], outcome
+    why = outcome["failed_why"][urn]
+    assert "datasetProperties" in why and "too large" in why.lower(), why
+    assert outcome["counts"]["produced"] >= 1  # the urn's other aspects were delivered
+
+
+def test_documents_that_are_not_datahub_shaped_are_reported_and_the_scan_finishes(world: World) -> None:
+    index = f"{world.prefix}_datasetindex_v2"
+    junk = {
+        "junk-no-urn": {"name": "a document without a urn"},
+        "junk-number": {"urn": 12345, "name": "a number for a urn"},
+        "junk-list": {"urn": ["urn:li:dataset:(urn:li:dataPlatform:hive,a,PROD)", "zzz"]},
+    }
+    orphan = "urn:li:dataset:(urn:li:dataPlatform:hive,junk,PROD)"
+    world.search.put(index, "junk-number-name", {"urn": orphan, "name": 12345})
+    for doc_id, doc in junk.items():
+        world.search.put(index, doc_id, doc)
+    world.search.refresh(index)
+    report = scan(world.settings(), Selection(), OPTIONS)
+    assert report.complete, report.warnings
+    (warning,) = [w for w in report.warnings if "not DataHub's documents" in w]
+    assert f"3 document(s) in {index}" in warning and all(doc_id in warning for doc_id in junk)
+    assert not {c.finding.details.get("doc_id") for c in report.findings} & set(junk)
+    assert orphan in {c.finding.urn for c in report.findings if c.finding.kind.value == "orphan_document"}
+
+
+def test_messages_that_are_not_avro_are_counted_and_the_verdicts_hold(world: World) -> None:
+    urn = datasets(world)[1]
+    world.writer.write(urn, "globalTags", {"tags": [{"tag": "urn:li:tag:lost"}]}, drop_mcl=True)
+    producer = Producer({"bootstrap.servers": world.endpoints.kafka})
+    garbage = (b"not avro at all", b"\x00\x00\x01\x86\xa0unknown-schema-id", b"\xff\xfe\x00", b"")
+    for value in garbage:
+        producer.produce("MetadataChangeLog_Versioned_v1", key=urn.encode(), value=value)
+    producer.flush(10)
+    time.sleep(0.6)
+    report = scan(world.settings(), Selection(urns=(urn,)), OPTIONS)
+    assert report.complete and diverged(report) == {urn}
+    assert {c.subkind for c in report.findings} == {"event_never_published"}
+    walked = triage(world.settings(), urn, settle=0.5)  # reads the urn's partition to its end
+    assert walked.exit_code == 1, walked
+    assert world.consumer.drain(30), "the MAE-like consumer choked on the garbage"
