@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack, closing
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -58,20 +59,18 @@ def scan(
         consumer_group=settings.mae_consumer_group,
         sources=settings.describe(),
     )
-    store = open_store(settings)
-    search = open_search(settings)
-    report.sources["store_version"] = store.ping()
-    report.sources["search_version"] = search.version()
-    registry = registry or Registry.load()
-    events = open_events(settings, report.warnings)
-    state = open_state(settings, options.use_state)
-    try:
+    with ExitStack() as opened:  # every connection closed after the scan, whatever happens
+        store = opened.enter_context(closing(open_store(settings)))
+        search = opened.enter_context(closing(open_search(settings)))
+        report.sources["store_version"] = store.ping()
+        report.sources["search_version"] = search.version()
+        registry = registry or Registry.load()
+        events = open_events(settings, report.warnings)
+        if events is not None:
+            opened.callback(events.close)
+        state = opened.enter_context(closing(open_state(settings, options.use_state)))
         backends = ScanBackends(store, search, events, state)
         return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
-    finally:
-        state.close()
-        if events is not None:
-            events.close()
 
 
 def triage(settings: Settings, text: str, grace: float | None = None, settle: float = 10.0) -> TriageResult:
@@ -91,12 +90,14 @@ def triage(settings: Settings, text: str, grace: float | None = None, settle: fl
         raise ConfigError(
             f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
         ) from None
-    store = open_store(settings)
-    search = open_search(settings)
-    warnings: list[str] = []
-    events = open_events(settings, warnings)
-    state = ScanState(settings.state_file, read_only=True)
-    try:
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_store(settings)))
+        search = opened.enter_context(closing(open_search(settings)))
+        warnings: list[str] = []
+        events = open_events(settings, warnings)
+        if events is not None:
+            opened.callback(events.close)
+        state = opened.enter_context(closing(ScanState(settings.state_file, read_only=True)))
         backends = ScanBackends(store, search, events, state)
         target = scan_target(settings)
         result = walk(
@@ -111,10 +112,6 @@ def triage(settings: Settings, text: str, grace: float | None = None, settle: fl
         )
         result.warnings = warnings + result.warnings
         return result
-    finally:
-        state.close()
-        if events is not None:
-            events.close()
 
 
 def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
@@ -127,11 +124,14 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.rebuild.run import RebuildBackends
     from auditor.rebuild.run import rebuild as run_rebuild
 
-    store = open_store(settings)
-    search = open_search(settings)
+    opened = ExitStack()
+    store = opened.enter_context(closing(open_store(settings)))
+    search = opened.enter_context(closing(open_search(settings)))
     warnings: list[str] = []
     events = open_events(settings, warnings) if request.mode != "plan" else None
-    state = open_state(settings, use=False)
+    if events is not None:
+        opened.callback(events.close)
+    state = opened.enter_context(closing(open_state(settings, use=False)))
     producer = None
     if settings.kafka_bootstrap:
 
@@ -149,12 +149,8 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     )
     if request.state_dir == Path("."):
         request.state_dir = Path(settings.state_file).parent
-    try:
+    with opened:
         outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request)
-    finally:
-        state.close()
-        if events is not None:
-            events.close()
     outcome.warnings = warnings + outcome.warnings
     return outcome
 
@@ -176,9 +172,9 @@ def after_restore(
 
     options = ScanOptions(use_state=False, sample_window=2.0)
     first = scan(settings, options=options)
-    store, search = open_store(settings), open_search(settings)
-    sysmeta = search.max_of(system_metadata_index(settings.index_prefix), "lastUpdated")
-    evidence = window(first, store.last_write(), ms_to_datetime(sysmeta))
+    with closing(open_store(settings)) as store, closing(open_search(settings)) as search:
+        sysmeta = search.max_of(system_metadata_index(settings.index_prefix), "lastUpdated")
+        evidence = window(first, store.last_write(), ms_to_datetime(sysmeta))
     evidence.mode = mode
     evidence.since = since or evidence.since
     if evidence.since is not None:

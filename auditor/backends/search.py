@@ -163,6 +163,13 @@ class SearchIndex:
         distribution = info.get("version", {}).get("distribution", "elasticsearch")
         return "opensearch" if distribution == "opensearch" else "elasticsearch"
 
+    def close(self) -> None:
+        """Close the client's connection pool."""
+        try:
+            self.client.close()
+        except Exception:  # closing is best effort: the scan's result does not depend on it
+            log.debug("closing the search client failed", exc_info=True)
+
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """One read request; sent again with bounded exponential backoff (0.5 s doubling, at most
         8 s, `retries` times) when the cluster answers 429/502/503/504, times out or drops the

@@ -141,6 +141,10 @@ class MetadataStore:
         self.postgres = self.engine.dialect.name == "postgresql"
         self.resumed = 0  # reads resumed after a lost connection (the scan reports it)
 
+    def close(self) -> None:
+        """Close the pooled connections (a long-lived caller scans again with a new store)."""
+        self.engine.dispose()
+
     # -- query building (dialect only) -------------------------------------------------
     def _order(self, column: str) -> str:
         # byte order on both sides of the merge-join: PostgreSQL's default collation is not
