@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -34,17 +33,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, se
 
 
 def cli(world: World, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    s = world.settings()
-    base = {
-        **os.environ,
-        "AUDITOR_STORE_URL": s.store_url.get_secret_value() if s.store_url else "",
-        "AUDITOR_SEARCH_URL": s.search_url or "",
-        "AUDITOR_KAFKA_BOOTSTRAP": s.kafka_bootstrap or "",
-        "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
-        "AUDITOR_INDEX_PREFIX": world.prefix,
-        "AUDITOR_STATE_FILE": str(world.state_file),
-        **(env or {}),
-    }
+    base = world.cli_env(**(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "auditor.cli", *args],
         env=base,

@@ -95,19 +95,10 @@ def test_the_node_killed_mid_scan_ends_it_with_exit_3_and_no_report(broken, tmp_
             os.kill(_service_pid("opensearch"), signal.SIGKILL)  # the node dies; this request with it
         return None
 
-    s = world.settings()
     out = tmp_path / "scan.json"
     try:
         with FaultyProxy(world.endpoints.search_url("opensearch"), kill_on_second_page) as proxy:
-            env = {
-                **os.environ,
-                "AUDITOR_STORE_URL": s.store_url.get_secret_value() if s.store_url else "",
-                "AUDITOR_SEARCH_URL": proxy.url,
-                "AUDITOR_KAFKA_BOOTSTRAP": s.kafka_bootstrap or "",
-                "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
-                "AUDITOR_INDEX_PREFIX": world.prefix,
-                "AUDITOR_SEARCH_RETRIES": "2",
-            }
+            env = world.cli_env(AUDITOR_SEARCH_URL=proxy.url, AUDITOR_SEARCH_RETRIES="2")
             done = subprocess.run(
                 [sys.executable, "-m", "auditor.cli", "scan", "--no-state", "-f", "json", "-o", str(out)],
                 env=env,

@@ -26,18 +26,11 @@ RATE = float(os.environ.get("SOAK_RATE", "10"))
 def test_scans_under_continuous_writes_find_nothing_and_stay_flat(tmp_path: Path) -> None:
     world = World("mariadb", "opensearch", tmp_path, n=150)
     try:
-        s = world.settings()
-        env = {
-            **os.environ,
-            "AUDITOR_STORE_URL": s.store_url.get_secret_value() if s.store_url else "",
-            "AUDITOR_SEARCH_URL": s.search_url or "",
-            "AUDITOR_KAFKA_BOOTSTRAP": s.kafka_bootstrap or "",
-            "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
-            "AUDITOR_INDEX_PREFIX": world.prefix,
-            "AUDITOR_STATE_FILE": str(tmp_path / "soak-state.sqlite"),
-            "SOAK_SECONDS": str(SECONDS),
-            "SOAK_INTERVAL": str(INTERVAL),
-        }
+        env = world.cli_env(
+            AUDITOR_STATE_FILE=str(tmp_path / "soak-state.sqlite"),
+            SOAK_SECONDS=str(SECONDS),
+            SOAK_INTERVAL=str(INTERVAL),
+        )
         driver = Path(__file__).with_name("soak_driver.py")
         with LiveLoad(world, rate=RATE) as load:
             done = subprocess.run(

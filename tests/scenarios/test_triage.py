@@ -22,17 +22,9 @@ pytestmark = pytest.mark.integration
 
 
 def triage(world: World, urn: str, *extra: str, kafka: bool = True) -> tuple[int, dict[str, Any]]:
-    s = world.settings()
-    env = {
-        **os.environ,
-        "AUDITOR_STORE_URL": s.store_url.get_secret_value() if s.store_url else "",
-        "AUDITOR_SEARCH_URL": s.search_url or "",
-        "AUDITOR_KAFKA_BOOTSTRAP": (s.kafka_bootstrap or "") if kafka else "",
-        "KAFKA_BOOTSTRAP_SERVER": "",
-        "AUDITOR_SCHEMA_REGISTRY_URL": (s.schema_registry_url or "") if kafka else "",
-        "AUDITOR_INDEX_PREFIX": world.prefix,
-        "AUDITOR_STATE_FILE": str(world.state_file),
-    }
+    env = world.cli_env(KAFKA_BOOTSTRAP_SERVER="")
+    if not kafka:
+        env.update(AUDITOR_KAFKA_BOOTSTRAP="", AUDITOR_SCHEMA_REGISTRY_URL="")
     done = subprocess.run(
         [sys.executable, "-m", "auditor.cli", "triage", urn, "--format", "json", "--settle", "1", *extra],
         env=env,

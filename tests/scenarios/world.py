@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -85,6 +86,20 @@ class World:
             state_file=str(self.state_file),
             **over,
         )
+
+    def cli_env(self, **over: str) -> dict[str, str]:
+        """The environment a CLI process (or the soak's scanner) reads this world's settings from."""
+        s = self.settings()
+        return {
+            **os.environ,
+            "AUDITOR_STORE_URL": s.store_url.get_secret_value() if s.store_url else "",
+            "AUDITOR_SEARCH_URL": s.search_url or "",
+            "AUDITOR_KAFKA_BOOTSTRAP": s.kafka_bootstrap or "",
+            "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
+            "AUDITOR_INDEX_PREFIX": self.prefix,
+            "AUDITOR_STATE_FILE": str(self.state_file),
+            **over,
+        }
 
     def scan(self, kafka: bool = True, selection: Selection | None = None, **options: Any) -> Report:
         opts = {"grace": 300.0, "settle": 0.5, "sample_window": 2.0, **options}
