@@ -302,6 +302,11 @@ class SearchIndex:
         except Exception as exc:
             if "index_not_found" in str(exc):
                 return
+            if "fielddata" in str(exc).lower() or "not optimised" in str(exc).lower():
+                raise BackendUnavailable(
+                    f"search cluster {self.description}: {index} cannot be read in urn order: "
+                    f"{', '.join(sort)} is not a keyword field there (not DataHub's mapping?)"
+                ) from None
             raise self._fail(f"reading {index}", exc) from None
 
     def _scroll(self, index: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

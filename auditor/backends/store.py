@@ -298,16 +298,19 @@ class MetadataStore:
         """Group the version-0 rows by urn: one `EntityRows` per entity, in urn byte order."""
         current: str | None = None
         rows: dict[str, AspectRow] = {}
+        duplicated: set[str] = set()
         for urn, aspect, metadata, systemmetadata, createdon in self.stream_rows(
             entity_types, urn_like, since, urns
         ):
             if urn != current:
                 if current is not None:
-                    yield EntityRows(current, rows)
-                current, rows = urn, {}
+                    yield EntityRows(current, rows, frozenset(duplicated))
+                current, rows, duplicated = urn, {}, set()
+            if aspect in rows:  # two version-0 rows: DataHub's primary key would refuse this
+                duplicated.add(aspect)
             rows[aspect] = AspectRow(aspect, metadata, systemmetadata, createdon)
         if current is not None:
-            yield EntityRows(current, rows)
+            yield EntityRows(current, rows, frozenset(duplicated))
 
     def page_rows(
         self, selection: Selection, after: tuple[str, str] | None, limit: int

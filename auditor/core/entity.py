@@ -28,6 +28,12 @@ class JoinedEntity:
         malformed: dict[str, str] = {}
         if self.rows is not None:
             for name, row in self.rows.rows.items():
+                if name in self.rows.duplicated:
+                    malformed[name] = (
+                        "more than one version-0 row for this aspect (the table lacks DataHub's primary "
+                        "key on urn, aspect, version): which one DataHub serves is undefined"
+                    )
+                    continue
                 try:
                     value = json_loads(row.metadata)
                 except ValueError as exc:

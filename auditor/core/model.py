@@ -9,6 +9,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from auditor.errors import ConfigError
+
 
 class Kind(StrEnum):
     """What differs between the truth (the aspect table) and a projection."""
@@ -194,6 +196,14 @@ class Selection:
     urns: tuple[str, ...] = ()  # exact urns (triage, re-observation, targeted rebuilds)
     aspects: tuple[str, ...] = ()  # a rebuild of these aspects only
     until: datetime | None = None  # a rebuild of rows written before this instant
+
+    def __post_init__(self) -> None:
+        like = self.urn_like
+        if like and (len(like) - len(like.rstrip("\\"))) % 2:
+            raise ConfigError(
+                f"the urn pattern {like!r} ends with a lone backslash, LIKE's escape character",
+                hint="write \\\\ for a literal backslash, \\% or \\_ for a literal % or _",
+            )
 
     def in_shard(self, urn: str) -> bool:
         if self.shard is None:

@@ -50,6 +50,8 @@ class EntityRows:
 
     urn: str
     rows: dict[str, AspectRow]
+    # aspects with more than one version-0 row (a table without DataHub's primary key)
+    duplicated: frozenset[str] = frozenset()
 
     @property
     def changed_at(self) -> datetime:

@@ -1,9 +1,12 @@
 """A small HTTP proxy in front of the real search node, breaking it the ways clusters break:
-429 / 503 answers, slow answers, and the node killed while a request is on its way."""
+429 / 503 answers, slow answers, and the node killed while a request is on its way; or
+fronting it the way managed clusters do, with TLS and basic authentication."""
 
 from __future__ import annotations
 
+import base64
 import http.client
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -17,10 +20,22 @@ Decide = Callable[[int, str, str], int | str | float | None]
 
 
 class FaultyProxy:
-    def __init__(self, upstream: str, decide: Decide) -> None:
+    """`tls=(certfile, keyfile)` serves HTTPS; `auth="user:password"` answers 401 to any request
+    without that basic authentication (a TLS-terminating, authenticating front of the node)."""
+
+    def __init__(
+        self,
+        upstream: str,
+        decide: Decide | None = None,
+        *,
+        tls: tuple[str, str] | None = None,
+        auth: str | None = None,
+    ) -> None:
         target = urlsplit(upstream)
         self.host, self.port = target.hostname or "127.0.0.1", target.port or 9200
-        self.decide = decide
+        self.decide = decide or (lambda n, method, path: None)
+        self.expected = "Basic " + base64.b64encode(auth.encode()).decode() if auth else None
+        self.refused = 0  # requests answered 401
         self.requests = 0
         self.injected: list[tuple[int, str, str, int | str | float]] = []
         self._lock = threading.Lock()
@@ -38,6 +53,16 @@ class FaultyProxy:
                 with proxy._lock:
                     proxy.requests += 1
                     n = proxy.requests
+                if proxy.expected and self.headers.get("Authorization") != proxy.expected:
+                    proxy.refused += 1
+                    payload = b'{"error":"unauthorized","status":401}'
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="search"')
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 action = proxy.decide(n, self.command, self.path)
                 if action is not None:
                     proxy.injected.append((n, self.command, self.path, action))
@@ -79,7 +104,13 @@ class FaultyProxy:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> FaultyProxy:

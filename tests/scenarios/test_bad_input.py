@@ -18,6 +18,7 @@ from world import World
 
 from auditor.api import ScanOptions, scan, triage
 from auditor.core.model import Selection, Verdict
+from auditor.errors import BackendUnavailable
 
 pytestmark = pytest.mark.integration
 
@@ -95,3 +96,53 @@ def test_messages_that_are_not_avro_are_counted_and_the_verdicts_hold(world: Wor
     walked = triage(world.settings(), urn, settle=0.5)  # reads the urn's partition to its end
     assert walked.exit_code == 1, walked
     assert world.consumer.drain(30), "the MAE-like consumer choked on the garbage"
+
+
+def test_duplicated_version_0_rows_are_invalid_and_never_repaired(world: World) -> None:
+    from sqlalchemy import text
+
+    from auditor.core.model import RepairKind
+    from sandbox.naming import ASPECT_TABLE
+
+    urn = datasets(world)[2]
+    table = f"nopk_{world.prefix}"
+    with world.engine.begin() as conn:  # DataHub's table without its primary key
+        conn.execute(text(f"CREATE TABLE {table} LIKE {ASPECT_TABLE}"))
+        conn.execute(text(f"ALTER TABLE {table} DROP PRIMARY KEY"))
+        conn.execute(text(f"INSERT INTO {table} SELECT * FROM {ASPECT_TABLE}"))
+        conn.execute(
+            text(
+                f"INSERT INTO {table} (urn, aspect, version, metadata, systemmetadata, createdon, createdby) "
+                f"SELECT urn, aspect, 0, :other, systemmetadata, createdon, createdby FROM {ASPECT_TABLE} "
+                "WHERE urn = :urn AND aspect = 'globalTags' AND version = 0"
+            ),
+            {"urn": urn, "other": json.dumps({"tags": [{"tag": "urn:li:tag:twin"}]})},
+        )
+    try:
+        settings = world.settings().model_copy(update={"store_table": table})
+        report = scan(settings, Selection(entity_types=("dataset",)), OPTIONS)
+    finally:
+        with world.engine.begin() as conn:
+            conn.execute(text(f"DROP TABLE {table}"))
+    assert report.complete
+    invalid = [c for c in report.findings if c.verdict == Verdict.INVALID]
+    assert [(c.finding.urn, c.finding.aspect) for c in invalid] == [(urn, "globalTags")], invalid
+    assert "more than one version-0 row" in invalid[0].finding.details["reason"], invalid[0].finding.details
+    assert invalid[0].finding.repairs == (RepairKind.FIX_ROW,)  # fix the row: never written
+    assert report.exit_code == 1
+
+
+def test_an_index_whose_urn_is_not_a_keyword_stops_the_scan_clearly(world: World) -> None:
+    prefix = f"{world.prefix}x"
+    index = f"{prefix}_tagindex_v2"
+    world.search.ensure_index(index, {"properties": {"urn": {"type": "text"}, "name": {"type": "text"}}})
+    try:
+        for e in world.of_type("tag"):
+            world.search.put(index, e.urn.replace(":", "%3A"), {"urn": e.urn, "name": "x"})
+        world.search.refresh(index)
+        settings = world.settings().model_copy(update={"index_prefix": prefix})
+        with pytest.raises(BackendUnavailable) as failed:
+            scan(settings, Selection(entity_types=("tag",)), OPTIONS)
+    finally:
+        world.search.delete_index(index)
+    assert f"{index} cannot be read in urn order: urn is not a keyword field" in str(failed.value)
