@@ -6,6 +6,7 @@ import io
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import fastavro
@@ -13,6 +14,15 @@ import fastavro
 from auditor.backends.protocols import Capability
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
+
+
+@cache
+def message_errors() -> frozenset[int]:
+    """Errors of one message (no retry delivers it); any other error from produce() is the broker's."""
+    from confluent_kafka import KafkaError
+
+    names = ("MSG_SIZE_TOO_LARGE", "INVALID_MSG_SIZE", "INVALID_MSG", "INVALID_RECORD")
+    return frozenset(getattr(KafkaError, n) for n in names if hasattr(KafkaError, n))
 
 
 class Refused(Exception):
@@ -97,6 +107,8 @@ class MclProducer:
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else exc
                 why = error.str() if hasattr(error, "str") else str(error)
+                if getattr(error, "code", lambda: None)() not in message_errors():
+                    raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}") from None
                 size = f"{len(value):,} bytes"
                 raise Refused(f"{record.get('aspectName')}: {why} ({size})") from None
         self.producer.poll(0)

@@ -5,6 +5,7 @@ the scan with exit code 3 and no report, and once it is back the scan is right a
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -116,3 +117,45 @@ def test_the_node_killed_mid_scan_ends_it_with_exit_3_and_no_report(broken, tmp_
         world.search.refresh(index)
     again = scan(world.settings(), Selection(), OPTIONS)  # the node is back: the scan is right
     assert again.complete and diverged(again) == targets
+
+
+def test_the_node_killed_mid_verification_keeps_the_checkpoint_and_resume_verifies(
+    broken, tmp_path: Path
+) -> None:
+    """A reindex writes its one bulk; the node dies as the verification starts reading; the
+    repair ends with exit 3 and its checkpoint; after the restart `--resume` verifies clean."""
+    from test_rebuild import rebuild_cli
+
+    world, _ = broken
+    urn = next(e.urn for e in world.of_type("dataset"))
+    wrote: list[int] = []
+    killed: list[int] = []
+
+    def kill_after_the_bulk(n: int, method: str, path: str) -> None:
+        if "_bulk" in path:
+            wrote.append(n)
+        elif wrote and not killed and "_search" in path:
+            killed.append(n)
+            os.kill(_service_pid("opensearch"), signal.SIGKILL)
+        return None
+
+    try:
+        with FaultyProxy(world.endpoints.search_url("opensearch"), kill_after_the_bulk) as proxy:
+            args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", urn)
+            args[args.index("--search-url") + 1] = proxy.url
+            env["AUDITOR_SEARCH_RETRIES"] = "2"
+            first = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], check=True, capture_output=True, timeout=300)
+    assert wrote and killed, (wrote, killed)
+    assert first.returncode == 3 and "search cluster" in first.stderr, (
+        first.returncode,
+        first.stderr[-1500:],
+    )
+    assert list(tmp_path.glob("rebuild-*.json")), "the checkpoint was not kept"
+    args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", urn)
+    resumed = subprocess.run(
+        [*args, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stdout[-1500:] + resumed.stderr[-1500:]
+    assert json.loads(resumed.stdout)["still_wrong"] == [] and not list(tmp_path.glob("rebuild-*.json"))
