@@ -218,8 +218,7 @@ class MetadataStore:
                     entity_types, urn_like, since, tuple(ordered[i : i + IN_LIST]), batch
                 )
             return
-        wanted = set(urns) if urns and not self.postgres else None
-        parts = self._resumable(entity_types, urn_like, since, urns, batch, wanted)
+        parts = self._resumable(entity_types, urn_like, since, urns, batch)
         if not self.postgres:  # PostgreSQL reads with COLLATE "C": already in byte order
             parts = byte_ordered(parts)
         for part in parts:
@@ -232,11 +231,10 @@ class MetadataStore:
         since: datetime | None,
         urns: tuple[str, ...],
         batch: int,
-        wanted: set[str] | None,
     ) -> Iterator[Sequence[Any]]:
         """The query's partitions in the database's order; a lost connection resumes after the
-        last row received (keyset on the same order, so nothing is skipped or read twice).
-        `wanted`: the exact urns asked for (MySQL's `IN` also matches 'b ' for 'b')."""
+        last row received (keyset on the same order, so nothing is skipped or read twice)."""
+        wanted = set(urns) if urns and not self.postgres else None  # MySQL: 'b' IN also finds 'b '
         after: tuple[str, str] | None = None
         attempt = 0
         while True:
@@ -250,8 +248,7 @@ class MetadataStore:
                         yield part
                 return
             except SQLAlchemyError as exc:
-                cause = getattr(exc, "orig", None) or exc
-                what = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
+                what = _first_line(exc)
                 if attempt >= RESUME_ATTEMPTS or not _connection_lost(exc):
                     raise BackendUnavailable(f"metadata store {self.description} failed: {what}") from None
                 attempt += 1
