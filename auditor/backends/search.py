@@ -55,11 +55,11 @@ def urn_filter(field_name: str, selection: Selection) -> dict[str, Any] | None:
     return {"bool": {"filter": must}} if must else None
 
 
-RETRIES = 5  # a read request is sent at most this many more times (about 15 s of backoff in all)
+RETRIES = 5  # a read request is sent at most this many more times (at most 15.5 s of backoff in all)
 BACKOFF_CAP = 8.0
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # the clients' exceptions for a timeout or a connection that failed or dropped (no HTTP status)
-RETRY_ERRORS = frozenset({"ConnectionError", "ConnectionTimeout", "SSLError"})
+RETRY_ERRORS = frozenset({"ConnectionError", "ConnectionTimeout"})
 
 
 def _status_of(exc: Exception) -> Any:
@@ -74,7 +74,8 @@ def retryable(exc: Exception) -> bool:
     status = _status_of(exc)
     if isinstance(status, int):
         return status in RETRY_STATUSES
-    return any(c.__name__ in RETRY_ERRORS for c in type(exc).__mro__)
+    names = {c.__name__ for c in type(exc).__mro__}
+    return "SSLError" not in names and bool(names & RETRY_ERRORS)  # a bad certificate stays bad
 
 
 def _fast_serializer() -> Any:

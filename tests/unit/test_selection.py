@@ -35,3 +35,26 @@ def test_a_lone_trailing_escape_is_refused(like: str) -> None:
 
 def test_an_escaped_backslash_at_the_end_is_fine() -> None:
     assert Selection(urn_like="a\\\\").urn_like == "a\\\\"
+
+
+def test_what_a_search_read_retries() -> None:
+    from auditor.backends.search import retryable
+
+    class TransportError(Exception):
+        def __init__(self, status: object) -> None:
+            self.status_code = status
+
+    class ConnectionError(TransportError):  # noqa: A001 - the clients' own names
+        pass
+
+    class ConnectionTimeout(ConnectionError):
+        pass
+
+    class SSLError(ConnectionError):  # opensearch-py's: a ConnectionError
+        pass
+
+    assert [retryable(TransportError(s)) for s in (429, 502, 503, 504)] == [True] * 4
+    assert not retryable(TransportError(400)) and not retryable(TransportError(401))
+    assert retryable(ConnectionError("N/A")) and retryable(ConnectionTimeout("N/A"))
+    assert not retryable(SSLError("N/A")), "a certificate that failed verification fails again"
+    assert not retryable(ValueError("x"))
