@@ -124,32 +124,31 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.rebuild.run import RebuildBackends
     from auditor.rebuild.run import rebuild as run_rebuild
 
-    opened = ExitStack()
-    store = opened.enter_context(closing(open_store(settings)))
-    search = opened.enter_context(closing(open_search(settings)))
-    warnings: list[str] = []
-    events = open_events(settings, warnings) if request.mode != "plan" else None
-    if events is not None:
-        opened.callback(events.close)
-    state = opened.enter_context(closing(open_state(settings, use=False)))
-    producer = None
-    if settings.kafka_bootstrap:
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_store(settings)))
+        search = opened.enter_context(closing(open_search(settings)))
+        warnings: list[str] = []
+        events = open_events(settings, warnings) if request.mode != "plan" else None
+        if events is not None:
+            opened.callback(events.close)
+        state = opened.enter_context(closing(open_state(settings, use=False)))
+        producer = None
+        if settings.kafka_bootstrap:
 
-        def producer() -> MclProducer:
-            return MclProducer(
-                kafka_config(settings), settings.schema_registry_url, settings.mcl_versioned_topic
-            )
+            def producer() -> MclProducer:
+                return MclProducer(
+                    kafka_config(settings), settings.schema_registry_url, settings.mcl_versioned_topic
+                )
 
-    backends = RebuildBackends(
-        ScanBackends(store, search, events, state),
-        store,
-        producer,
-        lambda: IndexWriter(search),
-        f"{store.description} {search.description}",
-    )
-    if request.state_dir == Path("."):
-        request.state_dir = Path(settings.state_file).parent
-    with opened:
+        backends = RebuildBackends(
+            ScanBackends(store, search, events, state),
+            store,
+            producer,
+            lambda: IndexWriter(search),
+            f"{store.description} {search.description}",
+        )
+        if request.state_dir == Path("."):
+            request.state_dir = Path(settings.state_file).parent
         outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request)
     outcome.warnings = warnings + outcome.warnings
     return outcome
