@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape as _html_escape
 
 from rich.markup import escape as _rich_escape
 
@@ -65,6 +66,11 @@ def console_text(text: str) -> str:
 def console_markup(text: str) -> str:
     """For data interpolated into rich markup: as console_text, with markup tags escaped."""
     return _rich_escape(visible(text))
+
+
+def html_text(value: object) -> str:
+    """For an HTML text node or a quoted attribute: one line, `& < > " '` as entities."""
+    return _html_escape(visible(str(value)), quote=True)
 
 
 def prom_label(value: str) -> str:

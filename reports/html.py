@@ -15,7 +15,8 @@ import json
 
 from auditor.core.model import Classified, Report, Verdict
 from auditor.reports.commands import finding_rebuild
-from auditor.reports.html_charts import lag_chart, text, trend_chart, verdicts_chart
+from auditor.reports.escape import html_text as text
+from auditor.reports.html_charts import lag_chart, trend_chart, verdicts_chart
 from auditor.reports.json_report import plain
 from auditor.reports.summary import (
     VERDICT_ORDER,

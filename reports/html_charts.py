@@ -4,10 +4,8 @@ the trend of findings across past scans."""
 
 from __future__ import annotations
 
-from html import escape
-
 from auditor.core.model import PartitionPosition, Report, RunSummary
-from auditor.reports.escape import visible
+from auditor.reports.escape import html_text as text
 from auditor.reports.summary import VERDICT_ORDER, eta_text
 
 COLORS = {"invalid": "#8e44ad", "diverged": "#c0392b", "stalled": "#d35400", "in_flight": "#2980b9"}
@@ -16,16 +14,11 @@ ROW = 22
 LABEL = 190  # room for the label column on the left
 
 
-def text(value: object) -> str:
-    """Data-derived text for an HTML text node or a quoted attribute: one line, escaped."""
-    return escape(visible(str(value)), quote=True)
-
-
 def _svg(chart_id: str, height: int, label: str, body: list[str]) -> str:
     return (
         f'<svg class="chart" id="{chart_id}" role="img" aria-label="{text(label)}" '
         f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
-        '>' + "".join(body) + "</svg>"
+        ">" + "".join(body) + "</svg>"
     )
 
 
