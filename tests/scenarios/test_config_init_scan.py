@@ -8,16 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from test_security import drop_user, read_only_user
 from world import World
-
-from sandbox.naming import ASPECT_TABLE
 
 pytestmark = pytest.mark.integration
 
@@ -47,40 +44,12 @@ def base_env() -> dict[str, str]:
     return {k: os.environ[k] for k in keep if k in os.environ}
 
 
-def select_only_user(world: World) -> tuple[str, str]:
-    """A user that may read the aspect table and nothing else, with a password found nowhere else."""
-    name, password = f"ci_{uuid.uuid4().hex[:8]}", f"pw-{uuid.uuid4().hex}"
-    database = make_url(world.endpoints.store_url(world.store_name)).database
-    with world.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        if world.engine.dialect.name == "postgresql":
-            conn.execute(text(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'"))
-            conn.execute(text(f"GRANT CONNECT ON DATABASE {database} TO {name}"))
-            conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {name}"))
-            conn.execute(text(f"GRANT SELECT ON {ASPECT_TABLE} TO {name}"))
-        else:
-            conn.execute(text(f"CREATE USER '{name}'@'%' IDENTIFIED BY '{password}'"))
-            conn.execute(text(f"GRANT SELECT ON {database}.{ASPECT_TABLE} TO '{name}'@'%'"))
-    return name, password
-
-
-def drop_user(world: World, name: str) -> None:
-    database = make_url(world.endpoints.store_url(world.store_name)).database
-    with world.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        if world.engine.dialect.name == "postgresql":
-            conn.execute(text(f"REVOKE ALL ON {ASPECT_TABLE} FROM {name}"))
-            conn.execute(text(f"REVOKE ALL ON SCHEMA public FROM {name}"))
-            conn.execute(text(f"REVOKE ALL ON DATABASE {database} FROM {name}"))
-            conn.execute(text(f"DROP ROLE {name}"))
-        else:
-            conn.execute(text(f"DROP USER '{name}'@'%'"))
-
-
 @pytest.mark.parametrize(("store", "search", "jdbc", "driver"), CASES, ids=[c[0] for c in CASES])
 def test_config_init_then_scan(store: str, search: str, jdbc: str, driver: str, tmp_path: Path) -> None:
     world = World(store, search, tmp_path, n=20)
     user = ""
     try:
-        user, password = select_only_user(world)
+        _, user, password = read_only_user(world)  # SELECT on the table only
         db = make_url(world.endpoints.store_url(store))
         es = urlsplit(world.endpoints.search_url(search))
         datahub_env = {
