@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlsplit
 
-# (request number from 1, method, path) -> an HTTP status to answer instead, "drop" to close the
-# connection without an answer, a float to wait that long first, or None to forward as it is
-Decide = Callable[[int, str, str], int | str | float | None]
+# (request number from 1, method, path) -> an HTTP status to answer instead, a float to wait that
+# long first, or None to forward as it is
+Decide = Callable[[int, str, str], int | float | None]
 
 
 class FaultyProxy:
@@ -37,7 +37,7 @@ class FaultyProxy:
         self.expected = "Basic " + base64.b64encode(auth.encode()).decode() if auth else None
         self.refused = 0  # requests answered 401
         self.requests = 0
-        self.injected: list[tuple[int, str, str, int | str | float]] = []
+        self.injected: list[tuple[int, str, str, int | float]] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -68,10 +68,6 @@ class FaultyProxy:
                     proxy.injected.append((n, self.command, self.path, action))
                 if isinstance(action, float):
                     time.sleep(action)
-                elif action == "drop":
-                    self.close_connection = True
-                    self.connection.close()
-                    return
                 elif isinstance(action, int):
                     payload = b'{"error":{"type":"injected","reason":"by the test"},"status":%d}' % action
                     self.send_response(action)

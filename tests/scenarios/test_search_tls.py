@@ -93,6 +93,7 @@ def test_misconfigured_tls_or_auth_fails_clearly(secured, case: str, over: dict[
     env.update(over)
     if not env["AUDITOR_SEARCH_CA_CERTS"]:
         del env["AUDITOR_SEARCH_CA_CERTS"]
+    refused = proxy.refused
     done = subprocess.run(
         [sys.executable, "-m", "auditor.cli", "scan", "--no-state"],
         env=env,
@@ -104,3 +105,5 @@ def test_misconfigured_tls_or_auth_fails_clearly(secured, case: str, over: dict[
     assert done.stderr.startswith("error: ") and says in done.stderr, (case, done.stderr)
     assert done.stdout == "" and "Traceback" not in done.stderr and "Warning" not in done.stderr
     assert password not in done.stdout + done.stderr
+    if case == "wrong password":  # refused by the authentication, not by anything else
+        assert proxy.refused > refused
