@@ -14,6 +14,14 @@ OPENSEARCH = "http://127.0.0.1:19200"
 ELASTICSEARCH = "http://127.0.0.1:19201"
 
 
+def _stack_ca() -> str:
+    """The CA `sandbox/stack` signs the databases' TLS certificates with (run/tls/ca.pem)."""
+    home = os.environ.get("AUDITOR_STACK_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache", "auditor-stack"
+    )
+    return os.path.join(home, "run", "tls", "ca.pem")
+
+
 @dataclass(frozen=True)
 class Endpoints:
     """Where each sandbox service listens (see docs/architecture.md)."""
@@ -24,6 +32,7 @@ class Endpoints:
     registry: str = REGISTRY
     opensearch: str = OPENSEARCH
     elasticsearch: str = ELASTICSEARCH
+    tls_ca: str = ""  # the databases' CA bundle; from_env fills it in
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Endpoints:
@@ -40,6 +49,7 @@ class Endpoints:
             registry=pick("SANDBOX_REGISTRY", REGISTRY),
             opensearch=pick("SANDBOX_OPENSEARCH", OPENSEARCH),
             elasticsearch=pick("SANDBOX_ELASTICSEARCH", ELASTICSEARCH),
+            tls_ca=pick("SANDBOX_TLS_CA", _stack_ca()),
         )
 
     def store_url(self, store: str) -> str:
@@ -56,5 +66,4 @@ class Endpoints:
             return self.opensearch
         if search == "elasticsearch":
             return self.elasticsearch
-        raise ValueError(f"unknown search backend {search!r} "
-                         "(expected opensearch or elasticsearch)")
+        raise ValueError(f"unknown search backend {search!r} (expected opensearch or elasticsearch)")

@@ -269,11 +269,13 @@ def connect(search: str, endpoints: Endpoints | None = None) -> SearchStore:
     """SearchStore for `opensearch` or `elasticsearch` at the sandbox's address."""
     endpoints = endpoints or Endpoints.from_env()
     url = endpoints.search_url(search)
+    # https: a node the stack's CA signed for (user:password@ in the URL is basic auth)
+    tls = {"ca_certs": endpoints.tls_ca} if url.startswith("https:") else {}
     if search == "opensearch":
         from opensearchpy import OpenSearch
-        return SearchStore(OpenSearch(hosts=[url], timeout=30))
+        return SearchStore(OpenSearch(hosts=[url], timeout=30, **tls))
     from elasticsearch import Elasticsearch
-    return SearchStore(Elasticsearch(url, request_timeout=30))
+    return SearchStore(Elasticsearch(url, request_timeout=30, **tls))
 
 
 def as_store(client: Any) -> SearchStore:

@@ -94,6 +94,24 @@ def _fast_serializer() -> Any:
     return OrjsonSerializer()
 
 
+def _split_userinfo(
+    url: str, username: str | None, password: str | None
+) -> tuple[str, str | None, str | None]:
+    """`https://user:pass@host:9200` is basic auth: the URL without it, and the credentials
+    (percent-decoded; a username given apart wins)."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, username, password
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, secret = userinfo.partition(":")
+    clean = urlunsplit(parts._replace(netloc=host))
+    if username:
+        return clean, username, password
+    return clean, unquote(user), unquote(secret)
+
+
 class SearchIndex:
     """Read access to a DataHub search cluster (a scan never writes)."""
 
@@ -111,10 +129,11 @@ class SearchIndex:
         timeout: float = 60.0,
         retries: int = RETRIES,
     ) -> None:
+        self.description = redact_url(url)
+        url, username, password = _split_userinfo(url, username, password)
         self.url = url
         self.retries = retries
         self.retried = 0  # requests sent again after a 429/5xx, a timeout or a lost connection
-        self.description = redact_url(url)
         auth = (username, password or "") if username else None
         self.kind = kind if kind != "auto" else self._detect(url, auth, verify_certs, ca_certs)
         # the clients' own retries are immediate (no backoff) and skip 429: `_call` retries instead
@@ -144,6 +163,7 @@ class SearchIndex:
     def _detect(url: str, auth: Any, verify: bool, ca: str | None) -> str:
         import json
         import ssl
+        import urllib.error
         import urllib.request
         from base64 import b64encode
 
@@ -159,6 +179,20 @@ class SearchIndex:
         try:
             with urllib.request.urlopen(request, timeout=10, context=context) as response:
                 info = json.load(response)
+        except urllib.error.HTTPError as exc:
+            # `GET /` needs the cluster's `monitor` privilege (`cluster:monitor/main`), which a
+            # least-privilege role lacks. Elasticsearch's refusal says so in its own words (and,
+            # unlike its other answers, carries no X-elastic-product header); any other refusal is
+            # not guessed at.
+            if exc.code == 403:
+                if "is unauthorized for user" in exc.read(65536).decode("utf-8", "replace"):
+                    return "elasticsearch"
+                raise ConfigError(
+                    f"search cluster {redact_url(url)} refused `GET /` (403): cannot tell OpenSearch "
+                    "from Elasticsearch",
+                    hint="set search.kind (AUDITOR_SEARCH_KIND) to opensearch or elasticsearch",
+                ) from None
+            raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
         except Exception as exc:
             raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
         distribution = info.get("version", {}).get("distribution", "elasticsearch")
@@ -220,17 +254,27 @@ class SearchIndex:
         return float(value) if value is not None else None
 
     def indices(self, pattern: str = "*") -> dict[str, int]:
-        """Index (or alias) name -> document count, aliases resolved to their names."""
+        """Index (or alias) name -> document count, aliases resolved to their names.
+
+        With index privileges only (`view_index_metadata` lists the indices and their aliases,
+        `read` counts): the `_cat` APIs would need the cluster's `monitor` privilege, which a
+        read-only role for DataHub's indices has no reason to hold."""
         try:
-            rows = self._call(self.client.cat.indices, index=pattern, format="json", h="index,docs.count")
-            aliases = self._call(self.client.cat.aliases, name=pattern, format="json", h="alias,index")
+            listed = self._call(self.client.indices.get_alias, index=pattern)
+            aggs = {"i": {"terms": {"field": "_index", "size": 65536}}}
+            if self.kind == "elasticsearch":
+                counted = self._call(self.client.search, index=pattern, size=0, aggs=aggs)
+            else:
+                counted = self._call(self.client.search, index=pattern, body={"size": 0, "aggs": aggs})
         except Exception as exc:
             if "index_not_found" in str(exc) or "404" in str(exc):
                 return {}
             raise self._fail("listing indices", exc) from None
-        counts = {r["index"]: int(r.get("docs.count") or 0) for r in rows}
-        for alias in aliases:
-            counts[alias["alias"]] = counts.get(alias["index"], 0)
+        docs = {b["key"]: int(b["doc_count"]) for b in counted["aggregations"]["i"]["buckets"]}
+        counts = {index: docs.get(index, 0) for index in listed}
+        for index, entry in listed.items():
+            for alias in entry.get("aliases") or {}:
+                counts[alias] = counts[index]
         return counts
 
     def _open_pit(self, index: str) -> str | None:

@@ -1,6 +1,7 @@
 """`auditor config init` end to end: DataHub's environment variables pointing at the sandbox make
-a file that `auditor scan --config` accepts and runs with, the password given only in the
-environment; the password is in neither the file nor anything either command prints."""
+a file that `auditor scan --config` accepts and runs with (over TLS: the user may not connect
+without it), the password given only in the environment; the password is in neither the file
+nor anything either command prints."""
 
 from __future__ import annotations
 
@@ -19,9 +20,15 @@ from world import World
 pytestmark = pytest.mark.integration
 
 # (store, search, the JDBC URL's scheme and parameters, driver): MariaDB gets DataHub's
-# docker-compose MySQL URL, parameters and all
+# docker-compose MySQL URL, parameters and all (TLS, unverified); PostgreSQL pgJDBC's verified
+# TLS against the stack's CA. The user is admitted only over TLS, so a scan that runs used it.
 CASES = [
-    ("postgres", "opensearch", "jdbc:postgresql://{host}:{port}/{db}", "org.postgresql.Driver"),
+    (
+        "postgres",
+        "opensearch",
+        "jdbc:postgresql://{host}:{port}/{db}?sslmode=verify-full&sslrootcert={ca}",
+        "org.postgresql.Driver",
+    ),
     (
         "mariadb",
         "elasticsearch",
@@ -49,11 +56,13 @@ def test_config_init_then_scan(store: str, search: str, jdbc: str, driver: str, 
     world = World(store, search, tmp_path, n=20)
     user = ""
     try:
-        _, user, password = read_only_user(world)  # SELECT on the table only
+        _, user, password = read_only_user(world, tls_only=True)  # SELECT on the table only
         db = make_url(world.endpoints.store_url(store))
         es = urlsplit(world.endpoints.search_url(search))
         datahub_env = {
-            "EBEAN_DATASOURCE_URL": jdbc.format(host=db.host, port=db.port, db=db.database),
+            "EBEAN_DATASOURCE_URL": jdbc.format(
+                host=db.host, port=db.port, db=db.database, ca=world.endpoints.tls_ca
+            ),
             "EBEAN_DATASOURCE_USERNAME": user,
             "EBEAN_DATASOURCE_PASSWORD": password,
             "EBEAN_DATASOURCE_DRIVER": driver,

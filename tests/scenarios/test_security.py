@@ -22,8 +22,10 @@ from sandbox.naming import ASPECT_TABLE
 pytestmark = pytest.mark.integration
 
 
-def read_only_user(world: World) -> tuple[str, str, str]:
-    """A user granted SELECT on the aspect table only; its URL, name and password."""
+def read_only_user(world: World, tls_only: bool = False) -> tuple[str, str, str]:
+    """A user granted SELECT on the aspect table only; its URL, name and password. `tls_only`:
+    the server refuses it any connection that is not TLS (PostgreSQL: a member of the stack's
+    `tls_only` role, which pg_hba rejects without TLS; MariaDB: `REQUIRE SSL`)."""
     name, password = f"ro_{uuid.uuid4().hex[:8]}", f"ro-{uuid.uuid4().hex}"
     url = make_url(world.endpoints.store_url(world.store_name))
     with world.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -32,8 +34,11 @@ def read_only_user(world: World) -> tuple[str, str, str]:
             conn.execute(text(f"GRANT CONNECT ON DATABASE {url.database} TO {name}"))
             conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {name}"))
             conn.execute(text(f"GRANT SELECT ON {ASPECT_TABLE} TO {name}"))
+            if tls_only:
+                conn.execute(text(f"GRANT tls_only TO {name}"))
         else:
-            conn.execute(text(f"CREATE USER '{name}'@'%' IDENTIFIED BY '{password}'"))
+            require = " REQUIRE SSL" if tls_only else ""
+            conn.execute(text(f"CREATE USER '{name}'@'%' IDENTIFIED BY '{password}'{require}"))
             conn.execute(text(f"GRANT SELECT ON {url.database}.{ASPECT_TABLE} TO '{name}'@'%'"))
     ro = url.set(username=name, password=password).render_as_string(hide_password=False)
     return ro, name, password

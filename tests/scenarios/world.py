@@ -41,9 +41,11 @@ def move_group_to_end(bootstrap: str) -> None:
 class World:
     """One store + one search backend, an empty table and fresh prefixed indices."""
 
-    def __init__(self, store: str, search: str, tmp: Path, n: int = 60) -> None:
+    def __init__(
+        self, store: str, search: str, tmp: Path, n: int = 60, endpoints: Endpoints | None = None
+    ) -> None:
         self.store_name, self.search_name = store, search
-        self.endpoints = Endpoints.from_env()
+        self.endpoints = endpoints or Endpoints.from_env()  # another server: dataclasses.replace
         self.prefix = f"t{uuid.uuid4().hex[:8]}"
         self.engine = engine_for(store, self.endpoints)
         create_schema(self.engine)

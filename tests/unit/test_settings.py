@@ -36,6 +36,19 @@ def test_secrets_never_print() -> None:
     assert redact_url("http://h:9200") == "http://h:9200"
 
 
+def test_credentials_in_the_search_url_are_basic_auth() -> None:
+    from auditor.backends.search import _split_userinfo
+
+    assert _split_userinfo("https://elastic:p%40ss%3Aw@es:9200/", None, None) == (
+        "https://es:9200/",
+        "elastic",
+        "p@ss:w",
+    )
+    assert _split_userinfo("https://a:b@es:9200", "given", "pw") == ("https://es:9200", "given", "pw")
+    assert _split_userinfo("http://es:9200", None, None) == ("http://es:9200", None, None)
+    assert _split_userinfo("https://token@es", None, None) == ("https://es", "token", "")
+
+
 def test_bad_config_is_a_config_error(tmp_path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[store\n")

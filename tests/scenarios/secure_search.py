@@ -1,0 +1,174 @@
+"""A private Elasticsearch node with its security on (x-pack security: users, roles, TLS on HTTP),
+started from the stack's distribution beside the shared node, for the least-privilege tests.
+
+HTTP is served over TLS with the certificate `sandbox/stack` made for the databases (its CA is
+`Endpoints.tls_ca`); the roles and users are files (roles.yml, the file realm), a super user among
+them seeds the world."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+STACK_HOME = Path(os.environ.get("AUDITOR_STACK_HOME") or Path.home() / ".cache" / "auditor-stack")
+ES_HOME = STACK_HOME / "dist" / "elasticsearch-9.2.0"
+ES_JAVA = Path(os.environ.get("AUDITOR_STACK_ES_JAVA_HOME") or "/usr/lib/jvm/temurin-25-jdk-amd64")
+SVC_USER = os.environ.get("AUDITOR_STACK_USER") or "auditor-stack"
+START_SECONDS = 180
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class SecureElasticsearch:
+    """`with SecureElasticsearch(roles, users) as es:` a node at `es.url` (https).
+
+    `roles`: role name -> (index name patterns, index privileges, cluster privileges), written to
+    roles.yml; `users`: user name -> role, in the file realm (passwords in `es.passwords`), with a
+    super user `es.admin` beside them. (The native realm needs the security index, whose mapping
+    needs the analysis-common module the stack's distribution lacks: files it is.)"""
+
+    def __init__(
+        self, roles: dict[str, tuple[list[str], list[str], list[str]]], users: dict[str, str]
+    ) -> None:
+        self.dir = STACK_HOME / "run" / f"secure-es-{uuid.uuid4().hex[:8]}"  # the service user can reach it
+        self.port, self.transport = free_port(), free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.admin = ("admin", f"admin-{uuid.uuid4().hex}")
+        self.roles = roles
+        self.passwords = {name: f"{name}-{uuid.uuid4().hex}" for name in users}
+        self.users = users
+        self.ca = str(STACK_HOME / "run" / "tls" / "ca.pem")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> SecureElasticsearch:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start(self) -> None:
+        assert (ES_HOME / "modules" / "x-pack-security").is_dir(), f"no x-pack security in {ES_HOME}"
+        conf = self.dir / "config"
+        shutil.copytree(ES_HOME / "config", conf)
+        for name in ("server.pem", "server.key"):
+            shutil.copy(STACK_HOME / "run" / "tls" / name, conf / name)
+        (conf / "jvm.options.d").mkdir(exist_ok=True)
+        (conf / "jvm.options.d" / "heap.options").write_text("-Xms384m\n-Xmx384m\n")
+        jvm = (conf / "jvm.options").read_text().splitlines()
+        keep = [line for line in jvm if not line.startswith(("-Xm", "-Xlog:gc", "8-:-Xlog"))]
+        (conf / "jvm.options").write_text("\n".join(keep) + "\n")
+        (conf / "elasticsearch.yml").write_text(
+            "\n".join(
+                [
+                    "cluster.name: auditor-secure-es",
+                    "node.name: secure-es",
+                    "discovery.type: single-node",
+                    "network.host: 127.0.0.1",
+                    f"http.port: {self.port}",
+                    f"transport.port: {self.transport}",
+                    f"path.data: {self.dir / 'data'}",
+                    f"path.logs: {self.dir / 'logs'}",
+                    "cluster.routing.allocation.disk.threshold_enabled: false",
+                    "xpack.security.enabled: true",
+                    "xpack.security.http.ssl.enabled: true",
+                    "xpack.security.http.ssl.certificate: server.pem",
+                    "xpack.security.http.ssl.key: server.key",
+                    "xpack.security.transport.ssl.enabled: false",
+                    "xpack.license.self_generated.type: basic",
+                    "",
+                ]
+            )
+        )
+        env = {
+            **os.environ,
+            "ES_JAVA_HOME": str(ES_JAVA),
+            "JAVA_HOME": str(ES_JAVA),
+            "ES_PATH_CONF": str(conf),
+            "ES_TMPDIR": str(self.dir / "tmp"),
+        }
+        (self.dir / "tmp").mkdir()
+        (conf / "roles.yml").write_text(
+            "".join(
+                f"{role}:\n  cluster: {json.dumps(cluster)}\n  indices:\n"
+                f"    - names: {json.dumps(names)}\n      privileges: {json.dumps(privileges)}\n"
+                for role, (names, privileges, cluster) in self.roles.items()
+            )
+        )
+        accounts = [(*self.admin, "superuser")] + [(u, self.passwords[u], r) for u, r in self.users.items()]
+        for user, password, role in accounts:
+            subprocess.run(
+                [str(ES_HOME / "bin" / "elasticsearch-users"), "useradd", user, "-p", password, "-r", role],
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+        subprocess.run(["chown", "-R", f"{SVC_USER}:{SVC_USER}", str(self.dir)], check=True)
+        log = open(self.dir / "server.log", "wb")  # noqa: SIM115 (lives as long as the node)
+        self.process = subprocess.Popen(
+            ["setpriv", f"--reuid={SVC_USER}", f"--regid={SVC_USER}", "--init-groups", "--",
+             str(ES_HOME / "bin" / "elasticsearch")],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"secured Elasticsearch exited: {self.tail()}")
+            try:
+                if self.request("GET", "/_cluster/health?wait_for_status=yellow&timeout=2s")[0] == 200:
+                    return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"secured Elasticsearch not ready in {START_SECONDS}s: {self.tail()}")
+
+    def tail(self) -> str:
+        path = self.dir / "server.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
+
+    def request(
+        self, method: str, path: str, body: Any = None, auth: tuple[str, str] | None = None
+    ) -> tuple[int, Any]:
+        """One HTTPS request (the CA verified), as `auth` (default: the super user)."""
+        user, password = auth or self.admin
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+        req.add_header("Content-Type", "application/json")
+        context = ssl.create_default_context(cafile=self.ca)
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=context) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:  # the launcher and the server it forked
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
