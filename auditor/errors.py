@@ -23,3 +23,8 @@ class BackendUnavailable(AuditorError):
     """A backend (database, search cluster, Kafka, registry) could not be reached or failed."""
 
     exit_code = 3
+
+
+class AccessRefused(BackendUnavailable):
+    """A backend refused the credentials, or its certificate failed verification: a setting to
+    fix, not an outage (the scan never carries on without that backend, as it may for Kafka)."""

@@ -9,7 +9,7 @@ from auditor.backends.events import EventLog
 from auditor.backends.search import SearchIndex
 from auditor.backends.state import ScanState
 from auditor.backends.store import MetadataStore
-from auditor.errors import BackendUnavailable, ConfigError
+from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.settings import Settings
 
 WEAKER = "verdicts rest on time and history only (weaker)"
@@ -57,19 +57,31 @@ def open_search(settings: Settings) -> SearchIndex:
 
 
 def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
-    """The event log, or None (with a warning) when Kafka is not configured or unreachable."""
+    """The event log, or None (with a warning) when Kafka is not configured or unreachable.
+
+    A broker that refuses the login or whose certificate fails verification is a setting to fix:
+    `AccessRefused` (exit 3), not a scan carried on with weaker verdicts."""
     if not settings.kafka_bootstrap:
         warnings.append(f"no Kafka configured: {WEAKER}")
         return None
+    events = None
     try:
         events = EventLog(kafka_config(settings), settings.schema_registry_url)
-        if events.partitions(settings.mcl_versioned_topic) == 0:
+        topic, on = settings.mcl_versioned_topic, settings.kafka_bootstrap
+        if events.partitions(topic) == 0:
+            why = events.topic_errors.get(topic)  # not authorized, say
             warnings.append(
-                f"topic {settings.mcl_versioned_topic} not found on {settings.kafka_bootstrap}: {WEAKER}"
+                f"topic {topic} on {on}: {why}: {WEAKER}"
+                if why
+                else f"topic {topic} not found on {on}: {WEAKER}"
             )
             events.close()
             return None
         return events
+    except AccessRefused:
+        if events is not None:
+            events.close()
+        raise
     except BackendUnavailable as exc:
         warnings.append(f"{exc}: {WEAKER}")
         return None

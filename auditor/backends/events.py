@@ -12,7 +12,7 @@ from typing import Any
 from auditor.backends.avro_wire import WireDecoder
 from auditor.backends.protocols import Capability
 from auditor.core.records import MclHit, OffsetSample
-from auditor.errors import BackendUnavailable
+from auditor.errors import AccessRefused, BackendUnavailable
 from auditor.settings import redact_url
 
 
@@ -38,7 +38,8 @@ class EventLog:
         self.bootstrap = str(bootstrap)
         self.timeout = timeout
         self.description = self.bootstrap
-        conf = {"logger": logging.getLogger("auditor.kafka"), **config}
+        self.refused: tuple[str, str] | None = None  # (why, hint): the login or the certificate refused
+        conf = {"logger": logging.getLogger("auditor.kafka"), **config, "error_cb": self._client_error}
         self.admin = AdminClient(conf)
         self.consumer = Consumer(
             {
@@ -54,6 +55,7 @@ class EventLog:
             }
         )
         self._partitions: dict[str, int] = {}
+        self.topic_errors: dict[str, str] = {}  # why a topic's metadata was refused
         self._decode: WireDecoder | None = None
         self.decode_failures = 0  # MCLs of interest whose value could not be decoded
         self.decode_error: str | None = None
@@ -64,11 +66,27 @@ class EventLog:
     def close(self) -> None:
         self.consumer.close()
 
+    def _client_error(self, error: Any) -> None:
+        """librdkafka tells a refused SASL login or a failed certificate check only here; the
+        request that needed the connection fails as a mere transport failure (an outage)."""
+        from confluent_kafka import KafkaError
+
+        hints = {
+            KafkaError._AUTHENTICATION: "check the Kafka SASL mechanism, user name and password",
+            KafkaError._SSL: "check the Kafka CA file (AUDITOR_KAFKA_SSL_CA_LOCATION)",
+        }
+        if self.refused is None and error.code() in hints:
+            self.refused = error.str(), hints[error.code()]
+
     def _fail(self, what: str, exc: BaseException) -> BackendUnavailable:
+        self.admin.poll(0)  # serves the error callback
+        if self.refused is not None:
+            why, hint = self.refused
+            return AccessRefused(f"Kafka {self.bootstrap}: {what} failed: {why}", hint=hint)
         return BackendUnavailable(f"Kafka {self.bootstrap}: {what} failed: {exc}")
 
     def partitions(self, topic: str) -> int:
-        """Partition count of a topic (0 when the topic does not exist)."""
+        """Partition count of a topic (0 when it does not exist or is not ours to see)."""
         if topic not in self._partitions:
             try:
                 meta = self.admin.list_topics(topic=topic, timeout=self.timeout)
@@ -76,6 +94,8 @@ class EventLog:
                 raise self._fail(f"metadata for {topic}", exc) from None
             t = meta.topics.get(topic)
             self._partitions[topic] = 0 if t is None or t.error is not None else len(t.partitions)
+            if t is not None and t.error is not None:  # e.g. no ACL for it: Kafka then hides it
+                self.topic_errors[topic] = t.error.str()
         return self._partitions[topic]
 
     def group_members(self, group: str) -> tuple[int, dict[tuple[str, int], str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -103,7 +104,7 @@ class MclProducer:
                 self.producer.produce(self.topic, key=urn.encode("utf-8"), value=value, on_delivery=done)
                 break
             except BufferError:  # the local queue is full: serve delivery reports, then retry
-                self.producer.poll(0.5)
+                self._client(self.producer.poll, 0.5)
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else exc
                 why = error.str() if hasattr(error, "str") else str(error)
@@ -111,15 +112,40 @@ class MclProducer:
                     raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}") from None
                 size = f"{len(value):,} bytes"
                 raise Refused(f"{record.get('aspectName')}: {why} ({size})") from None
-        self.producer.poll(0)
+        self._client(self.producer.poll, 0)
 
     def flush(self, timeout: float = 60.0) -> Deliveries:
         """Wait for every delivery report; what is left unreported counts as failed."""
-        left = self.producer.flush(timeout)
+        left = self._client(self.producer.flush, timeout)
         out, self.pending = self.pending, Deliveries()
         if left:
             out.failed.append(("*", f"{left} messages without a delivery report after {timeout:.0f}s"))
         return out
 
+    def _client(self, call: Callable[[float], int], timeout: float) -> int:
+        """poll() or flush(), a fatal error of the producer as one clear line.
+
+        The broker refusing the idempotent producer its id (no Write on the topic) is fatal:
+        confluent-kafka raises it from poll()/flush(), as a SystemError when delivery reports
+        were being served meanwhile (the KafkaException is its cause)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        try:
+            return call(timeout)
+        except (KafkaException, SystemError) as exc:
+            cause = exc if isinstance(exc, KafkaException) else exc.__cause__ or exc.__context__
+            if not isinstance(cause, KafkaException):
+                raise
+            error = cause.args[0] if cause.args else cause
+            why = error.str() if hasattr(error, "str") else str(error)
+            denied = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+            hint = None
+            if getattr(error, "code", lambda: None)() in denied:
+                hint = f"a replay needs Write on the topic {self.topic} (besides what the scan needs)"
+            raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}", hint=hint) from None
+
     def close(self) -> None:
-        self.producer.flush(10)
+        try:
+            self._client(self.producer.flush, 10)
+        except BackendUnavailable:  # the same fatal error the run already reported
+            logging.getLogger("auditor.kafka").debug("producer closed after a fatal error", exc_info=True)

@@ -72,6 +72,8 @@ def run(debug: bool, fn: Any) -> None:
     import logging
 
     logging.basicConfig(level=logging.DEBUG if debug else logging.CRITICAL, format="%(name)s: %(message)s")
+    if not debug:  # librdkafka logs its fatal errors as CRITICAL: the one error line says them
+        logging.getLogger("auditor.kafka").setLevel(logging.CRITICAL + 1)
     try:
         code = fn()
     except AuditorError as exc:
