@@ -8,6 +8,7 @@ from urllib.parse import quote_plus, unquote_plus
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from auditor.backends.store import byte_ordered
 from auditor.core.naming import document_id
 from auditor.core.projection import project_entity
 from auditor.core.registry import Registry
@@ -91,11 +92,22 @@ def _pad_space_key(urn: str) -> str:
 def test_rows_in_pad_space_order_come_out_in_code_point_order(
     names: list[str], aspects: list[str], size: int
 ) -> None:
-    from auditor.backends.store import byte_ordered
-
     # one urn per PAD SPACE key: DataHub's primary key cannot hold 'a' and 'a ' both
     urns = list({_pad_space_key(u).rstrip(" "): u for u in (f"urn:li:tag:{n}" for n in names)}.values())
     rows = [(u, a, "{}") for u in urns for a in aspects]
     rows.sort(key=lambda r: (_pad_space_key(r[0]), r[1]))  # as the database returns them
     parts = [rows[i : i + size] for i in range(0, len(rows), size)]
     assert [row for part in byte_ordered(parts) for row in part] == sorted(rows)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.text(alphabet="ab !\t\x01\x1f\n", min_size=0, max_size=6), max_size=30, unique=True),
+    st.integers(min_value=1, max_value=7),
+)
+def test_rows_of_a_no_pad_collation_pass_through_unchanged(names: list[str], size: int) -> None:
+    """MySQL 8's `utf8mb4_0900_bin` (NO PAD) already returns code-point order: the same read,
+    unchanged (the query does not differ between the collations)."""
+    rows = sorted((f"urn:li:tag:{n}", a, "{}") for n in names for a in ("k", "s"))
+    parts = [rows[i : i + size] for i in range(0, len(rows), size)]
+    assert [row for part in byte_ordered(parts) for row in part] == rows
