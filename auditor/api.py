@@ -15,13 +15,14 @@ from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.scan.shards import ShardPlan, make_plan
 from auditor.settings import Settings
 from auditor.triage import walk
 
 if TYPE_CHECKING:
     from auditor.rebuild.run import RebuildRequest
 
-__all__ = ["ScanOptions", "rebuild", "scan", "scan_target", "triage"]
+__all__ = ["ScanOptions", "plan_shards", "rebuild", "scan", "scan_target", "triage"]
 
 
 def scan_target(settings: Settings) -> ScanTarget:
@@ -71,6 +72,12 @@ def scan(
         state = opened.enter_context(closing(open_state(settings, options.use_state)))
         backends = ScanBackends(store, search, events, state)
         return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
+
+
+def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
+    """N urn ranges of about equal rows for `scan --shard i/N --shard-plan` (reads the urns only)."""
+    with closing(open_store(settings)) as store:
+        return make_plan(store, n, entity_types)
 
 
 def triage(settings: Settings, text: str, grace: float | None = None, settle: float = 10.0) -> TriageResult:

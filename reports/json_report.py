@@ -79,6 +79,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "warnings": report.warnings,
         "converged": report.converged,
         "reobserved": report.reobserved,
+        "read": report.read,
         "findings_dropped": report.findings_dropped,
         "findings": [finding_json(c, report) for c in report.findings],
         "trend": [plain(run) for run in report.trend],

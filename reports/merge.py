@@ -40,6 +40,7 @@ def from_dict(data: dict[str, Any]) -> Report:
             since=_dt(scope.get("since")),
             shard=tuple(scope["shard"]) if scope.get("shard") else None,  # type: ignore[arg-type]
             urns=tuple(scope.get("urns") or ()),
+            urn_range=tuple(scope["urn_range"]) if scope.get("urn_range") else None,  # type: ignore[arg-type]
         ),
         index_prefix=scope.get("index_prefix") or "",
         consumer_group=data.get("consumer_group") or Report.consumer_group,
@@ -51,6 +52,7 @@ def from_dict(data: dict[str, Any]) -> Report:
         unknown=dict(data.get("unknown") or {}),
         converged=list(data.get("converged") or []),
         reobserved=dict(data.get("reobserved") or {}),
+        read={str(k): int(v) for k, v in (data.get("read") or {}).items()},
         complete=bool(data.get("complete", True)),
         findings_dropped=int(data.get("findings_dropped") or 0),
     )
@@ -111,6 +113,20 @@ def _finding(f: dict[str, Any]) -> Classified:
     return Classified(finding, Verdict(f["verdict"]), f["subkind"], _evidence(f["evidence"]))
 
 
+def _tiled(parts: list[Report]) -> bool:
+    """Shards of one plan: each range starts where the one before ends, open at both ends. All
+    without a range (crc32 shards) tile too."""
+    ranges = [r.scope.urn_range for r in sorted(parts, key=lambda r: r.scope.shard or (0, 0))]
+    if all(r is None for r in ranges):
+        return True
+    if any(r is None for r in ranges):
+        return False
+    edges = [b for r in ranges for b in r]  # type: ignore[union-attr]
+    return edges[0] is None and edges[-1] is None and all(
+        edges[k] == edges[k + 1] for k in range(1, len(edges) - 1, 2)
+    )
+
+
 def merge(reports: Iterable[Report]) -> Report:
     """One report from the shards' reports: counts added, findings joined, worst state kept."""
     parts = list(reports)
@@ -132,6 +148,12 @@ def merge(reports: Iterable[Report]) -> Report:
         missing = sorted(expected - shards)  # type: ignore[operator]
         out.warnings.append(f"shards missing from the merge: {missing}")
         out.complete = False
+    elif not _tiled(parts):
+        out.warnings.append(
+            "the shards' urn ranges do not tile the urn space (scanned with different shard plans, "
+            "or some with none): urns may be missing or counted twice"
+        )
+        out.complete = False
     for r in parts:
         for table, into in (
             (r.entities, out.entities),
@@ -144,6 +166,8 @@ def merge(reports: Iterable[Report]) -> Report:
             out.counts[key] = out.counts.get(key, 0) + n
         for name, value in r.reobserved.items():
             out.reobserved[name] = out.reobserved.get(name, 0) + value
+        for name, n in r.read.items():
+            out.read[name] = out.read.get(name, 0) + n
         out.findings.extend(r.findings)
         out.findings_dropped += r.findings_dropped
         out.converged.extend(r.converged)

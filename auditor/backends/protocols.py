@@ -35,6 +35,7 @@ class Store(Protocol):
         urn_like: str | None = None,
         since: datetime | None = None,
         urns: tuple[str, ...] = (),
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> Iterator[EntityRows]: ...
 
     def count_changed_since(self, entity_type: str, since: datetime) -> int: ...

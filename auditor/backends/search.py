@@ -52,6 +52,11 @@ def urn_filter(field_name: str, selection: Selection) -> dict[str, Any] | None:
         must.append({"wildcard": {field_name: {"value": like_to_wildcard(selection.urn_like)}}})
     if selection.urns:
         must.append({"terms": {field_name: list(selection.urns)}})
+    if selection.urn_range is not None:  # a keyword range compares UTF-8 bytes: code-point order
+        lo, hi = selection.urn_range
+        bounds = {**({"gte": lo} if lo is not None else {}), **({"lt": hi} if hi is not None else {})}
+        if bounds:
+            must.append({"range": {field_name: bounds}})
     return {"bool": {"filter": must}} if must else None
 
 
@@ -134,6 +139,7 @@ class SearchIndex:
         self.url = url
         self.retries = retries
         self.retried = 0  # requests sent again after a 429/5xx, a timeout or a lost connection
+        self.docs_read = 0  # documents fetched by the streams (a shard's share of the indices)
         auth = (username, password or "") if username else None
         self.kind = kind if kind != "auto" else self._detect(url, auth, verify_certs, ca_certs)
         # the clients' own retries are immediate (no backoff) and skip 429: `_call` retries instead
@@ -235,7 +241,14 @@ class SearchIndex:
             raise self._fail("info", exc) from None
 
     def version(self) -> str:
-        v = self.info().get("version", {})
+        """`opensearch 2.19.4`; a role without the cluster's `monitor` privilege is refused `GET /`
+        on a real Elasticsearch: the kind alone then (the scan needs no more)."""
+        try:
+            v = dict(self._call(self.client.info)).get("version", {})
+        except Exception as exc:
+            if type(exc).__name__ == "AuthorizationException" or "403" in str(exc)[:40]:
+                return f"{self.kind} (version not readable: GET / needs the cluster monitor privilege)"
+            raise self._fail("info", exc) from None
         return f"{v.get('distribution', 'elasticsearch')} {v.get('number', '?')}"
 
     def max_of(self, index: str, field_name: str) -> float | None:
@@ -335,6 +348,7 @@ class SearchIndex:
                     response = self._call(self.client.search, body=body)
                     pit = response.get("pit_id") or pit
                     hits = response["hits"]["hits"]
+                    self.docs_read += len(hits)
                     for hit in hits:
                         yield hit["_id"], hit.get("_source") or {}
                     if len(hits) < page:
@@ -360,6 +374,7 @@ class SearchIndex:
         try:
             while True:
                 hits = response["hits"]["hits"]
+                self.docs_read += len(hits)
                 for hit in hits:
                     yield hit["_id"], hit.get("_source") or {}
                 if not hits or not scroll_id:

@@ -141,6 +141,7 @@ class MetadataStore:
             raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
         self.postgres = self.engine.dialect.name == "postgresql"
         self.resumed = 0  # reads resumed after a lost connection (the scan reports it)
+        self.rows_read = 0  # rows fetched by the row streams (a shard's share of the table)
 
     def close(self) -> None:
         """Close the pooled connections (a long-lived caller scans again with a new store)."""
@@ -158,8 +159,11 @@ class MetadataStore:
         since: datetime | None,
         params: dict[str, Any],
         urns: tuple[str, ...] = (),
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> str:
         clauses = ["version = 0"]
+        if urn_range is not None:
+            clauses.extend(self._range(urn_range, params))
         if urns:
             names = []
             for i, urn in enumerate(urns):
@@ -179,6 +183,21 @@ class MetadataStore:
             params["since"] = since.astimezone(UTC).replace(tzinfo=None)
             clauses.append(f"urn IN (SELECT urn FROM {self.table} WHERE version = 0 AND createdon >= :since)")
         return " AND ".join(clauses)
+
+    def _range(self, urn_range: tuple[str | None, str | None], params: dict[str, Any]) -> list[str]:
+        """A shard's urns [lo, hi) as an index range. Under PAD SPACE (MySQL/MariaDB) 'lo\t'
+        sorts before 'lo' though it follows it by code point: read from one character before lo
+        (a shard plan's bounds have no character at or below the space, which makes that enough);
+        the join keeps exactly [lo, hi) by code point."""
+        lo, hi = urn_range
+        urn, clauses = self._order("urn"), []
+        if lo is not None:
+            params["range_lo"] = lo if self.postgres else lo[:-1]
+            clauses.append(f"{urn} >= :range_lo")
+        if hi is not None:
+            params["range_hi"] = hi
+            clauses.append(f"{urn} < :range_hi")
+        return clauses
 
     def _row_bounds(self, selection: Selection, params: dict[str, Any]) -> str:
         """A repair's row filters: its aspects, and `since`/`until` on the row's own createdon."""
@@ -204,6 +223,7 @@ class MetadataStore:
         since: datetime | None = None,
         urns: tuple[str, ...] = (),
         batch: int = 5000,
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> Iterator[tuple[str, str, str, str | None, Any]]:
         """Version-0 rows `(urn, aspect, metadata, systemmetadata, createdon)` in byte order.
 
@@ -216,10 +236,10 @@ class MetadataStore:
             ordered = sorted(set(urns))
             for i in range(0, len(ordered), IN_LIST):
                 yield from self.stream_rows(
-                    entity_types, urn_like, since, tuple(ordered[i : i + IN_LIST]), batch
+                    entity_types, urn_like, since, tuple(ordered[i : i + IN_LIST]), batch, urn_range
                 )
             return
-        parts = self._resumable(entity_types, urn_like, since, urns, batch)
+        parts = self._resumable(entity_types, urn_like, since, urns, batch, urn_range)
         if not self.postgres:  # PostgreSQL reads with COLLATE "C": already in byte order
             parts = byte_ordered(parts)
         for part in parts:
@@ -232,6 +252,7 @@ class MetadataStore:
         since: datetime | None,
         urns: tuple[str, ...],
         batch: int,
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> Iterator[Sequence[Any]]:
         """The query's partitions in the database's order; a lost connection resumes after the
         last row received (keyset on the same order, so nothing is skipped or read twice)."""
@@ -241,7 +262,8 @@ class MetadataStore:
         while True:
             try:
                 # a partition is fetched whole before it is handed out, so `after` is exact
-                for part in self._stream_once(entity_types, urn_like, since, urns, batch, after):
+                for part in self._stream_once(entity_types, urn_like, since, urns, batch, after, urn_range):
+                    self.rows_read += len(part)
                     after = (part[-1][0], part[-1][1])
                     if wanted is not None:
                         part = [r for r in part if r[0] in wanted]
@@ -269,12 +291,13 @@ class MetadataStore:
         urns: tuple[str, ...],
         batch: int,
         after: tuple[str, str] | None,
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> Iterator[Sequence[Any]]:
         """One query's rows after `after`, partition by partition."""
         params: dict[str, Any] = {}
         prefixes = tuple(f"urn:li:{t}:" for t in sorted(entity_types))
         urn, aspect = self._order("urn"), self._order("aspect")
-        where = self._where(prefixes, urn_like, since, params, urns)
+        where = self._where(prefixes, urn_like, since, params, urns, urn_range)
         if after is not None:
             params["after_urn"], params["after_aspect"] = after
             where += f" AND ({urn} > :after_urn OR ({urn} = :after_urn AND {aspect} > :after_aspect))"
@@ -292,13 +315,14 @@ class MetadataStore:
         urn_like: str | None = None,
         since: datetime | None = None,
         urns: tuple[str, ...] = (),
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> Iterator[EntityRows]:
         """Group the version-0 rows by urn: one `EntityRows` per entity, in urn byte order."""
         current: str | None = None
         rows: dict[str, AspectRow] = {}
         duplicated: set[str] = set()
         for urn, aspect, metadata, systemmetadata, createdon in self.stream_rows(
-            entity_types, urn_like, since, urns
+            entity_types, urn_like, since, urns, urn_range=urn_range
         ):
             if urn != current:
                 if current is not None:
@@ -351,6 +375,26 @@ class MetadataStore:
         if not found and len(urns) > PAGE_URNS:  # this window of urns is done: the next one
             return self.page_rows(selection, (urns[PAGE_URNS], ""), limit)
         return found
+
+    def urn_weights(
+        self, entity_types: tuple[str, ...] = (), batch: int = 20_000
+    ) -> Iterator[tuple[str, int]]:
+        """`(urn, version-0 rows)` for every entity, in the database's urn order (a shard plan's
+        input: one pass over the primary key, nothing else read)."""
+        params: dict[str, Any] = {}
+        prefixes = tuple(f"urn:li:{t}:" for t in sorted(entity_types))
+        where = self._where(prefixes, None, None, params)
+        urn = self._order("urn")
+        sql = f"SELECT {urn}, COUNT(*) FROM {self.table} WHERE {where} GROUP BY {urn} ORDER BY {urn}"
+        try:
+            with self.engine.connect() as conn:
+                streamed = conn.execution_options(stream_results=True, yield_per=batch)
+                for part in streamed.execute(text(sql), params).partitions(batch):
+                    yield from ((str(r[0]), int(r[1])) for r in part)
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"metadata store {self.description} failed: {_first_line(exc)}"
+            ) from None
 
     def count_rows(self, selection: Selection) -> int:
         """Version-0 rows a repair of `selection` walks (`since`/`until` on the rows' createdon)."""

@@ -47,6 +47,17 @@ def scan(
     shard: Annotated[
         str | None, typer.Option(help="Scan shard i of N (i/N); merge with `auditor report merge`.")
     ] = None,
+    shard_plan: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="AUDITOR_SHARD_PLAN",
+            help="With --shard: read only shard i's urn range from this plan (database and indices).",
+        ),
+    ] = None,
+    plan_shards: Annotated[
+        int | None,
+        typer.Option(help="Write a plan of N urn ranges of about equal rows (to -o), and scan nothing."),
+    ] = None,
     grace: Annotated[
         float | None,
         typer.Option(help="Seconds a fresh change may take to show up without Kafka evidence [default 300]."),
@@ -90,6 +101,11 @@ def scan(
           --schema-registry http://schema-registry:8081 -f markdown -o drift.md
       auditor scan -t dataset --since 6h --confirm 60       # a slice, re-checking delays
       auditor scan --shard 0/4 -f json -o s0.json           # then: auditor report merge s*.json
+      auditor scan --plan-shards 4 -o shards.json           # once; then in each job i:
+      auditor scan --shard 0/4 --shard-plan shards.json -f json -o s0.json
+
+    Without a plan, shard i is the urns whose crc32 is i modulo N: every job reads the whole
+    table and every index. With one, each job reads only its urn range.
     """
 
     def go() -> int:
@@ -99,11 +115,14 @@ def scan(
         settings = load(
             config, store_url, search_url, kafka, schema_registry, index_prefix, state_file=state_file
         )
+        if plan_shards is not None:
+            return _plan_shards(settings, plan_shards, tuple(entity_type or ()), output)
         selection = Selection(
             entity_types=tuple(entity_type or ()),
             urn_like=urn_like,
             since=since_of(since),
             shard=shard_of(shard),
+            urn_range=_range_of(shard_plan, shard_of(shard)),
         )
         if selection.shard and not state_file and not no_state:
             i, n = selection.shard  # each shard job keeps its own history
@@ -121,6 +140,41 @@ def scan(
         return report.exit_code
 
     run(debug, go)
+
+
+def _range_of(path: Path | None, shard: tuple[int, int] | None) -> tuple[str | None, str | None] | None:
+    if path is None:
+        return None
+    from auditor.errors import ConfigError
+    from auditor.scan.shards import ShardPlan
+
+    if shard is None:
+        raise ConfigError("--shard-plan needs --shard i/N: which of the plan's shards to scan")
+    plan = ShardPlan.load(path)
+    i, n = shard
+    if plan.shards != n:
+        raise ConfigError(f"--shard {i}/{n}, but the plan {path} has {plan.shards} shards")
+    return plan.urn_range(i)
+
+
+def _plan_shards(settings: Any, n: int, entity_types: tuple[str, ...], output: Path | None) -> int:
+    from auditor.api import plan_shards
+
+    plan = plan_shards(settings, n, entity_types)
+    text = plan.to_json()
+    if output is None:
+        print(text, end="")
+    else:
+        output.write_text(text, encoding="utf-8")
+    spread = max(plan.rows) / max(1, min(plan.rows))
+    err.print(
+        f"{n} shards of {sum(plan.rows):,} rows, {sum(plan.entities):,} entities: "
+        f"{min(plan.rows):,} to {max(plan.rows):,} rows a shard (largest/smallest {spread:.2f})"
+        + (f"; written to {output}" if output else ""),
+        highlight=False,
+        markup=False,
+    )
+    return 0
 
 
 def _scan(settings: Any, selection: Any, options: Any) -> Any:

@@ -193,6 +193,9 @@ class Selection:
     urn_like: str | None = None  # SQL LIKE on the urn (`%`, `_`)
     since: datetime | None = None  # entities with a row written at or after this instant
     shard: tuple[int, int] | None = None  # (i, n), 0 <= i < n
+    # shard i's urns from a shard plan: [lo, hi) by code point (None: open), read as a range by
+    # both sides; without it a shard is every urn whose crc32 is i modulo n (read whole, kept)
+    urn_range: tuple[str | None, str | None] | None = None
     urns: tuple[str, ...] = ()  # exact urns (triage, re-observation, targeted rebuilds)
     aspects: tuple[str, ...] = ()  # a rebuild of these aspects only
     until: datetime | None = None  # a rebuild of rows written before this instant
@@ -206,6 +209,9 @@ class Selection:
             )
 
     def in_shard(self, urn: str) -> bool:
+        if self.urn_range is not None:
+            lo, hi = self.urn_range
+            return (lo is None or urn >= lo) and (hi is None or urn < hi)
         if self.shard is None:
             return True
         i, n = self.shard
@@ -249,6 +255,8 @@ class Report:
     converged: list[str] = field(default_factory=list)  # finding keys that converged (--confirm)
     # the causal re-observation of the join's candidates: counts, rounds and seconds
     reobserved: dict[str, float] = field(default_factory=dict)
+    # what the join fetched: version-0 rows and documents (a shard of a plan, its share only)
+    read: dict[str, int] = field(default_factory=dict)
     complete: bool = True
     trend: list[RunSummary] = field(default_factory=list)  # past scans of the same scope, oldest first
 

@@ -96,6 +96,7 @@ class Scanner:
             selection.urn_like,
             selection.since,
             selection.urns,
+            urn_range=selection.urn_range,
         )
         checked = ordered(prefetch(stream), lambda e: e.urn, f"store {self.store.description}")
         return ((e.urn, e) for e in checked)

@@ -73,6 +73,10 @@ def run_scan(
     kafka = open_window(backends, options, target, report.warnings, selection.urns)
     scanner = scanner_for(backends, registry, target, report.started_at)
     joined = scanner.run(selection, progress)
+    report.read = {  # what the join fetched (re-observation reads a few entities again: not counted)
+        "rows": getattr(backends.store, "rows_read", 0),
+        "documents": getattr(backends.search, "docs_read", 0),
+    }
     record_join(report, joined)
     if log and joined.findings:
         log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
@@ -203,6 +207,8 @@ def scope_key(selection: Selection) -> str:
         f"since={'yes' if selection.since else ''}",
         f"urns={len(selection.urns)}",
     ]
+    if selection.urn_range is not None:  # a shard of a plan: another plan's shard i is another scope
+        parts.append("range=" + "..".join(b or "" for b in selection.urn_range))
     return ";".join(parts)
 
 

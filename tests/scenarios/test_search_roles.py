@@ -100,6 +100,11 @@ def test_the_scan_needs_only_read_and_view_index_metadata(secured) -> None:
     # (the stack's `GET /` module is not authorized): Elasticsearch's refusal is recognised
     refused = SearchIndex._detect(f"{es.url}/_cluster/state", (name, password), True, es.ca)
     assert refused == "elasticsearch"
+    # ... and so is the version, which the report shows: the kind alone then
+    refusing = SearchIndex(
+        f"{es.url}/_cluster/state", "elasticsearch", username=name, password=password, ca_certs=es.ca
+    )
+    assert refusing.version().startswith("elasticsearch (version not readable")
     # and that user cannot write
     index = next(i for i in report.documents if i.endswith("datasetindex_v2"))
     status, body = es.request("POST", f"/{index}/_doc", {"urn": "x"}, auth=(name, password))

@@ -45,12 +45,16 @@ class FakeStore:
         urn_like: str | None = None,
         since: datetime | None = None,
         urns: tuple[str, ...] = (),
+        urn_range: tuple[str | None, str | None] | None = None,
     ) -> Iterator[EntityRows]:
         if self.before_read is not None:
             self.before_read(self)
         self.log.append("rows")
+        lo, hi = urn_range or (None, None)
         for urn in sorted(self.entities):
             if urns and urn not in urns:
+                continue
+            if (lo is not None and urn < lo) or (hi is not None and urn >= hi):
                 continue
             if entity_types and not any(urn.startswith(f"urn:li:{t}:") for t in entity_types):
                 continue
