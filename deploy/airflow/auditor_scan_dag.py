@@ -16,7 +16,7 @@ a red run, and on_failure_callback / email_on_failure tell you. It is not retrie
 the same reports gives the same verdict. Metrics go to node_exporter's textfile collector of
 the worker that merged (METRICS), or push them as deploy/kubernetes does.
 
-The commands are plain functions of this module (scan_command, merge_command), so tests read
+The commands are plain functions of this module (plan_command, scan_command, merge_command), so tests read
 this file with `ast` and check every `auditor` invocation against the real command line,
 without Airflow installed.
 """
@@ -31,13 +31,24 @@ CONFIG = "/etc/auditor/auditor.toml"
 # one folder per run: {{ts_nodash}} is Airflow's template for the run's logical time
 REPORTS = "/var/lib/auditor/reports/{{ts_nodash}}"
 METRICS = "/var/lib/node_exporter/textfile_collector/datahub_auditor.prom"
+# the shard plan (urn ranges of about equal rows): kept across runs, made again once a week. An
+# old plan is still right (its ranges cover every urn), only less even; each shard reads its range
+PLAN = "/var/lib/auditor/shards.json"
+
+
+def plan_command() -> str:
+    """The shard plan, unless the one there is less than 7 days old (written whole, by a rename)."""
+    return (
+        f'if [ -z "$(find {PLAN} -mtime -7 2>/dev/null)" ]; then '
+        f"auditor scan --config {CONFIG} --plan-shards {SHARDS} --output {PLAN}.tmp && mv {PLAN}.tmp {PLAN}; fi"
+    )
 
 
 def scan_command(shard: int) -> str:
     """Shard `shard` of SHARDS; exit 0 when its report is written, whatever it found."""
     return (
         f"mkdir -p {REPORTS} && "
-        f"auditor scan --config {CONFIG} --shard {shard}/{SHARDS} --format json "
+        f"auditor scan --config {CONFIG} --shard {shard}/{SHARDS} --shard-plan {PLAN} --format json "
         f"--output {REPORTS}/shard-{shard}.json; "
         "rc=$?; case $rc in 0|1|4) exit 0 ;; *) exit $rc ;; esac"
     )
@@ -76,7 +87,9 @@ def build_dag() -> object:
             )
             for i in range(SHARDS)
         ]
+        plan = BashOperator(task_id="shard_plan", bash_command=plan_command())
         merge = BashOperator(task_id="merge", bash_command=merge_command(), retries=0)
+        plan >> shards  # every shard reads the same plan
         shards >> merge  # every shard succeeded (trigger_rule all_success), then the merge
     return dag
 

@@ -349,11 +349,17 @@ def test_the_sharded_job_agrees_with_itself() -> None:
     n = spec["completions"]
     assert 1 <= spec["parallelism"] <= n
     calls = [argv for argv, _c, _s in k8s_invocations(SHARDED)]
-    scans = [a for a in calls if a[1] == "scan"]
+    plans = [a for a in calls if a[1] == "scan" and "--plan-shards" in a]
+    scans = [a for a in calls if a[1] == "scan" and "--plan-shards" not in a]
     merges = [a for a in calls if a[1:3] == ["report", "merge"]]
-    assert len(scans) == 1 and len(merges) == 1
+    assert len(scans) == 1 and len(merges) == 1 and len(plans) == 1
     index, total = shard_of(scans[0])
     assert (index, total) == ("$(JOB_COMPLETION_INDEX)", n)
+    # one plan of N shards, linked where every shard reads it
+    assert int(plans[0][plans[0].index("--plan-shards") + 1]) == n
+    plan_file = scans[0][scans[0].index("--shard-plan") + 1]
+    (init,) = [c for _w, _s, c in containers(SHARDED) if c["name"] == "shard-plan"]
+    assert f"ln {plans[0][plans[0].index('-o') + 1]} {plan_file}" in init["args"][0]
     out = scans[0][scans[0].index("-o") + 1]
     assert "$(JOB_COMPLETION_INDEX)" in out and "-f" in scans[0]
     # the merge reads what the shards wrote, and waits for exactly the N of them
@@ -378,6 +384,11 @@ def test_the_dag_runs_every_shard_then_the_merge() -> None:
         pattern,
     )
     assert len(set(outputs)) == n
+    # every shard reads the plan the plan task writes, of SHARDS shards
+    plan = [a for a in shell_invocations(ns["plan_command"]()) if a[:2] == ["auditor", "scan"]]
+    assert len(plan) == 1 and int(plan[0][plan[0].index("--plan-shards") + 1]) == n
+    assert {a[a.index("--shard-plan") + 1] for a in shards} == {ns["PLAN"]}
+    assert f"mv {plan[0][plan[0].index('--output') + 1]} {ns['PLAN']}" in ns["plan_command"]()
     # the wiring, read from the AST: one task per shard over range(SHARDS), then `>> merge`
     tree = ast.parse(DAG.read_text())
     source = ast.unparse(tree)
