@@ -13,6 +13,12 @@ is measured here. Figures go to stdout as one JSON line too.
 also measures a scan where 1,000 dataset documents are stale (a field rewritten behind the
 catalog's back), so the join hands 1,000 candidates to the causal re-observation; the figures
 say what the re-observation adds (the documents are put back afterwards).
+
+    python bench/scan_bench.py --n 100000 --shards 4 --shards 16
+
+also makes a shard plan of N and scans each shard in its own process: the rows and documents the
+shards read together against the full scan's, the largest shard against the smallest, and
+whether the shards' entities add up to the full scan's.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ PREFIX = "bench"
 CHUNK = 5000
 # DataHub's DDL under another name, so tests can use metadata_aspect_v2 while this runs
 TABLE = "metadata_aspect_v2_bench"
+PLAN_FILE = Path(os.environ.get("TMPDIR", "/tmp")) / "auditor-bench-shards.json"
 
 
 def seed(store: str, search: str, n: int) -> None:
@@ -107,11 +114,13 @@ def seed(store: str, search: str, n: int) -> None:
         client.refresh(index)
 
 
-def measure(mode: str, store: str, search: str) -> dict[str, Any]:
-    """One measurement in this process: `db`, `index` or `scan`."""
-    from auditor.api import ScanOptions, scan
+def measure(mode: str, store: str, search: str, shard: str | None = None) -> dict[str, Any]:
+    """One measurement in this process: `db`, `index`, `scan`, `plan` or `shard` (with `i/N`)."""
+    from auditor.api import ScanOptions, plan_shards, scan
     from auditor.backends.connect import open_search, open_store
+    from auditor.core.model import Selection
     from auditor.core.naming import ENTITY_INDEX_SUFFIX
+    from auditor.scan.shards import ShardPlan
     from auditor.settings import load_settings
 
     endpoints = Endpoints.from_env()
@@ -132,8 +141,17 @@ def measure(mode: str, store: str, search: str) -> dict[str, Any]:
         for index in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}")):
             for _ in client.stream(index, ["urn"]):
                 count += 1
+    elif mode == "plan":
+        n = int(shard or 1)
+        plan = plan_shards(settings, n)
+        PLAN_FILE.write_text(plan.to_json())
+        return {"mode": mode, "seconds": time.monotonic() - started, "rows": plan.rows}
     else:
-        report = scan(settings, options=ScanOptions(use_state=False, sample_window=0))
+        selection = Selection()
+        if mode == "shard" and shard:
+            i, n = (int(x) for x in shard.split("/"))
+            selection = Selection(shard=(i, n), urn_range=ShardPlan.load(PLAN_FILE).urn_range(i))
+        report = scan(settings, selection, options=ScanOptions(use_state=False, sample_window=0))
         count = sum(report.entities.values())
         findings = sum(report.counts.values())
         if findings and mode == "scan":
@@ -145,6 +163,9 @@ def measure(mode: str, store: str, search: str) -> dict[str, Any]:
             "count": count,
             "findings": findings,
             "reobserved": report.reobserved,
+            "read": report.read,
+            "entities": report.entities,
+            "documents": report.documents,
             "peak_rss_mib": peak_rss_mib(),
         }
     seconds = time.monotonic() - started
@@ -187,9 +208,10 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_child(mode: str, store: str, search: str) -> dict[str, Any]:
+def run_child(mode: str, store: str, search: str, shard: str | None = None) -> dict[str, Any]:
+    more = ["--shard", shard] if shard else []
     out = subprocess.run(
-        [sys.executable, __file__, "--measure", mode, "--store", store, "--search", search],
+        [sys.executable, __file__, "--measure", mode, "--store", store, "--search", search, *more],
         check=True,
         capture_output=True,
         text=True,
@@ -215,10 +237,21 @@ def main() -> int:
         metavar="K",
         help="also scan with K stale dataset docs (what the causal re-observation of K candidates adds)",
     )
-    parser.add_argument("--measure", choices=("db", "index", "scan", "scan-broken"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--shards",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="also plan N shards and scan each (repeatable): rows and documents read, balance, merged counts",
+    )
+    parser.add_argument(
+        "--measure", choices=("db", "index", "scan", "scan-broken", "plan", "shard"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--shard", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.store, args.search)))
+        print(json.dumps(measure(args.measure, args.store, args.search, args.shard)))
         return 0
 
     def loaded() -> bool:
@@ -268,12 +301,38 @@ def main() -> int:
                 "broken_scan_peak_rss_mib": round(broken["peak_rss_mib"]),
             }
         )
+    for n in args.shards:
+        result.update(measure_shards(args.store, args.search, n, scan))
     for key, value in result.items():
         print(f"{key:34} {value}")
     print(json.dumps(result))
     if args.drop:
         drop(args.store, args.search)
     return 0
+
+
+def measure_shards(store: str, search: str, n: int, full: dict[str, Any]) -> dict[str, Any]:
+    """A plan of n shards, each shard scanned in its own process (one after the other: the
+    figures are what each reads, not how they overlap on 2 cores), against the full scan."""
+    plan = run_child("plan", store, search, str(n))
+    parts = [run_child("shard", store, search, f"{i}/{n}") for i in range(n)]
+    rows = [p["read"]["rows"] for p in parts]
+    docs = [p["read"]["documents"] for p in parts]
+    merged: dict[str, int] = {}
+    for p in parts:
+        for etype, k in p["entities"].items():
+            merged[etype] = merged.get(etype, 0) + k
+    return {
+        f"shards{n}_plan_seconds": round(plan["seconds"], 2),
+        f"shards{n}_rows_read_vs_full": round(sum(rows) / full["read"]["rows"], 3),
+        f"shards{n}_docs_read_vs_full": round(sum(docs) / full["read"]["documents"], 3),
+        f"shards{n}_largest_vs_smallest_rows": round(max(rows) / max(1, min(rows)), 3),
+        f"shards{n}_slowest_shard_seconds": round(max(p["seconds"] for p in parts), 2),
+        f"shards{n}_sum_of_shard_seconds": round(sum(p["seconds"] for p in parts), 2),
+        f"shards{n}_merged_entities_equal_full": merged == full["entities"],
+        f"shards{n}_merged_findings": sum(p["findings"] for p in parts),
+        f"shards{n}_peak_rss_mib": round(max(p["peak_rss_mib"] for p in parts)),
+    }
 
 
 def drop(store: str, search: str) -> None:

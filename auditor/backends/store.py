@@ -187,7 +187,8 @@ class MetadataStore:
     def _range(self, urn_range: tuple[str | None, str | None], params: dict[str, Any]) -> list[str]:
         """A shard's urns [lo, hi) as an index range. Under PAD SPACE (MySQL/MariaDB) 'lo\t'
         sorts before 'lo' though it follows it by code point: read from one character before lo
-        (a shard plan's bounds have no character at or below the space, which makes that enough);
+        (a shard plan's bounds have no control character and no trailing space, which makes that
+        enough);
         the join keeps exactly [lo, hi) by code point."""
         lo, hi = urn_range
         urn, clauses = self._order("urn"), []

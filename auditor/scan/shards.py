@@ -8,8 +8,10 @@ to the indices (a `range` on the urn keyword): N jobs together read the table an
 about once. The plan is a file, not a sample each job takes, so that jobs started at different
 moments of a catalog being written agree on the bounds (a gap would be urns no job scans).
 
-A bound is a urn with no character at or below the space: PAD SPACE collations (MySQL/MariaDB)
-order such urns as code points do, so the database's range and the index's agree around it.
+A bound is a urn with no control character that does not end in a space: PAD SPACE collations
+(MySQL/MariaDB) order such urns as code points do, so the database's range and the index's agree
+around it (the database reads from one character before the lower bound; the join keeps exactly
+the range).
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ VERSION = 1
 
 
 def usable_bound(urn: str) -> bool:
-    return bool(urn) and all(ch > " " for ch in urn)
+    """No control character, no trailing space (spaces inside are fine: PAD SPACE compares a
+    shorter string as if padded with spaces, which only reorders what follows a common prefix
+    with a control character, or nothing but spaces)."""
+    return bool(urn) and not urn.endswith(" ") and all(ch >= " " for ch in urn)
 
 
 @dataclass

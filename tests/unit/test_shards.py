@@ -103,3 +103,22 @@ def test_a_merge_of_one_plans_shards_is_complete_and_of_two_plans_is_not() -> No
     mixed = [_shard(0, 2, (None, "urn:m")), _shard(1, 2, None)]
     assert not merge(mixed).complete
     assert merge([_shard(0, 2, None), _shard(1, 2, None)]).complete  # crc32 shards
+
+
+def _pad_less(a: str, b: str) -> bool:
+    """a < b under PAD SPACE (MySQL/MariaDB's utf8mb4_bin): by code point, the shorter padded."""
+    width = max(len(a), len(b))
+    return a.ljust(width) < b.ljust(width)
+
+
+@settings(max_examples=2000)
+@given(st.text(alphabet="ab \t\x01~", max_size=6), st.text(alphabet="ab \t\x01~", min_size=1, max_size=6))
+def test_the_databases_range_holds_every_urn_the_code_point_range_holds(u: str, b: str) -> None:
+    """What `urn >= lo[:-1] AND urn < hi` reads under PAD SPACE contains what [lo, hi) holds by
+    code point, for every usable bound: the join's exact cut then loses nothing."""
+    if not usable_bound(b):
+        return
+    if u < b:  # shard below b: the database's `urn < b` must read it
+        assert _pad_less(u, b), (u, b)
+    else:  # shard from b: the database's `urn >= b[:-1]` must read it
+        assert not _pad_less(u, b[:-1]), (u, b)
