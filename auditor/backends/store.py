@@ -185,11 +185,10 @@ class MetadataStore:
         return " AND ".join(clauses)
 
     def _range(self, urn_range: tuple[str | None, str | None], params: dict[str, Any]) -> list[str]:
-        """A shard's urns [lo, hi) as an index range. Under PAD SPACE (MySQL/MariaDB) 'lo\t'
+        """A shard's urns [lo, hi) as an index range. Under PAD SPACE (MySQL/MariaDB) 'lo' + a tab
         sorts before 'lo' though it follows it by code point: read from one character before lo
         (a shard plan's bounds have no control character and no trailing space, which makes that
-        enough);
-        the join keeps exactly [lo, hi) by code point."""
+        enough); the join keeps exactly [lo, hi) by code point."""
         lo, hi = urn_range
         urn, clauses = self._order("urn"), []
         if lo is not None:
