@@ -18,7 +18,9 @@ say what the re-observation adds (the documents are put back afterwards).
 
 also makes a shard plan of N and scans each shard in its own process: the rows and documents the
 shards read together against the full scan's, the largest shard against the smallest, and
-whether the shards' entities add up to the full scan's.
+whether the shards' entities add up to the full scan's. `--stages` times the stages: the rows
+fetched, decoded and grouped; the aspects' JSON parsed; the projection; the join without checks
+(both streams and the merge); the checks on top (the comparisons: the rest).
 """
 
 from __future__ import annotations
@@ -141,6 +143,22 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         for index in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}")):
             for _ in client.stream(index, ["urn"]):
                 count += 1
+    elif mode == "stages":
+        return stages(settings)
+    elif mode == "join":  # the join of both sides without a check: streams, merge, grouping
+        from auditor.core.registry import Registry
+        from auditor.scan.join import Scanner
+
+        scanner = Scanner(
+            open_store(settings), open_search(settings), Registry.load(), index_prefix=PREFIX, checks=()
+        )
+        joined = scanner.run(Selection())
+        return {
+            "mode": mode,
+            "seconds": time.monotonic() - started,
+            "count": sum(joined.entities.values()),
+            "peak_rss_mib": peak_rss_mib(),
+        }
     elif mode == "plan":
         n = int(shard or 1)
         plan = plan_shards(settings, n)
@@ -170,6 +188,42 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         }
     seconds = time.monotonic() - started
     return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def stages(settings: Any) -> dict[str, Any]:
+    """The truth's side alone, timed by stage in one pass: rows fetched, decoded and grouped per
+    entity (the store's stream), the aspects' JSON parsed, the search document projected."""
+    from auditor.backends.connect import open_store
+    from auditor.core.entity import JoinedEntity
+    from auditor.core.projection import project_entity
+    from auditor.core.registry import Registry
+    from auditor.core.urns import entity_type
+
+    registry = Registry.load()
+    parse = project = 0.0
+    count = 0
+    clock = time.perf_counter
+    started = clock()
+    for rows in open_store(settings).stream_entities():
+        t0 = clock()
+        entity = JoinedEntity(rows.urn, entity_type(rows.urn), None, rows)
+        aspects = entity.aspects
+        t1 = clock()
+        project_entity(registry, rows.urn, aspects)
+        t2 = clock()
+        parse += t1 - t0
+        project += t2 - t1
+        count += 1
+    total = clock() - started
+    return {
+        "mode": "stages",
+        "seconds": total,
+        "count": count,
+        "rows_fetch_decode_group_seconds": total - parse - project,
+        "json_parse_seconds": parse,
+        "projection_seconds": project,
+        "peak_rss_mib": peak_rss_mib(),
+    }
 
 
 def break_docs(search: str, k: int) -> list[tuple[str, dict[str, Any]]]:
@@ -246,7 +300,12 @@ def main() -> int:
         help="also plan N shards and scan each (repeatable): rows and documents read, balance, merged counts",
     )
     parser.add_argument(
-        "--measure", choices=("db", "index", "scan", "scan-broken", "plan", "shard"), help=argparse.SUPPRESS
+        "--measure",
+        choices=("db", "index", "scan", "scan-broken", "plan", "shard", "stages", "join"),
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--stages", action="store_true", help="also time the scan's stages (rows, JSON, projection, join)"
     )
     parser.add_argument("--shard", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -299,6 +358,26 @@ def main() -> int:
                 "reobservation_seconds": broken["reobserved"].get("seconds"),
                 "reobservation_rounds": broken["reobserved"].get("rounds"),
                 "broken_scan_peak_rss_mib": round(broken["peak_rss_mib"]),
+            }
+        )
+    if args.stages:
+        staged = run_child("stages", args.store, args.search)
+        join = run_child("join", args.store, args.search)
+        result.update(
+            {
+                "stage_rows_fetch_decode_group_seconds": round(staged["rows_fetch_decode_group_seconds"], 2),
+                "stage_json_parse_seconds": round(staged["json_parse_seconds"], 2),
+                "stage_projection_seconds": round(staged["projection_seconds"], 2),
+                "stage_join_without_checks_seconds": round(join["seconds"], 2),
+                # the checks on top of the join: projection, parse and the comparisons
+                "stage_checks_seconds": round(scan["seconds"] - join["seconds"], 2),
+                "stage_comparisons_seconds": round(
+                    scan["seconds"]
+                    - join["seconds"]
+                    - staged["json_parse_seconds"]
+                    - staged["projection_seconds"],
+                    2,
+                ),
             }
         )
     for n in args.shards:
