@@ -35,6 +35,7 @@ def scan_target(settings: Settings) -> ScanTarget:
         grace=settings.grace_seconds,
         sample_window=settings.sample_window_seconds,
         visibility=settings.index_visibility_seconds,
+        prefetch=settings.scan_prefetch,
     )
 
 

@@ -132,6 +132,7 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         search_url=endpoints.search_url(search),
         index_prefix=PREFIX,
         store_table=TABLE,
+        scan_prefetch=os.environ.get("BENCH_PREFETCH") == "1",  # the reading threads (default off)
     )
     started = time.monotonic()
     count = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -11,7 +11,8 @@ from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
 from auditor.checks import BUILTIN_CHECKS, Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.join import grouped, merge_join, ordered, prefetch
+from auditor.core.join import grouped, merge_join, ordered
+from auditor.core.join import prefetch as prefetch_in_thread
 from auditor.core.model import Finding, Selection
 from auditor.core.naming import entity_index, graph_index, system_metadata_index
 from auditor.core.records import EntityRows, SearchDoc
@@ -66,6 +67,7 @@ class Scanner:
         index_overrides: dict[str, str] | None = None,
         checks: tuple[type[Check], ...] = BUILTIN_CHECKS,
         now: datetime | None = None,
+        prefetch: bool = False,
     ) -> None:
         self.store = store
         self.search = search
@@ -74,6 +76,7 @@ class Scanner:
         self.index_overrides = index_overrides or {}  # entity type -> the index to read instead
         self.checks = [c() for c in checks]
         self.ctx = CheckContext(registry, now or datetime.now(UTC), index_prefix)
+        self._read: Callable[[Iterable[Any]], Iterator[Any]] = prefetch_in_thread if prefetch else iter
 
     def index_of(self, entity_type: str) -> str:
         return self.index_overrides.get(entity_type) or entity_index(entity_type, self.index_prefix)
@@ -98,7 +101,7 @@ class Scanner:
             selection.urns,
             urn_range=selection.urn_range,
         )
-        checked = ordered(prefetch(stream), lambda e: e.urn, f"store {self.store.description}")
+        checked = ordered(self._read(stream), lambda e: e.urn, f"store {self.store.description}")
         return ((e.urn, e) for e in checked)
 
     def _docs(self, plan: ScanPlan) -> Iterator[tuple[str, SearchDoc]]:
@@ -117,7 +120,7 @@ class Scanner:
                         continue
                     yield urn, SearchDoc(index, doc_id, source)
 
-        checked = ordered(prefetch(all_docs()), lambda d: d[0], "entity indices")
+        checked = ordered(self._read(all_docs()), lambda d: d[0], "entity indices")
         for urn, docs in grouped(checked, lambda d: d[0]):
             yield urn, docs[0][1]
 
@@ -138,7 +141,7 @@ class Scanner:
                     continue
                 yield source
 
-        checked = ordered(prefetch(docs()), key, index)
+        checked = ordered(self._read(docs()), key, index)
         return grouped(checked, key)
 
     # -- the join -------------------------------------------------------------------------

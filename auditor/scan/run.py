@@ -45,6 +45,7 @@ class ScanTarget:
     grace: float = 300.0
     sample_window: float = 10.0
     visibility: float = 3.0
+    prefetch: bool = False  # the streams read in threads beside the join (settings.scan_prefetch)
     # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
     entity_indices: tuple[tuple[str, str], ...] = ()
 
@@ -127,6 +128,7 @@ def scanner_for(
         index_prefix=target.index_prefix,
         index_overrides=dict(target.entity_indices),
         now=now,
+        prefetch=target.prefetch,
     )
 
 

@@ -69,6 +69,8 @@ def test_the_documented_example_config_loads() -> None:
     assert s.schema_registry_url == "http://schema-registry:8081"
     assert s.mae_consumer_group == "generic-mae-consumer-job-client"
     assert s.mcl_versioned_topic == "MetadataChangeLog_Versioned_v1"
+    assert s.scan_prefetch is False
+    assert load_settings(env={"AUDITOR_SCAN_PREFETCH": "true"}).scan_prefetch is True
 
 
 def test_a_misspelt_key_is_named_with_the_nearest_valid_one(tmp_path) -> None:
