@@ -28,6 +28,7 @@ class Store(Protocol):
     description: str
     capabilities: frozenset[Capability]
     resumed: int  # reads resumed after a lost connection
+    rows_read: int  # rows the row streams fetched
 
     def stream_entities(
         self,
@@ -53,6 +54,7 @@ class Search(Protocol):
     description: str
     capabilities: frozenset[Capability]
     retried: int  # requests sent again after a 429/5xx, a timeout or a dropped connection
+    docs_read: int  # documents the streams fetched
 
     def version(self) -> str: ...
 

@@ -73,10 +73,11 @@ def run_scan(
     selection = report.scope
     kafka = open_window(backends, options, target, report.warnings, selection.urns)
     scanner = scanner_for(backends, registry, target, report.started_at)
+    rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
     joined = scanner.run(selection, progress)
     report.read = {  # what the join fetched (re-observation reads a few entities again: not counted)
-        "rows": getattr(backends.store, "rows_read", 0),
-        "documents": getattr(backends.search, "docs_read", 0),
+        "rows": backends.store.rows_read - rows,
+        "documents": backends.search.docs_read - docs,
     }
     record_join(report, joined)
     if log and joined.findings:

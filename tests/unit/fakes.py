@@ -33,6 +33,7 @@ class FakeStore:
     description = "fake store"
     capabilities = frozenset({Capability.READ})
     resumed = 0
+    rows_read = 0
 
     def __init__(self, entities: Iterable[EntityRows], log: list[str] | None = None) -> None:
         self.entities = {e.urn: e for e in entities}
@@ -106,6 +107,7 @@ class FakeSearch:
     description = "fake search"
     capabilities = frozenset({Capability.READ})
     retried = 0
+    docs_read = 0
 
     def __init__(self, indices: dict[str, dict[str, dict[str, Any]]], log: list[str] | None = None) -> None:
         self.docs = indices
