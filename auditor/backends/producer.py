@@ -26,6 +26,13 @@ def message_errors() -> frozenset[int]:
     return frozenset(getattr(KafkaError, n) for n in names if hasattr(KafkaError, n))
 
 
+def _kafka_error(exc: BaseException) -> tuple[int | None, str]:
+    """The code and the text of a KafkaException's KafkaError."""
+    error = exc.args[0] if exc.args else exc
+    code = error.code() if hasattr(error, "code") else None
+    return code, error.str() if hasattr(error, "str") else str(error)
+
+
 class Refused(Exception):
     """The producer refused a message at once (e.g. larger than the broker takes)."""
 
@@ -106,9 +113,8 @@ class MclProducer:
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self._client(self.producer.poll, 0.5)
             except KafkaException as exc:
-                error = exc.args[0] if exc.args else exc
-                why = error.str() if hasattr(error, "str") else str(error)
-                if getattr(error, "code", lambda: None)() not in message_errors():
+                code, why = _kafka_error(exc)
+                if code not in message_errors():
                     raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}") from None
                 size = f"{len(value):,} bytes"
                 raise Refused(f"{record.get('aspectName')}: {why} ({size})") from None
@@ -136,11 +142,10 @@ class MclProducer:
             cause = exc if isinstance(exc, KafkaException) else exc.__cause__ or exc.__context__
             if not isinstance(cause, KafkaException):
                 raise
-            error = cause.args[0] if cause.args else cause
-            why = error.str() if hasattr(error, "str") else str(error)
+            code, why = _kafka_error(cause)
             denied = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
             hint = None
-            if getattr(error, "code", lambda: None)() in denied:
+            if code in denied:
                 hint = f"a replay needs Write on the topic {self.topic} (besides what the scan needs)"
             raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}", hint=hint) from None
 

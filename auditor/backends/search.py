@@ -246,7 +246,7 @@ class SearchIndex:
         try:
             v = dict(self._call(self.client.info)).get("version", {})
         except Exception as exc:
-            if type(exc).__name__ == "AuthorizationException" or "403" in str(exc)[:40]:
+            if _status_of(exc) == 403:
                 return f"{self.kind} (version not readable: GET / needs the cluster monitor privilege)"
             raise self._fail("info", exc) from None
         return f"{v.get('distribution', 'elasticsearch')} {v.get('number', '?')}"

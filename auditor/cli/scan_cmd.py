@@ -117,12 +117,13 @@ def scan(
         )
         if plan_shards is not None:
             return _plan_shards(settings, plan_shards, tuple(entity_type or ()), output)
+        shard_i_n = shard_of(shard)
         selection = Selection(
             entity_types=tuple(entity_type or ()),
             urn_like=urn_like,
             since=since_of(since),
-            shard=shard_of(shard),
-            urn_range=_range_of(shard_plan, shard_of(shard)),
+            shard=shard_i_n,
+            urn_range=_range_of(shard_plan, shard_i_n),
         )
         if selection.shard and not state_file and not no_state:
             i, n = selection.shard  # each shard job keeps its own history

@@ -97,10 +97,10 @@ def plan_bounds(
     rows, entities = [0] * n, [0] * n
     shard, done = 0, 0
     for urn, weight in weights:
-        # the next shard starts here once this one holds its share (and the urn can be a bound)
-        while shard < n - 1 and done >= total * (shard + 1) / n and usable_bound(urn):
-            if bounds and urn <= bounds[-1]:
-                break
+        # the next shard starts here once this one holds its share (and the urn can be a bound);
+        # a share crossed by one heavy urn moves the next bound to the next usable urn
+        full = shard < n - 1 and done >= total * (shard + 1) / n
+        if full and usable_bound(urn) and (not bounds or urn > bounds[-1]):
             bounds.append(urn)
             shard += 1
         rows[shard] += weight
