@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 PG_URL = "postgresql+psycopg://datahub:datahub@127.0.0.1:15432/datahub"
 MYSQL_URL = "mysql+pymysql://datahub:datahub@127.0.0.1:13306/datahub"
@@ -14,12 +15,14 @@ OPENSEARCH = "http://127.0.0.1:19200"
 ELASTICSEARCH = "http://127.0.0.1:19201"
 
 
+def stack_home() -> Path:
+    """Where `sandbox/stack` keeps its downloads (dist/) and its servers' data (run/)."""
+    return Path(os.environ.get("AUDITOR_STACK_HOME") or Path.home() / ".cache" / "auditor-stack")
+
+
 def _stack_ca() -> str:
     """The CA `sandbox/stack` signs the databases' TLS certificates with (run/tls/ca.pem)."""
-    home = os.environ.get("AUDITOR_STACK_HOME") or os.path.join(
-        os.path.expanduser("~"), ".cache", "auditor-stack"
-    )
-    return os.path.join(home, "run", "tls", "ca.pem")
+    return str(stack_home() / "run" / "tls" / "ca.pem")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ serves the sandbox's own writer and MAE consumer (which know no SASL) and the te
 from __future__ import annotations
 
 import base64
-import os
 import signal
 import socket
 import subprocess
@@ -31,12 +30,12 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from sandbox.endpoints import stack_home
 from sandbox.naming import TOPIC_PARTITIONS
 from sandbox.topics import CLIENT_LOG, ensure_topics
 
 ROOT = Path(__file__).resolve().parents[2]
-STACK_HOME = Path(os.environ.get("AUDITOR_STACK_HOME") or Path.home() / ".cache" / "auditor-stack")
-KAFKA_LIB = STACK_HOME / "dist" / "kafka-4.1.1" / "lib"
+KAFKA_LIB = stack_home() / "dist" / "kafka-4.1.1" / "lib"
 LOG4J = ROOT / "sandbox" / "stack.d" / "kafka-log4j2.properties"
 MECHANISM = "SCRAM-SHA-512"
 # a small broker on a 2-core machine: C1 only (starts faster), serial GC, small heap

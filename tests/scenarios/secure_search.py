@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -22,17 +21,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-STACK_HOME = Path(os.environ.get("AUDITOR_STACK_HOME") or Path.home() / ".cache" / "auditor-stack")
+from secure_kafka import free_ports
+
+from sandbox.endpoints import Endpoints, stack_home
+
+STACK_HOME = stack_home()
 ES_HOME = STACK_HOME / "dist" / "elasticsearch-9.2.0"
 ES_JAVA = Path(os.environ.get("AUDITOR_STACK_ES_JAVA_HOME") or "/usr/lib/jvm/temurin-25-jdk-amd64")
 SVC_USER = os.environ.get("AUDITOR_STACK_USER") or "auditor-stack"
 START_SECONDS = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class SecureElasticsearch:
@@ -47,13 +44,13 @@ class SecureElasticsearch:
         self, roles: dict[str, tuple[list[str], list[str], list[str]]], users: dict[str, str]
     ) -> None:
         self.dir = STACK_HOME / "run" / f"secure-es-{uuid.uuid4().hex[:8]}"  # the service user can reach it
-        self.port, self.transport = free_port(), free_port()
+        self.port, self.transport = free_ports(2)
         self.url = f"https://127.0.0.1:{self.port}"
         self.admin = ("admin", f"admin-{uuid.uuid4().hex}")
         self.roles = roles
         self.passwords = {name: f"{name}-{uuid.uuid4().hex}" for name in users}
         self.users = users
-        self.ca = str(STACK_HOME / "run" / "tls" / "ca.pem")
+        self.ca = Endpoints.from_env().tls_ca
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> SecureElasticsearch:
