@@ -12,12 +12,18 @@ import base64
 import io
 import json
 import urllib.request
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import fastavro
 
 MAGIC = 0
+
+
+def is_framed(data: bytes | None) -> TypeGuard[bytes]:
+    """Magic byte 0 and a schema id: what every MCL DataHub produces starts with (the schema may
+    still be unknown to the registry: that is for the decoder to say)."""
+    return data is not None and len(data) >= 5 and data[0] == MAGIC
 
 
 class WireFormatError(ValueError):
@@ -38,9 +44,13 @@ class WireDecoder:
         self.base = urlunsplit(parts).rstrip("/")
         self.timeout = timeout
         self._schemas: dict[int, Any] = {}
+        self._failed: dict[int, str] = {}
 
     def schema(self, schema_id: int) -> Any:
-        """The parsed writer schema of `schema_id` (fetched once)."""
+        """The parsed writer schema of `schema_id` (fetched once; a failure too is kept, so a
+        registry that lacks the id or is down costs one request, not one a message)."""
+        if schema_id in self._failed:
+            raise WireFormatError(self._failed[schema_id])
         if schema_id not in self._schemas:
             request = urllib.request.Request(f"{self.base}/schemas/ids/{schema_id}")
             if self._auth:
@@ -50,11 +60,12 @@ class WireDecoder:
                     body = json.loads(response.read())
                 self._schemas[schema_id] = fastavro.parse_schema(json.loads(body["schema"]))
             except Exception as exc:
-                raise WireFormatError(f"schema id {schema_id}: {exc}") from None
+                self._failed[schema_id] = f"schema id {schema_id}: {exc}"
+                raise WireFormatError(self._failed[schema_id]) from None
         return self._schemas[schema_id]
 
     def __call__(self, data: bytes | None) -> dict[str, Any]:
-        if not data or len(data) < 5 or data[0] != MAGIC:
+        if not is_framed(data):
             raise WireFormatError("not a Confluent-framed Avro message")
         schema = self.schema(int.from_bytes(data[1:5], "big"))
         value = fastavro.schemaless_reader(io.BytesIO(data[5:]), schema)

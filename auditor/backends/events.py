@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.backends.avro_wire import WireDecoder
+from auditor.backends.avro_wire import WireDecoder, is_framed
 from auditor.backends.protocols import Capability
 from auditor.core.records import MclHit, OffsetSample
 from auditor.errors import AccessRefused, BackendUnavailable
@@ -59,6 +59,8 @@ class EventLog:
         self._decode: WireDecoder | None = None
         self.decode_failures = 0  # MCLs of interest whose value could not be decoded
         self.decode_error: str | None = None
+        self.not_mcl = 0  # messages keyed by a urn of interest that are not Confluent-framed Avro
+        self._counted: set[tuple[str, int, int]] = set()  # each such message counted once
         if registry_url:
             self._decode = WireDecoder(registry_url, timeout)
             self.description += f" (registry {redact_url(registry_url)})"
@@ -224,6 +226,11 @@ class EventLog:
             urn = keys.get(msg.key() or b"")
             if urn is None:
                 continue
+            where = (topic, partition, msg.offset())
+            if not is_framed(msg.value()):  # no producer of MCLs wrote it: nothing to match by time
+                self.not_mcl += where not in self._counted
+                self._counted.add(where)
+                continue
             aspect = change = payload = None
             if self._decode is not None:
                 try:
@@ -231,7 +238,8 @@ class EventLog:
                     aspect, change = value.get("aspectName"), value.get("changeType")
                     payload = (value.get("aspect") or {}).get("value")
                 except Exception as exc:  # undecoded: matched by time, and the scan says so
-                    self.decode_failures += 1
+                    self.decode_failures += where not in self._counted
+                    self._counted.add(where)
                     self.decode_error = self.decode_error or str(exc)[:200]
             hits.append(MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload))
         # the read stops early only at the cap (or at the end of the log)

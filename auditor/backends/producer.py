@@ -33,6 +33,26 @@ def _kafka_error(exc: BaseException) -> tuple[int | None, str]:
     return code, error.str() if hasattr(error, "str") else str(error)
 
 
+class ClientLog:
+    """librdkafka's log lines, passed on to the `auditor.kafka` logger; the last fatal one kept.
+
+    A fatal error of the client (the broker refusing the idempotent producer its id) reaches
+    Python from poll()/flush() as a KafkaException, or as a SystemError whose cause it is; when a
+    log line was being served at that moment the SystemError comes with no exception at all
+    ("returned NULL without setting an exception", seen in CI), and this line is all that says why.
+    """
+
+    def __init__(self) -> None:
+        self.fatal: str | None = None
+        self._logger = logging.getLogger("auditor.kafka")
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        if level >= logging.CRITICAL:
+            line = fmt % args if args else fmt
+            self.fatal = line.split("Fatal error: ", 1)[-1]
+        self._logger.log(level, fmt, *args)
+
+
 class Refused(Exception):
     """The producer refused a message at once (e.g. larger than the broker takes)."""
 
@@ -75,9 +95,10 @@ class MclProducer:
         # directly: the same bytes as confluent-kafka's AvroSerializer, at a fraction of its cost
         self._parsed = fastavro.parse_schema(json.loads(self.schema_str))
         self._frame = b"\x00" + self.schema_id.to_bytes(4, "big")
+        self.log = ClientLog()
         self.producer = Producer(
             {
-                "logger": logging.getLogger("auditor.kafka"),
+                "logger": self.log,
                 **config,
                 "acks": "all",
                 "enable.idempotence": True,
@@ -133,19 +154,25 @@ class MclProducer:
 
         The broker refusing the idempotent producer its id (no Write on the topic) is fatal:
         confluent-kafka raises it from poll()/flush(), as a SystemError when delivery reports
-        were being served meanwhile (the KafkaException is its cause)."""
+        were being served meanwhile (the KafkaException is its cause, or, see `ClientLog`, none)."""
         from confluent_kafka import KafkaError, KafkaException
 
         try:
             return call(timeout)
         except (KafkaException, SystemError) as exc:
             cause = exc if isinstance(exc, KafkaException) else exc.__cause__ or exc.__context__
-            if not isinstance(cause, KafkaException):
-                raise
-            code, why = _kafka_error(cause)
+            if cause is not None and not isinstance(cause, KafkaException):
+                raise  # one of our callbacks failed: a bug to show, not the broker's refusal
+            code: int | None = None
+            if isinstance(cause, KafkaException):
+                code, why = _kafka_error(cause)
+            elif self.log.fatal is not None:
+                why = self.log.fatal
+            else:
+                why = f"the Kafka client failed ({exc})"
             denied = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
             hint = None
-            if code in denied:
+            if code in denied or (code is None and "authorization failed" in why.lower()):
                 hint = f"a replay needs Write on the topic {self.topic} (besides what the scan needs)"
             raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}", hint=hint) from None
 

@@ -80,6 +80,7 @@ class Events(Protocol):
     capabilities: frozenset[Capability]
     decode_failures: int  # MCLs of interest whose value could not be decoded
     decode_error: str | None  # the first such failure, said
+    not_mcl: int  # messages keyed by a urn of interest that are not Confluent-framed Avro: ignored
 
     def partitions(self, topic: str) -> int: ...
 

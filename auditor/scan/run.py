@@ -100,6 +100,11 @@ def run_scan(
             f"{events.decode_failures} MCL(s) could not be decoded ({why}): their changes were matched "
             "by time, not by value (weaker evidence; is the schema registry reachable?)"
         )
+    if events is not None and events.not_mcl:
+        report.warnings.append(
+            f"{events.not_mcl} message(s) on the change log keyed by a urn of this scan are not "
+            "Confluent-framed Avro (not MCLs DataHub produced): ignored as evidence"
+        )
     resumed = backends.store.resumed
     if resumed:
         report.warnings.append(

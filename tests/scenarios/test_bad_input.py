@@ -81,21 +81,46 @@ def test_documents_that_are_not_datahub_shaped_are_reported_and_the_scan_finishe
     assert orphan in {c.finding.urn for c in report.findings if c.finding.kind.value == "orphan_document"}
 
 
+def produce_keyed(world: World, urn: str, values: tuple[bytes, ...]) -> None:
+    """`values` on the versioned change log under `urn`'s key, in its partition (murmur2, as GMS:
+    librdkafka's default CRC32 put them in the urn's partition only by chance, a flake); then the
+    MAE-like consumer has gone past them."""
+    producer = Producer({"bootstrap.servers": world.endpoints.kafka, "partitioner": "murmur2_random"})
+    for value in values:
+        producer.produce("MetadataChangeLog_Versioned_v1", key=urn.encode(), value=value)
+    assert producer.flush(10) == 0
+    assert world.consumer.drain(30), "the MAE-like consumer choked on the garbage"
+    time.sleep(0.6)
+
+
 def test_messages_that_are_not_avro_are_counted_and_the_verdicts_hold(world: World) -> None:
+    """Not Confluent-framed (no magic byte, too short, empty): no MCL DataHub produced, so no
+    evidence either way; the lost change is still found never published."""
     urn = datasets(world)[1]
     world.writer.write(urn, "globalTags", {"tags": [{"tag": "urn:li:tag:lost"}]}, drop_mcl=True)
-    producer = Producer({"bootstrap.servers": world.endpoints.kafka})
-    garbage = (b"not avro at all", b"\x00\x00\x01\x86\xa0unknown-schema-id", b"\xff\xfe\x00", b"")
-    for value in garbage:
-        producer.produce("MetadataChangeLog_Versioned_v1", key=urn.encode(), value=value)
-    producer.flush(10)
-    time.sleep(0.6)
+    produce_keyed(world, urn, (b"not avro at all", b"\xff\xfe\x00", b""))
     report = scan(world.settings(), Selection(urns=(urn,)), OPTIONS)
     assert report.complete and diverged(report) == {urn}
     assert {c.subkind for c in report.findings} == {"event_never_published"}
+    (warning,) = [w for w in report.warnings if "not Confluent-framed Avro" in w]
+    assert warning.startswith("3 message(s)"), warning
     walked = triage(world.settings(), urn, settle=0.5)  # reads the urn's partition to its end
     assert walked.exit_code == 1, walked
-    assert world.consumer.drain(30), "the MAE-like consumer choked on the garbage"
+
+
+def test_an_mcl_whose_schema_the_registry_lacks_is_matched_by_time_and_said(world: World) -> None:
+    """Framed, but the registry has no such schema id: it may be the change's own MCL (nobody can
+    read it, the MAE consumer neither), so it is the consumed-but-not-applied MCL, said weaker."""
+    urn = datasets(world)[3]
+    world.writer.write(urn, "globalTags", {"tags": [{"tag": "urn:li:tag:lost2"}]}, drop_mcl=True)
+    produce_keyed(world, urn, (b"\x00\x00\x01\x86\xa0unknown-schema-id",))
+    report = scan(world.settings(), Selection(urns=(urn,)), OPTIONS)
+    assert report.complete and diverged(report) == {urn}
+    (warning,) = [w for w in report.warnings if "could not be decoded" in w]
+    assert warning.startswith("1 MCL(s)") and "schema id 100000" in warning, warning
+    tags = [c for c in report.findings if c.finding.aspect == "globalTags" and c.finding.changed_at]
+    assert tags and all(c.evidence.mcl_found for c in tags)
+    assert all("consumed but not applied" in c.evidence.reason for c in tags), tags
 
 
 def test_duplicated_version_0_rows_are_invalid_and_never_repaired(world: World) -> None:

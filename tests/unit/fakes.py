@@ -150,6 +150,7 @@ class FakeEvents:
     capabilities = frozenset({Capability.READ})
     decode_failures = 0
     decode_error: str | None = None
+    not_mcl = 0
 
     def __init__(self, committed: int, end: int, hits: Sequence[MclHit] = (), log: list[str] | None = None):
         self.committed, self.end = committed, end

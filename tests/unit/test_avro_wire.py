@@ -97,3 +97,13 @@ def test_what_is_not_a_framed_avro_message_is_refused(registry: tuple[str, list[
     with pytest.raises(WireFormatError) as caught:
         decode(framed({"entityUrn": None, "changeType": "UPSERT", "aspectName": None, "aspect": None}, 8))
     assert "schema id 8" in str(caught.value) and "p@ss" not in str(caught.value)
+
+
+def test_a_schema_id_the_registry_lacks_costs_one_request(registry: tuple[str, list[str]]) -> None:
+    url, seen = registry
+    decode = WireDecoder(url)
+    unknown = framed({"entityUrn": None, "changeType": "UPSERT", "aspectName": None, "aspect": None}, 9)
+    for _ in range(3):
+        with pytest.raises(WireFormatError, match="schema id 9"):
+            decode(unknown)
+    assert [s.split()[0] for s in seen] == ["/schemas/ids/9"]
