@@ -1,6 +1,7 @@
 """Repair benchmark: replay and reindex throughput against the raw limit measured in the same run.
 
     python bench/rebuild_bench.py --rows 200000            # after bench/scan_bench.py seeded the table
+    python bench/rebuild_bench.py --rows 20000 --profile replay   # where the replay's time goes
 
 - replay: the tool's replay (keyset pages, RESTATE records, Avro, delivery reports, ordering
   guard, checkpoint) of the first N version-0 rows of the bench table, against a raw
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,6 +49,9 @@ class FirstRows:
         page = self.source.page(after, min(limit, self.limit - self.given))
         self.given += len(page)
         return list(page)
+
+    def unchanged(self, page: list[Any]) -> bool:
+        return bool(self.source.unchanged(page))
 
 
 def _settings(store: str, search: str) -> Any:
@@ -145,7 +150,9 @@ def measure(mode: str, store: str, search: str, n: int) -> dict[str, Any]:
             count = len(messages)
         else:
             started = time.monotonic()
-            ck = Replayer(db, producer, Checkpoint("replay", "bench"), path, batch=1000).run(source)  # type: ignore[arg-type]
+            # a replay of a filter (`--all`): its checkpoint keeps no urn list, as the CLI's
+            ck = Checkpoint("replay", "bench", track_touched=False)
+            ck = Replayer(db, producer, ck, path, batch=1000).run(source)  # type: ignore[arg-type]
             count = ck.counts.get("produced", 0)
     else:
         registry = Registry.load()
@@ -209,11 +216,30 @@ def main() -> int:
     parser.add_argument("--entities", type=int, default=20_000, help="datasets the reindex rebuilds")
     parser.add_argument("--store", default="mariadb", choices=("mariadb", "postgres"))
     parser.add_argument("--search", default="opensearch", choices=("opensearch", "elasticsearch"))
+    parser.add_argument(
+        "--profile",
+        choices=("replay", "reindex"),
+        help="run one mode under cProfile and print where its time goes",
+    )
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.store, args.search, args.n)))
+        return 0
+    if args.profile:  # one mode under cProfile, in this process: where its time goes
+        import cProfile
+        import pstats
+
+        prepare_topic()
+        try:
+            n = args.entities if args.profile in ("reindex", "raw-bulk") else args.rows
+            profiler = cProfile.Profile()
+            result = profiler.runcall(measure, args.profile, args.store, args.search, n)
+        finally:
+            drop_topic()
+        print(json.dumps(result))
+        pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(25)
         return 0
     prepare_topic()
     try:

@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from auditor.core.records import AspectRow
+from auditor.core.records import AspectRow, json_loads
 from auditor.core.urns import entity_type
 
 RESTATE_ACTOR = "urn:li:corpuser:__datahub_system"
@@ -45,10 +45,15 @@ class RestateBuilder:
 
     def system_metadata(self, row: AspectRow) -> dict[str, Any]:
         """The row's systemMetadata with `properties.forceIndexing = "true"` (every field present)."""
-        try:
-            stored = json.loads(row.systemmetadata) if row.systemmetadata else {}
-        except ValueError:
-            stored = {}
+        stored: Any = {}
+        if row.systemmetadata:
+            try:
+                stored = json_loads(row.systemmetadata)
+            except ValueError:  # orjson is stricter (a lone surrogate): the stdlib's reading
+                try:
+                    stored = json.loads(row.systemmetadata)
+                except ValueError:
+                    stored = {}
         if not isinstance(stored, dict):
             stored = {}
         out = {name: stored.get(name, default) for name, default in self.system_fields}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from auditor.backends.store import MetadataStore
 from auditor.core.model import Selection
-from auditor.core.records import AspectRow
+from auditor.core.records import AspectRow, rows_digest
 
 PAGE = 5000
 
@@ -21,6 +21,15 @@ class RowSource:
 
     def page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, AspectRow]]:
         return self.store.page_rows(self.selection, after, limit)
+
+    def unchanged(self, page: list[tuple[str, AspectRow]]) -> bool:
+        """Nothing in the page's key range was written, deleted or rewritten since it was read:
+        one digest the database computes against the same digest of the rows as read."""
+        if not page:
+            return True
+        urns = tuple(sorted({u for u, _ in page})) if self.selection.urns else ()
+        first, last = (page[0][0], page[0][1].aspect), (page[-1][0], page[-1][1].aspect)
+        return self.store.page_digest(self.selection, first, last, urns) == rows_digest(page)
 
     def urns(self) -> Iterator[str]:
         """Each urn with a row in the selection, once, in order."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import fastavro
 
+from auditor.backends.avro_encode import EncodeError, Writer, compile_schema
 from auditor.backends.protocols import Capability
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
@@ -31,6 +32,9 @@ def _kafka_error(exc: BaseException) -> tuple[int | None, str]:
     error = exc.args[0] if exc.args else exc
     code = error.code() if hasattr(error, "code") else None
     return code, error.str() if hasattr(error, "str") else str(error)
+
+
+POLL_EVERY = 64  # messages between two polls for delivery reports (a poll costs about a produce)
 
 
 class ClientLog:
@@ -91,10 +95,16 @@ class MclProducer:
             raise BackendUnavailable(f"schema registry {redact_url(registry_url)}: {self.subject} has no id")
         self.schema_str: str = str(latest.schema.schema_str)
         self.schema_id: int = int(latest.schema_id)
-        # Confluent framing (magic byte 0, the registered schema's id) + Avro binary, by fastavro
-        # directly: the same bytes as confluent-kafka's AvroSerializer, at a fraction of its cost
+        # Confluent framing (magic byte 0, the registered schema's id) + Avro binary: the same
+        # bytes as confluent-kafka's AvroSerializer, at a fraction of its cost. The schema's
+        # compiled encoder writes fastavro's bytes in a third of fastavro's time; fastavro stays
+        # for a value the compiled one refuses (it says what is wrong) and a schema it cannot take
         self._parsed = fastavro.parse_schema(json.loads(self.schema_str))
         self._frame = b"\x00" + self.schema_id.to_bytes(4, "big")
+        try:
+            self._compiled: Writer | None = compile_schema(json.loads(self.schema_str))
+        except (ValueError, KeyError, TypeError):
+            self._compiled = None
         self.log = ClientLog()
         self.producer = Producer(
             {
@@ -107,8 +117,16 @@ class MclProducer:
             }
         )
         self.pending = Deliveries()
+        self._queued = 0
 
     def encode(self, record: dict[str, Any]) -> bytes:
+        if self._compiled is not None:
+            out = bytearray(self._frame)
+            try:
+                self._compiled(record, out)
+                return bytes(out)
+            except EncodeError:
+                pass  # fastavro says what is wrong with it, or writes what we did not expect
         buffer = io.BytesIO()
         buffer.write(self._frame)
         fastavro.schemaless_writer(buffer, self._parsed, record)
@@ -139,7 +157,9 @@ class MclProducer:
                     raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}") from None
                 size = f"{len(value):,} bytes"
                 raise Refused(f"{record.get('aspectName')}: {why} ({size})") from None
-        self._client(self.producer.poll, 0)
+        self._queued += 1
+        if self._queued % POLL_EVERY == 0:  # serve delivery reports (flush() serves the rest)
+            self._client(self.producer.poll, 0)
 
     def flush(self, timeout: float = 60.0) -> Deliveries:
         """Wait for every delivery report; what is left unreported counts as failed."""

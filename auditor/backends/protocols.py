@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from auditor.core.classify import History
 from auditor.core.model import Finding, RunSummary
-from auditor.core.records import EntityRows, MclHit, OffsetSample
+from auditor.core.records import EntityRows, MclHit, OffsetSample, RowsDigest
 
 
 class Capability(StrEnum):
@@ -44,6 +44,8 @@ class Store(Protocol):
     def versions(self, urn: str) -> dict[str, tuple[int, str | None]]: ...
 
     def fingerprints(self, urns: tuple[str, ...]) -> dict[tuple[str, str], tuple[Any, str]]: ...
+
+    def urns_digest(self, urns: tuple[str, ...]) -> RowsDigest: ...
 
     def ping(self) -> str: ...
 

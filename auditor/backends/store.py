@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from auditor.backends.protocols import Capability
 from auditor.core.model import Selection
-from auditor.core.records import AspectRow, EntityRows, as_utc
+from auditor.core.records import AspectRow, EntityRows, RowsDigest, as_utc
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
@@ -334,27 +334,86 @@ class MetadataStore:
         if current is not None:
             yield EntityRows(current, rows, frozenset(duplicated))
 
+    def _page_where(
+        self,
+        selection: Selection,
+        urns: tuple[str, ...],
+        after: tuple[str, str] | None,
+        last: tuple[str, str] | None,
+        params: dict[str, Any],
+        from_inclusive: bool = False,
+    ) -> tuple[str, str, str]:
+        """The WHERE of a repair's page of `selection` (its urn window `urns`): keys after
+        `after` (or from it, `from_inclusive`) up to `last` (inclusive); and the ORDER BY's
+        two expressions."""
+        prefixes = tuple(f"urn:li:{t}:" for t in sorted(selection.entity_types))
+        where = self._where(prefixes, selection.urn_like, None, params, urns)
+        # PostgreSQL without a urn list: the primary key's own order, an index range scan per
+        # page. Under COLLATE "C" each page was a sequential scan and a sort of the whole table
+        # (measured: 173 ms against 7 ms a page of 1,000 on 786k rows; a walk of the table grew
+        # with its square). No urn list is merged with these pages: they need not be byte order.
+        native = self.postgres and not urns
+        urn, aspect = ("urn", "aspect") if native else (self._order("urn"), self._order("aspect"))
+        for name, key, op in (("after", after, ">=" if from_inclusive else ">"), ("last", last, "<=")):
+            if key is None:
+                continue
+            params[f"{name}_urn"], params[f"{name}_aspect"] = key
+            if native:
+                where += f" AND (urn, aspect) {op} (:{name}_urn, :{name}_aspect)"
+            else:
+                same = f"{urn} = :{name}_urn AND {aspect} {op} :{name}_aspect"
+                where += f" AND ({urn} {op[0]} :{name}_urn OR ({same}))"
+        return where + self._row_bounds(selection, params), urn, aspect
+
+    def page_digest(
+        self, selection: Selection, first: tuple[str, str], last: tuple[str, str], urns: tuple[str, ...]
+    ) -> RowsDigest:
+        """The digest of the version-0 rows a page of `page_rows` holds now: the keys from its
+        first to its last, of the page's urns when the selection lists urns. One row from the
+        database, where comparing fingerprints shipped every row of the page again."""
+        params: dict[str, Any] = {}
+        where, _, _ = self._page_where(selection, urns, first, last, params, from_inclusive=True)
+        return self._digest(where, params)
+
+    def urns_digest(self, urns: tuple[str, ...]) -> RowsDigest:
+        """The digest of every version-0 row of `urns` now (in IN lists of PAGE_URNS)."""
+        out = RowsDigest()
+        for i in range(0, len(urns), PAGE_URNS):
+            params: dict[str, Any] = {}
+            where = self._where((), None, None, params, tuple(urns[i : i + PAGE_URNS]))
+            out = out + self._digest(where, params)
+        return out
+
+    def _digest(self, where: str, params: dict[str, Any]) -> RowsDigest:
+        text_ = "CONCAT(urn, '|', aspect, '|', COALESCE(metadata, ''), '|', COALESCE(systemmetadata, ''))"
+        if self.postgres:
+            value = f"('x' || LEFT(MD5({text_}), 15))::bit(60)::bigint"
+        else:
+            value = f"CAST(CONV(LEFT(MD5({text_}), 15), 16, 10) AS UNSIGNED)"
+        sql = text(f"SELECT COUNT(*), SUM({value}), MAX(createdon) FROM {self.table} WHERE {where}")
+        try:
+            with self.engine.connect() as conn:
+                count, total, newest = conn.execute(sql, params).one()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
+        return RowsDigest(int(count or 0), int(total or 0), newest)
+
     def page_rows(
         self, selection: Selection, after: tuple[str, str] | None, limit: int
     ) -> list[tuple[str, AspectRow]]:
-        """Up to `limit` version-0 rows after the key `(urn, aspect)`, in (urn, aspect) order.
+        """Up to `limit` version-0 rows after the key `(urn, aspect)`, in (urn, aspect) order
+        (byte order; on PostgreSQL without a urn list, the primary key's collation order).
 
         Keyset pagination (never OFFSET): each page is one index range scan, however deep.
         `since`/`until` bound the rows' own `createdon` (as RestoreIndices' gePit/lePit do).
         """
         params: dict[str, Any] = {"limit": limit}
-        prefixes = tuple(f"urn:li:{t}:" for t in sorted(selection.entity_types))
         urns = tuple(sorted(selection.urns))
         if urns and after is not None:
             urns = tuple(u for u in urns if u >= after[0])
         if selection.urns and not urns:
             return []
-        where = self._where(prefixes, selection.urn_like, None, params, urns[:PAGE_URNS])
-        urn, aspect = self._order("urn"), self._order("aspect")
-        if after is not None:
-            params["after_urn"], params["after_aspect"] = after
-            where += f" AND ({urn} > :after_urn OR ({urn} = :after_urn AND {aspect} > :after_aspect))"
-        where += self._row_bounds(selection, params)
+        where, urn, aspect = self._page_where(selection, urns[:PAGE_URNS], after, None, params)
         sql = (
             f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
             f"WHERE {where} ORDER BY {urn}, {aspect} LIMIT :limit"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -88,3 +89,33 @@ class MclHit:
     aspect: str | None  # None when the value could not be decoded (no registry)
     change_type: str | None
     value: bytes | None = None  # the aspect's JSON as published (None: not decoded)
+
+
+@dataclass(frozen=True)
+class RowsDigest:
+    """A set of version-0 rows in one value: how many, the sum of a 60-bit digest of each
+    (urn, aspect, metadata, systemmetadata), and the newest createdon. The database computes it
+    over what it holds now (`MetadataStore.page_digest`, `urns_digest`), `rows_digest` over rows
+    as read: equal, nothing was written, deleted or rewritten in between (a collision needs two
+    sums of 60-bit digests to meet); unequal, the guard compares row by row."""
+
+    count: int = 0
+    total: int = 0
+    newest: Any = None
+
+    def __add__(self, other: RowsDigest) -> RowsDigest:
+        newest = max((t for t in (self.newest, other.newest) if t is not None), default=None)
+        return RowsDigest(self.count + other.count, self.total + other.total, newest)
+
+
+def rows_digest(rows: Iterable[tuple[str, AspectRow]]) -> RowsDigest:
+    """`RowsDigest` of rows as read (the same text the database digests, the same MD5)."""
+    count = total = 0
+    newest = None
+    for urn, row in rows:
+        text_ = f"{urn}|{row.aspect}|{row.metadata or ''}|{row.systemmetadata or ''}"
+        total += int(hashlib.md5(text_.encode("utf-8"), usedforsecurity=False).hexdigest()[:15], 16)
+        count += 1
+        if newest is None or row.created > newest:
+            newest = row.created
+    return RowsDigest(count, total, newest)

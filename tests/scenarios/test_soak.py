@@ -18,8 +18,8 @@ from world import World
 
 pytestmark = pytest.mark.integration
 
-SECONDS = float(os.environ.get("SOAK_SECONDS", "120"))
-INTERVAL = float(os.environ.get("SOAK_INTERVAL", "15"))
+SECONDS = float(os.environ.get("SOAK_SECONDS", "80"))
+INTERVAL = float(os.environ.get("SOAK_INTERVAL", "12"))
 RATE = float(os.environ.get("SOAK_RATE", "10"))
 
 

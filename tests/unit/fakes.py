@@ -11,7 +11,7 @@ from typing import Any
 from auditor.backends.protocols import Capability
 from auditor.core.classify import History
 from auditor.core.model import Finding, RunSummary
-from auditor.core.records import AspectRow, EntityRows, MclHit, OffsetSample
+from auditor.core.records import AspectRow, EntityRows, MclHit, OffsetSample, RowsDigest
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 TOPIC = "MetadataChangeLog_Versioned_v1"
@@ -73,6 +73,14 @@ class FakeStore:
             if u in self.entities
             for a, r in self.entities[u].rows.items()
         }
+
+    def urns_digest(self, urns: tuple[str, ...]) -> RowsDigest:
+        from auditor.core.records import rows_digest
+
+        if self.before_read is not None:
+            self.before_read(self)
+        self.log.append("digest")
+        return rows_digest((u, r) for u in urns if u in self.entities for r in self.entities[u].rows.values())
 
     def versions(self, urn: str) -> dict[str, tuple[int, str | None]]:
         entity = self.entities.get(urn)

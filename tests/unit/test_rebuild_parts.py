@@ -16,7 +16,7 @@ from fakes import T0, FakeStore, rows
 
 from auditor.backends.producer import Deliveries
 from auditor.core.model import Selection
-from auditor.core.records import AspectRow
+from auditor.core.records import AspectRow, rows_digest
 from auditor.rebuild.checkpoint import Checkpoint, Lock, LockHeld
 from auditor.rebuild.mcl import RestateBuilder
 from auditor.rebuild.replay import Replayer
@@ -84,6 +84,21 @@ class Pages:
         ]
         return [(u, r) for u, r in keyed if after is None or (u, r.aspect) > after][:limit]
 
+    def unchanged(self, page: list[tuple[str, AspectRow]]) -> bool:
+        """The page's key range now, digested as the database would (RowSource.unchanged)."""
+        self.store.log.append("page digest")
+        if self.store.before_read is not None:
+            self.store.before_read(self.store)
+        first, last = (page[0][0], page[0][1].aspect), (page[-1][0], page[-1][1].aspect)
+        now = [(u, r) for e in self.store.stream_entities() for u, r in [(e.urn, x) for x in e.rows.values()]]
+        return rows_digest(sorted((p for p in now if first <= (p[0], p[1].aspect) <= last), key=key)) == (
+            rows_digest(page)
+        )
+
+
+def key(pair: tuple[str, AspectRow]) -> tuple[str, str]:
+    return pair[0], pair[1].aspect
+
 
 def tags(name: str) -> dict[str, dict[str, Any]]:
     return {"globalTags": {"tags": [{"tag": f"urn:li:tag:{name}"}]}}
@@ -107,6 +122,27 @@ def test_a_row_written_during_the_replay_is_produced_again_after_it(tmp_path: Pa
     values = [json.loads(r["aspect"]["value"])["tags"][0]["tag"] for u, r in producer.sent if u == a]
     assert values == ["urn:li:tag:old", "urn:li:tag:new"]  # the newest row is produced last
     assert ck.counts["produced_again"] == 1 and ck.done
+
+
+def test_a_page_nobody_wrote_meanwhile_costs_one_digest_and_no_row_by_row_check(tmp_path: Path) -> None:
+    store = FakeStore([rows(f"urn:li:dataset:{i}", tags("t")) for i in range(5)])
+    ck = Checkpoint("replay", "x")
+    Replayer(store, FakeProducer(), ck, tmp_path / "ck.json", batch=2).run(Pages(store))  # type: ignore[arg-type]
+    assert store.log.count("page digest") == 3 and "fingerprints" not in store.log
+    assert ck.counts["produced"] == 5 and "produced_again" not in ck.counts
+
+
+def test_a_reindexed_batch_nobody_wrote_meanwhile_is_checked_by_one_digest() -> None:
+    from auditor.rebuild.reindex import Reindexer
+
+    a, b = "urn:li:dataset:a", "urn:li:dataset:b"
+    store = FakeStore([rows(a, tags("a")), rows(b, tags("b"))])
+    reindexer = Reindexer.__new__(Reindexer)
+    reindexer.store = store  # type: ignore[assignment]
+    read = {e.urn: e for e in store.stream_entities()}
+    assert reindexer._changed([a, b], read) == [] and "fingerprints" not in store.log
+    store.entities[b] = rows(b, tags("new"))  # written since: the digest moves, the urn is named
+    assert reindexer._changed([a, b], read) == [b] and "fingerprints" in store.log
 
 
 def test_a_refused_message_is_retried_then_reported_by_urn(tmp_path: Path) -> None:
