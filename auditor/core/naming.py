@@ -30,8 +30,19 @@ def graph_index(prefix: str = "") -> str:
     return prefixed(GRAPH_INDEX, prefix)
 
 
+def _ascii_byte(byte: int) -> str:
+    if byte in _URL_SAFE:
+        return chr(byte)
+    return "+" if byte == 0x20 else f"%{byte:02X}"
+
+
+_ASCII_TABLE = {byte: _ascii_byte(byte) for byte in range(128)}
+
+
 def document_id(urn: str) -> str:
     """The entity doc `_id`: Java's `URLEncoder.encode(urn, "UTF-8")`."""
+    if urn.isascii():  # nearly every urn: one C-level pass (the loop below took 30 us a urn)
+        return urn.translate(_ASCII_TABLE)
     out: list[str] = []
     for byte in urn.encode("utf-8"):
         if byte in _URL_SAFE:

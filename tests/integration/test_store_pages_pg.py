@@ -24,7 +24,7 @@ NAMES = ["a", "B", "b", "_x", "-x", "a b", "ab", "a-b", "a_b", "é", "Z", "z", "
 @pytest.fixture(params=["C.UTF-8 (byte order)", "und-x-icu (not byte order)"])
 def pg_table(request: pytest.FixtureRequest, pg_engine: Engine) -> Iterator[tuple[str, Engine]]:
     collate = ' COLLATE "und-x-icu"' if "icu" in request.param else ""
-    name = f"pages_{uuid.uuid4().hex[:10]}"
+    name = f"pages_{'icu' if collate else 'c'}_{uuid.uuid4().hex[:10]}"
     ddl = (
         f"CREATE TABLE {name} (urn varchar(500){collate} NOT NULL, aspect varchar(200){collate} NOT NULL, "
         "version bigint NOT NULL, metadata text NOT NULL, systemmetadata text, createdon timestamp NOT NULL, "
@@ -72,6 +72,16 @@ def test_a_walk_visits_every_row_once_and_resumes_from_any_key(pg_table: tuple[s
         for cut in (3, 17, 30):  # a run stopped after `cut` rows resumes with no gap, nothing twice
             rest = walk(store, seen[cut - 1], limit)
             assert seen[:cut] + rest == seen, (limit, cut)
+
+
+def test_the_columns_order_is_used_as_it_is_only_where_it_is_byte_order(pg_table: tuple[str, Engine]) -> None:
+    """C.UTF-8 (the stack's) sorts as bytes: no COLLATE "C", the primary key serves the scan's
+    stream; an ICU collation does not: COLLATE "C", and the stream is still in byte order."""
+    table, engine = pg_table
+    store = MetadataStore(engine.url.render_as_string(hide_password=False), table, engine=engine)
+    assert store.sorts_as_bytes() is ("_icu_" not in table)
+    keys = [(urn, aspect) for urn, aspect, *_ in store.stream_rows()]
+    assert keys == sorted(keys) and len(keys) == len(NAMES) * 3  # code-point order, version 0 only
 
 
 def test_each_page_is_an_index_range_scan(pg_engine: Engine) -> None:
