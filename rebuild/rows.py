@@ -29,7 +29,7 @@ class RowSource:
             return True
         urns = tuple(sorted({u for u, _ in page})) if self.selection.urns else ()
         first, last = (page[0][0], page[0][1].aspect), (page[-1][0], page[-1][1].aspect)
-        return self.store.page_digest(self.selection, first, last, urns) == rows_digest(page)
+        return self.store.page_digest(self.selection, first, last, urns, len(page)) == rows_digest(page)
 
     def urns(self) -> Iterator[str]:
         """Each urn with a row in the selection, once, in order."""

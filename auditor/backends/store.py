@@ -412,14 +412,27 @@ class MetadataStore:
         return where + self._row_bounds(selection, params), urn, aspect
 
     def page_digest(
-        self, selection: Selection, first: tuple[str, str], last: tuple[str, str], urns: tuple[str, ...]
+        self,
+        selection: Selection,
+        first: tuple[str, str],
+        last: tuple[str, str],
+        urns: tuple[str, ...],
+        rows: int,
     ) -> RowsDigest:
-        """The digest of the version-0 rows a page of `page_rows` holds now: the keys from its
-        first to its last, of the page's urns when the selection lists urns. One row from the
-        database, where comparing fingerprints shipped every row of the page again."""
-        params: dict[str, Any] = {}
-        where, _, _ = self._page_where(selection, urns, first, last, params, from_inclusive=True)
-        return self._digest(where, params)
+        """The digest of the version-0 rows a page of `page_rows` (of `rows` rows) holds now:
+        the keys from its first to its last, of the page's urns when the selection lists urns.
+        One row from the database, where comparing fingerprints shipped every row again.
+
+        Read in key order with a LIMIT one past the page: a plain range let PostgreSQL's generic
+        plan (psycopg prepares a query run five times) scan the whole table (measured: 170 ms
+        against 6 ms a page); one row more than the page still shows a row inserted in it."""
+        params: dict[str, Any] = {"limit": rows + 1}
+        where, urn, aspect = self._page_where(selection, urns, first, last, params, from_inclusive=True)
+        inner = (
+            f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
+            f"WHERE {where} ORDER BY {urn}, {aspect} LIMIT :limit"
+        )
+        return self._digest(f"({inner}) page", "TRUE", params)
 
     def urns_digest(self, urns: tuple[str, ...]) -> RowsDigest:
         """The digest of every version-0 row of `urns` now (in IN lists of PAGE_URNS)."""
@@ -427,16 +440,16 @@ class MetadataStore:
         for i in range(0, len(urns), PAGE_URNS):
             params: dict[str, Any] = {}
             where = self._where((), None, None, params, tuple(urns[i : i + PAGE_URNS]))
-            out = out + self._digest(where, params)
+            out = out + self._digest(self.table, where, params)
         return out
 
-    def _digest(self, where: str, params: dict[str, Any]) -> RowsDigest:
+    def _digest(self, source: str, where: str, params: dict[str, Any]) -> RowsDigest:
         text_ = "CONCAT(urn, '|', aspect, '|', COALESCE(metadata, ''), '|', COALESCE(systemmetadata, ''))"
         if self.postgres:
             value = f"('x' || LEFT(MD5({text_}), 15))::bit(60)::bigint"
         else:
             value = f"CAST(CONV(LEFT(MD5({text_}), 15), 16, 10) AS UNSIGNED)"
-        sql = text(f"SELECT COUNT(*), SUM({value}), MAX(createdon) FROM {self.table} WHERE {where}")
+        sql = text(f"SELECT COUNT(*), SUM({value}), MAX(createdon) FROM {source} WHERE {where}")
         try:
             with self.engine.connect() as conn:
                 count, total, newest = conn.execute(sql, params).one()
