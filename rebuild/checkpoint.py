@@ -43,6 +43,9 @@ class Checkpoint:
     touched: list[str] = field(default_factory=list)
     track_touched: bool = True
     done: bool = False
+    # the order the keys were walked in ("bytes"; "collation": PostgreSQL's own, see RowSource);
+    # a checkpoint of an older version has none and was walked in byte order
+    order: str = "bytes"
 
     def save(self, path: Path) -> None:
         """Atomically: a kill at any moment leaves the previous or the new checkpoint whole."""

@@ -131,7 +131,8 @@ class Reindexer:
             return {}
         out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         query = urn_filter(field, Selection(urns=tuple(urns)))
-        for doc_id, source in self.search.stream(index, [field], query=query):
+        wanted = [field, "relationshipType"]  # what the rewrite looks at: not the whole doc
+        for doc_id, source in self.search.stream(index, [field], query=query, source=wanted):
             value: Any = source
             for part in field.split("."):
                 value = value.get(part, {}) if isinstance(value, dict) else {}

@@ -22,6 +22,13 @@ class RowSource:
     def page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, AspectRow]]:
         return self.store.page_rows(self.selection, after, limit)
 
+    def order(self) -> str:
+        """The order of the pages' keys: "bytes", or "collation" where PostgreSQL walks its
+        primary key in a collation that is not byte order (a selection without a urn list)."""
+        store = self.store
+        native = store.postgres and not self.selection.urns and not store.sorts_as_bytes()
+        return "collation" if native else "bytes"
+
     def unchanged(self, page: list[tuple[str, AspectRow]]) -> bool:
         """Nothing in the page's key range was written, deleted or rewritten since it was read:
         one digest the database computes against the same digest of the rows as read."""

@@ -156,6 +156,15 @@ def _replay(
             if part > checkpoint.part:
                 checkpoint.part, checkpoint.done = part, False
                 checkpoint.last_urn = checkpoint.last_aspect = None
+            source = RowSource(backends.store, selection)
+            order = source.order()
+            if checkpoint.last_urn is not None and checkpoint.order != order:
+                raise ConfigError(
+                    f"checkpoint {path} walked the rows in {checkpoint.order} order and the store now "
+                    f"pages them in {order} order: resuming it could skip rows",
+                    hint="remove the checkpoint to start over",
+                )
+            checkpoint.order = order
             replayer = Replayer(
                 backends.store,
                 producer,
@@ -165,7 +174,7 @@ def _replay(
                 batch=request.batch,
                 progress=progress,
             )
-            replayer.run(RowSource(backends.store, selection))
+            replayer.run(source)
     finally:
         producer.close()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -116,3 +117,30 @@ def _named(sql: str) -> str:
     import re
 
     return re.sub(r"%\((\w+)\)s", r":\1", sql)
+
+
+def test_a_checkpoint_of_another_order_is_not_resumed(pg_table: tuple[str, Engine], tmp_path: Path) -> None:
+    """Pages of the ICU table walk its own collation ("collation"), of a urn list byte order; a
+    checkpoint from a walk in the other order (an older version's: byte order) is refused, not
+    resumed from a key that would skip rows."""
+    from auditor.errors import ConfigError
+    from auditor.rebuild.checkpoint import Checkpoint
+    from auditor.rebuild.rows import RowSource
+    from auditor.rebuild.run import RebuildBackends, RebuildRequest, _replay
+
+    table, engine = pg_table
+    store = MetadataStore(engine.url.render_as_string(hide_password=False), table, engine=engine)
+    byte_order = "_icu_" not in table
+    assert RowSource(store, Selection()).order() == ("bytes" if byte_order else "collation")
+    assert RowSource(store, Selection(urns=("urn:li:corpuser:a",))).order() == "bytes"
+    if byte_order:
+        return
+    old = Checkpoint("replay", "x", last_urn="urn:li:dataset:(urn:li:dataPlatform:hive,a,PROD)")
+
+    class NoProducer:
+        def close(self) -> None:
+            pass
+
+    backends = RebuildBackends(None, store, lambda: NoProducer(), lambda: None, "t")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="walked the rows in bytes order"):
+        _replay(backends, RebuildRequest("replay"), [Selection()], old, tmp_path / "ck.json")
