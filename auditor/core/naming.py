@@ -30,28 +30,21 @@ def graph_index(prefix: str = "") -> str:
     return prefixed(GRAPH_INDEX, prefix)
 
 
-def _ascii_byte(byte: int) -> str:
+def _encoded(byte: int) -> str:
+    """One byte as Java's URLEncoder writes it."""
     if byte in _URL_SAFE:
         return chr(byte)
     return "+" if byte == 0x20 else f"%{byte:02X}"
 
 
-_ASCII_TABLE = {byte: _ascii_byte(byte) for byte in range(128)}
+_BYTES = [_encoded(byte) for byte in range(256)]  # by byte value; str.translate takes it for ASCII
 
 
 def document_id(urn: str) -> str:
     """The entity doc `_id`: Java's `URLEncoder.encode(urn, "UTF-8")`."""
-    if urn.isascii():  # nearly every urn: one C-level pass (the loop below took 30 us a urn)
-        return urn.translate(_ASCII_TABLE)
-    out: list[str] = []
-    for byte in urn.encode("utf-8"):
-        if byte in _URL_SAFE:
-            out.append(chr(byte))
-        elif byte == 0x20:
-            out.append("+")
-        else:
-            out.append(f"%{byte:02X}")
-    return "".join(out)
+    if urn.isascii():  # nearly every urn: one C-level pass (a byte loop took 30 us a urn)
+        return urn.translate(_BYTES)
+    return "".join([_BYTES[byte] for byte in urn.encode("utf-8")])
 
 
 def _md5_b64(raw: str) -> str:
