@@ -233,7 +233,7 @@ def main() -> int:
 
         prepare_topic()
         try:
-            n = args.entities if args.profile in ("reindex", "raw-bulk") else args.rows
+            n = args.entities if args.profile == "reindex" else args.rows
             profiler = cProfile.Profile()
             result = profiler.runcall(measure, args.profile, args.store, args.search, n)
         finally:

@@ -61,10 +61,10 @@ class Replayer:
             if not source.unchanged(page):  # one digest of the page; row by row only if it moved
                 self._guard(page)
             ck.last_urn, ck.last_aspect = page[-1][0], page[-1][1].aspect
+            urns = list(dict.fromkeys(u for u, _ in page))
             if ck.track_touched:  # a urn's rows are adjacent: only the first may go on from the last page
-                new = list(dict.fromkeys(u for u, _ in page))
-                ck.touched.extend(new[1:] if ck.touched and new[0] == ck.touched[-1] else new)
-            ck.count("entities_in_pages", len({u for u, _ in page}))
+                ck.touched.extend(urns[1:] if ck.touched and urns[0] == ck.touched[-1] else urns)
+            ck.count("entities_in_pages", len(urns))
             ck.save(self.path)
             if self.progress is not None:
                 self.progress(ck.counts.get("produced", 0))

@@ -34,7 +34,7 @@ def _kafka_error(exc: BaseException) -> tuple[int | None, str]:
     return code, error.str() if hasattr(error, "str") else str(error)
 
 
-POLL_EVERY = 64  # messages between two polls for delivery reports (a poll costs about a produce)
+POLL_EVERY = 64  # messages produced between two polls for delivery reports
 
 
 class ClientLog:

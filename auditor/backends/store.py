@@ -186,9 +186,9 @@ class MetadataStore:
                 used = {str(name) for (name,) in conn.execute(columns, {"table": self.table})}
                 if not used:
                     return False
+                default = str(conn.execute(database).scalar()) if "default" in used else None
                 for name in used:
-                    locale = str(conn.execute(database).scalar()) if name == "default" else name
-                    if locale not in BYTE_ORDER_COLLATIONS or '"' in name:
+                    if (default if name == "default" else name) not in BYTE_ORDER_COLLATIONS or '"' in name:
                         return False
                     own, byte = f'ORDER BY x COLLATE "{name}"', 'ORDER BY x COLLATE "C"'
                     probe = f"SELECT array_agg(x {own}) = array_agg(x {byte}) FROM (VALUES {values}) v(x)"

@@ -87,17 +87,9 @@ class Pages:
     def unchanged(self, page: list[tuple[str, AspectRow]]) -> bool:
         """The page's key range now, digested as the database would (RowSource.unchanged)."""
         self.store.log.append("page digest")
-        if self.store.before_read is not None:
-            self.store.before_read(self.store)
         first, last = (page[0][0], page[0][1].aspect), (page[-1][0], page[-1][1].aspect)
-        now = [(u, r) for e in self.store.stream_entities() for u, r in [(e.urn, x) for x in e.rows.values()]]
-        return rows_digest(sorted((p for p in now if first <= (p[0], p[1].aspect) <= last), key=key)) == (
-            rows_digest(page)
-        )
-
-
-def key(pair: tuple[str, AspectRow]) -> tuple[str, str]:
-    return pair[0], pair[1].aspect
+        now = [(e.urn, r) for e in self.store.stream_entities() for r in e.rows.values()]
+        return rows_digest(p for p in now if first <= (p[0], p[1].aspect) <= last) == rows_digest(page)
 
 
 def tags(name: str) -> dict[str, dict[str, Any]]:
