@@ -20,7 +20,12 @@ also makes a shard plan of N and scans each shard in its own process: the rows a
 shards read together against the full scan's, the largest shard against the smallest, and
 whether the shards' entities add up to the full scan's. `--stages` times the stages: the rows
 fetched, decoded and grouped; the aspects' JSON parsed; the projection; the join without checks
-(both streams and the merge); the checks on top (the comparisons: the rest).
+(both streams and the merge); the checks on top (the comparisons: the rest). `--workers 2` scans
+a plan of 2 shards with 2 processes at the same time (the wall time against one full scan).
+
+Every index the scan reads is seeded: the entity docs, a system-metadata doc per aspect row and
+the edges the aspects imply (the sandbox indexer's rules), so every check does its work; the bare
+index read reads all of them, each in the order the scan needs.
 """
 
 from __future__ import annotations
@@ -51,13 +56,15 @@ PLAN_FILE = Path(os.environ.get("TMPDIR", "/tmp")) / "auditor-bench-shards.json"
 
 
 def seed(store: str, search: str, n: int) -> None:
-    """Bulk-load n entities (version-0 rows + their entity docs) under the `bench` prefix."""
+    """Bulk-load n entities (version-0 rows, their entity docs, system-metadata docs and edges)
+    under the `bench` prefix. A child process generates the next chunk while this one writes."""
     # imported here: the measuring processes must not carry the generator's memory
+    import multiprocessing
+
     from sandbox.database import engine_for
     from sandbox.ddl import create_schema
-    from sandbox.generator import generate_catalog
-    from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index
-    from sandbox.projection import document_fields
+    from sandbox.indexer import IndexUpdater
+    from sandbox.naming import ASPECT_TABLE
     from sandbox.search import connect
 
     endpoints = Endpoints.from_env()
@@ -72,48 +79,113 @@ def seed(store: str, search: str, n: int) -> None:
     client = connect(search, endpoints)
     for index in client.list_indices(f"{PREFIX}_*"):
         client.delete_index(index)
+    IndexUpdater(client, PREFIX)  # the sandbox's index templates (DataHub's mappings) for the prefix
     started = time.monotonic()
-    insert = text(
-        f"INSERT INTO {TABLE} (urn, aspect, version, metadata, systemmetadata, createdon, "
-        "createdby) VALUES (:urn, :aspect, 0, :metadata, :sm, :createdon, 'urn:li:corpuser:datahub')"
+    # the DB-API cursor with %s placeholders: PyMySQL turns executemany into multi-row INSERTs
+    # (through SQLAlchemy's named parameters it sent one statement a row), psycopg pipelines it
+    insert = (
+        f"INSERT INTO {TABLE} (urn, aspect, version, metadata, systemmetadata, createdon, createdby) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s)"  # only placeholders, or PyMySQL sends a row at a time
     )
-    now = datetime.now(UTC).replace(tzinfo=None)
-    done = rows = 0
-    chunk_no = 0
-    while done < n:
-        size = min(CHUNK, n - done)
-        catalog = generate_catalog(size, seed=chunk_no, prefix=f"c{chunk_no}-")
-        chunk_no += 1
-        params: list[dict[str, Any]] = []
-        docs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        for entity in catalog:
-            for aspect, value in entity.aspects:
-                params.append(
-                    {
-                        "urn": entity.urn,
-                        "aspect": aspect,
-                        "metadata": json.dumps(value, separators=(",", ":")),
-                        "sm": json.dumps({"lastObserved": 0, "runId": "bench"}),
-                        "createdon": now,
-                    }
-                )
-            doc = {"urn": entity.urn, **document_fields(entity.aspects)}
-            docs.setdefault(entity_index(entity.entity_type, PREFIX), []).append(
-                (entity_doc_id(entity.urn), doc)
+    observed = int(time.time() * 1000)
+    chunks = [(i, min(CHUNK, n - i * CHUNK), observed) for i in range((n + CHUNK - 1) // CHUNK)]
+    done = rows = n_sysmeta = n_edges = 0
+    db_s = search_s = 0.0
+    created: set[str] = set()
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        for size, params, docs in pool.imap(build_chunk, chunks):
+            t0 = time.monotonic()
+            raw = engine.raw_connection()
+            try:
+                cursor = raw.cursor()
+                cursor.executemany(insert, params)
+                raw.commit()
+            finally:
+                raw.close()
+            t1 = time.monotonic()
+            for index, items in docs.items():
+                if index not in created:
+                    if not client.exists(index):
+                        loading(client, index, True)
+                    created.add(index)
+                client.bulk_put(index, items, chunk_size=CHUNK)
+            t2 = time.monotonic()
+            db_s += t1 - t0
+            search_s += t2 - t1
+            done += size
+            rows += len(params)
+            n_sysmeta += len(docs.get(system_metadata_index_name(), []))
+            n_edges += len(docs.get(graph_index_name(), []))
+            print(
+                f"  seeded {done:,}/{n:,} entities ({rows:,} rows, {n_sysmeta:,} system-metadata docs, "
+                f"{n_edges:,} edges) {time.monotonic() - started:.0f}s (writing: table {db_s:.0f}s, "
+                f"indices {search_s:.0f}s)",
+                file=sys.stderr,
+                flush=True,
             )
-        with engine.begin() as conn:
-            conn.execute(insert, params)
-        for index, items in docs.items():
-            client.bulk_put(index, items)
-        done += size
-        rows += len(params)
-        print(
-            f"  seeded {done:,}/{n:,} entities ({rows:,} rows) {time.monotonic() - started:.0f}s",
-            file=sys.stderr,
-            flush=True,
-        )
     for index in client.list_indices(f"{PREFIX}_*"):
+        loading(client, index, False)
         client.refresh(index)
+
+
+def system_metadata_index_name() -> str:
+    from sandbox.naming import system_metadata_index
+
+    return system_metadata_index(PREFIX)
+
+
+def graph_index_name() -> str:
+    from sandbox.naming import graph_index
+
+    return graph_index(PREFIX)
+
+
+def build_chunk(
+    chunk: tuple[int, int, int],
+) -> tuple[int, list[tuple[Any, ...]], dict[str, list[tuple[str, dict[str, Any]]]]]:
+    """One chunk of the catalog: its version-0 rows, and per index the docs DataHub's consumer
+    would have written for them (the sandbox's projection, system metadata and edge rules)."""
+    from sandbox.edges import extract_edges
+    from sandbox.generator import generate_catalog
+    from sandbox.naming import entity_doc_id, entity_index, system_metadata_doc_id
+    from sandbox.projection import document_fields
+
+    chunk_no, size, observed = chunk
+    sm = {"lastObserved": observed, "runId": "bench"}
+    sm_json = json.dumps(sm)
+    actor = "urn:li:corpuser:datahub"
+    now = datetime.now(UTC).replace(tzinfo=None)
+    params: list[tuple[Any, ...]] = []
+    docs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    sysmeta = docs.setdefault(system_metadata_index_name(), [])
+    edges = docs.setdefault(graph_index_name(), [])
+    for entity in generate_catalog(size, seed=chunk_no, prefix=f"c{chunk_no}-"):
+        for aspect, value in entity.aspects:
+            metadata = json.dumps(value, separators=(",", ":"))
+            params.append((entity.urn, aspect, 0, metadata, sm_json, now, actor))
+            sysmeta.append(
+                (
+                    system_metadata_doc_id(entity.urn, aspect),
+                    {"urn": entity.urn, "aspect": aspect, "runId": "bench", "lastUpdated": observed,
+                     "registryName": None, "registryVersion": None, "removed": False},
+                )
+            )
+            for edge in extract_edges(entity.urn, aspect, value, system_metadata=sm, created_actor=actor):
+                edges.append((edge.doc_id, edge.to_doc()))
+        doc = {"urn": entity.urn, **document_fields(entity.aspects)}
+        docs.setdefault(entity_index(entity.entity_type, PREFIX), []).append((entity_doc_id(entity.urn), doc))
+    return size, params, docs
+
+
+def loading(client: Any, index: str, on: bool) -> None:
+    """Refresh off while bulk-loading (created first, so the template's mappings apply)."""
+    if on:
+        client.client.indices.create(index=index)
+    settings = {"index": {"refresh_interval": "-1" if on else "1s", "number_of_replicas": 0}}
+    if client.flavor == "opensearch":
+        client.client.indices.put_settings(index=index, body=settings)
+    else:
+        client.client.indices.put_settings(index=index, settings=settings)
 
 
 def measure(mode: str, store: str, search: str, shard: str | None = None) -> dict[str, Any]:
@@ -121,7 +193,7 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
     from auditor.api import ScanOptions, plan_shards, scan
     from auditor.backends.connect import open_search, open_store
     from auditor.core.model import Selection
-    from auditor.core.naming import ENTITY_INDEX_SUFFIX
+    from auditor.core.naming import ENTITY_INDEX_SUFFIX, graph_index, system_metadata_index
     from auditor.scan.shards import ShardPlan
     from auditor.settings import load_settings
 
@@ -140,10 +212,30 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         for _ in open_store(settings).stream_rows():
             count += 1
     elif mode == "index":
+        # every document the scan reads, in the order it reads them: the entity docs, the
+        # system-metadata docs and the edges (each as a sorted stream of its own)
         client = open_search(settings)
-        for index in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}")):
-            for _ in client.stream(index, ["urn"]):
-                count += 1
+        existing = set(client.indices(f"{PREFIX}_*"))
+        read: dict[str, int] = {}
+        streams = [(i, ["urn"], "entity") for i in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}"))]
+        streams += [
+            (system_metadata_index(PREFIX), ["urn", "aspect"], "sysmeta"),
+            (graph_index(PREFIX), ["source.urn", "relationshipType", "destination.urn"], "edges"),
+        ]
+        for index, sort, kind in streams:
+            if index not in existing:
+                continue
+            for _ in client.stream(index, sort):
+                read[kind] = read.get(kind, 0) + 1
+        seconds = time.monotonic() - started
+        return {
+            "mode": mode,
+            "seconds": seconds,
+            "count": read.get("entity", 0),
+            "sysmeta": read.get("sysmeta", 0),
+            "edges": read.get("edges", 0),
+            "peak_rss_mib": peak_rss_mib(),
+        }
     elif mode == "stages":
         return stages(settings)
     elif mode == "join":  # the join of both sides without a check: streams, merge, grouping
@@ -301,6 +393,14 @@ def main() -> int:
         help="also plan N shards and scan each (repeatable): rows and documents read, balance, merged counts",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="also scan a plan of N shards with N processes at once (repeatable): wall time against one scan",
+    )
+    parser.add_argument(
         "--measure",
         choices=("db", "index", "scan", "scan-broken", "plan", "shard", "stages", "join"),
         help=argparse.SUPPRESS,
@@ -316,10 +416,10 @@ def main() -> int:
 
     def loaded() -> bool:
         try:
-            return (
-                run_child("index", args.store, args.search)["count"] == args.n
-                and run_child("db", args.store, args.search)["count"] > 0
-            )
+            index = run_child("index", args.store, args.search)
+            rows = run_child("db", args.store, args.search)["count"]
+            # an older bench catalog had no system-metadata docs or edges: seeded again
+            return index["count"] == args.n and rows > 0 and index["sysmeta"] == rows and index["edges"] > 0
         except subprocess.CalledProcessError:  # no table yet
             return False
 
@@ -333,6 +433,8 @@ def main() -> int:
         "entities": scan["count"],
         "aspect_rows": db["count"],
         "docs": index["count"],
+        "system_metadata_docs": index["sysmeta"],
+        "edges": index["edges"],
         "store": args.store,
         "search": args.search,
         "bare_db_seconds": round(db["seconds"], 2),
@@ -383,6 +485,8 @@ def main() -> int:
         )
     for n in args.shards:
         result.update(measure_shards(args.store, args.search, n, scan))
+    for n in args.workers:
+        result.update(measure_workers(args.store, args.search, n, scan))
     for key, value in result.items():
         print(f"{key:34} {value}")
     print(json.dumps(result))
@@ -412,6 +516,34 @@ def measure_shards(store: str, search: str, n: int, full: dict[str, Any]) -> dic
         f"shards{n}_merged_entities_equal_full": merged == full["entities"],
         f"shards{n}_merged_findings": sum(p["findings"] for p in parts),
         f"shards{n}_peak_rss_mib": round(max(p["peak_rss_mib"] for p in parts)),
+    }
+
+
+def measure_workers(store: str, search: str, n: int, full: dict[str, Any]) -> dict[str, Any]:
+    """A plan of n shards scanned by n processes at the same time (`--workers n` on one machine):
+    the wall time from the first start to the last end against the full scan's."""
+    run_child("plan", store, search, str(n))
+    started = time.monotonic()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--measure", "shard", "--store", store, "--search", search,
+             "--shard", f"{i}/{n}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
+    parts = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode:
+            raise SystemExit(f"a worker failed with exit {proc.returncode}")
+        parts.append(json.loads(out.strip().splitlines()[-1]))
+    wall = time.monotonic() - started
+    return {
+        f"workers{n}_wall_seconds": round(wall, 2),
+        f"workers{n}_speedup_vs_full_scan": round(full["seconds"] / wall, 2),
+        f"workers{n}_merged_findings": sum(p["findings"] for p in parts),
     }
 
 

@@ -257,11 +257,12 @@ class SearchStore:
             response = self.client.count(index=index, query=query or {"match_all": {}})
         return int(response["count"])
 
-    def bulk_put(self, index: str, docs: Iterable[tuple[str, dict[str, Any]]]) -> int:
+    def bulk_put(self, index: str, docs: Iterable[tuple[str, dict[str, Any]]], *,
+                 chunk_size: int = 500) -> int:
         """Index many whole docs; returns the number written."""
         actions = ({"_op_type": "index", "_index": index, "_id": doc_id, "_source": doc}
                    for doc_id, doc in docs)
-        written, _errors = self._helpers.bulk(self.client, actions, chunk_size=500)
+        written, _errors = self._helpers.bulk(self.client, actions, chunk_size=chunk_size)
         return int(written)
 
 
