@@ -364,7 +364,10 @@ def run_child(mode: str, store: str, search: str, shard: str | None = None) -> d
         text=True,
     )
     sys.stderr.write(out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    # each measurement as it ends: a long run stopped midway keeps what it measured
+    print(f"  measured {mode} {shard or ''} {json.dumps(result)[:300]}", file=sys.stderr, flush=True)
+    return result
 
 
 def main() -> int:
