@@ -19,29 +19,35 @@ class JoinOrderError(AuditorError):
     exit_code = 3  # the scan could not complete (it is not a divergence)
 
 
+def _out_of_order(name: str, key: str, last: str) -> JoinOrderError:
+    return JoinOrderError(
+        f"{name} is not in urn byte order ({key!r} after {last!r}): the scan stopped",
+        hint='check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) '
+        "and that `urn` is a keyword field",
+    )
+
+
 def ordered(stream: Iterable[T], key: Callable[[T], str], name: str) -> Iterator[T]:
     """Pass items through, failing loudly if their keys ever go backwards."""
     last: str | None = None
     for item in stream:
         k = key(item)
         if last is not None and k < last:
-            raise JoinOrderError(
-                f"{name} is not in urn byte order ({k!r} after {last!r}): the scan stopped",
-                hint='check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) '
-                "and that `urn` is a keyword field",
-            )
+            raise _out_of_order(name, k, last)
         last = k
         yield item
 
 
-def grouped(stream: Iterable[T], key: Callable[[T], str]) -> Iterator[tuple[str, list[T]]]:
-    """Consecutive items with the same key, as (key, items)."""
+def ordered_groups(pairs: Iterable[tuple[str, T]], name: str) -> Iterator[tuple[str, list[T]]]:
+    """Consecutive `(key, item)` pairs with the same key as `(key, items)`, in one pass, failing
+    loudly if the keys ever go backwards."""
     current: str | None = None
     items: list[T] = []
-    for item in stream:
-        k = key(item)
+    for k, item in pairs:
         if k != current:
             if current is not None:
+                if k < current:
+                    raise _out_of_order(name, k, current)
                 yield current, items
             current, items = k, []
         items.append(item)
@@ -52,7 +58,7 @@ def grouped(stream: Iterable[T], key: Callable[[T], str]) -> Iterator[tuple[str,
 def merge_join(streams: dict[str, Iterator[tuple[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Full outer join of key-sorted `(key, value)` streams: `(key, {stream name: value})`.
 
-    Each stream must be sorted by key with unique keys (group first with `grouped`).
+    Each stream must be sorted by key with unique keys (group first with `ordered_groups`).
     """
     heads: dict[str, tuple[str, Any]] = {}
     for name, stream in streams.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -132,11 +133,22 @@ def parse_urn(urn: str) -> tuple[str, list[str]]:
 
 def is_valid_urn(urn: Any) -> bool:
     """Whether Java's `Urn.createFromString` accepts it."""
+    if type(urn) is str:  # the edges of a catalog point at few distinct urns: parsed once each
+        return _is_valid_urn_text(urn)
+    return _is_valid_urn(urn)
+
+
+def _is_valid_urn(urn: Any) -> bool:
     try:
         parse_urn(urn)
     except ValueError:  # UrnError, or a lone surrogate UTF-16 cannot encode
         return False
     return True
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _is_valid_urn_text(urn: str) -> bool:
+    return _is_valid_urn(urn)
 
 
 def key_fields_from_urn(entity_spec: EntitySpec, urn: str) -> dict[str, Any]:

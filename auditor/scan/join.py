@@ -11,7 +11,7 @@ from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
 from auditor.checks import BUILTIN_CHECKS, Check, CheckContext
 from auditor.core.entity import JoinedEntity
-from auditor.core.join import grouped, merge_join, ordered
+from auditor.core.join import merge_join, ordered, ordered_groups
 from auditor.core.join import prefetch as prefetch_in_thread
 from auditor.core.model import Finding, Selection
 from auditor.core.naming import entity_index, graph_index, system_metadata_index
@@ -120,29 +120,27 @@ class Scanner:
                         continue
                     yield urn, SearchDoc(index, doc_id, source)
 
-        checked = ordered(self._read(all_docs()), lambda d: d[0], "entity indices")
-        for urn, docs in grouped(checked, lambda d: d[0]):
-            yield urn, docs[0][1]
+        for urn, docs in ordered_groups(self._read(all_docs()), "entity indices"):
+            yield urn, docs[0]
 
     def _group_stream(
         self, plan: ScanPlan, index: str, sort: list[str], key_field: str
     ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        def key(source: dict[str, Any]) -> Any:
-            value: Any = source
-            for part in key_field.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            return value
+        outer, _, inner = key_field.partition(".")  # "urn" or "source.urn"
+        assert "." not in inner, key_field
 
-        def docs() -> Iterator[dict[str, Any]]:
+        def docs() -> Iterator[tuple[str, dict[str, Any]]]:
             query = urn_filter(key_field, plan.selection)
             for doc_id, source in self.search.stream(index, sort, query=query):
-                if not isinstance(key(source), str):
+                key = source.get(outer)
+                if inner:
+                    key = key.get(inner) if isinstance(key, dict) else None
+                if not isinstance(key, str):
                     plan.misshapen.setdefault(index, []).append(doc_id)
                     continue
-                yield source
+                yield key, source
 
-        checked = ordered(self._read(docs()), key, index)
-        return grouped(checked, key)
+        return ordered_groups(self._read(docs()), index)
 
     # -- the join -------------------------------------------------------------------------
     def plan(self, selection: Selection) -> ScanPlan:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
-from auditor.core.join import JoinOrderError, grouped, merge_join, ordered, prefetch
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from auditor.core.join import JoinOrderError, merge_join, ordered, ordered_groups, prefetch
 
 
 def test_outer_join_of_three_streams() -> None:
@@ -41,9 +45,23 @@ def test_out_of_order_stream_fails_loudly() -> None:
         list(ordered(["a", "c", "b"], lambda x: x, "store"))
 
 
-def test_grouped() -> None:
+def test_ordered_groups() -> None:
     docs = [("a", 1), ("a", 2), ("b", 3)]
-    assert list(grouped(docs, lambda d: d[0])) == [("a", [("a", 1), ("a", 2)]), ("b", [("b", 3)])]
+    assert list(ordered_groups(docs, "idx")) == [("a", [1, 2]), ("b", [3])]
+    assert list(ordered_groups([], "idx")) == []
+    with pytest.raises(JoinOrderError, match="idx is not in urn byte order"):
+        list(ordered_groups([("b", 1), ("b", 2), ("a", 3)], "idx"))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["", "a", "a ", "b", "é", "中"]), st.integers()), max_size=30))
+def test_ordered_groups_is_groupby_of_sorted_pairs_and_refuses_others(pairs: list[tuple[str, int]]) -> None:
+    keys = [k for k, _ in pairs]
+    if keys == sorted(keys):
+        expected = [(k, [v for _, v in g]) for k, g in itertools.groupby(pairs, key=lambda p: p[0])]
+        assert list(ordered_groups(pairs, "s")) == expected
+    else:
+        with pytest.raises(JoinOrderError):
+            list(ordered_groups(pairs, "s"))
 
 
 def test_prefetch_keeps_order_and_reraises() -> None:
