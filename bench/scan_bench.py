@@ -236,6 +236,21 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
             "edges": read.get("edges", 0),
             "peak_rss_mib": peak_rss_mib(),
         }
+    elif mode == "counts":  # what is loaded, by count (a read of 1M entities takes minutes)
+        from sandbox.search import connect
+
+        raw = connect(search, endpoints)
+        found = {kind: 0 for kind in ("entity", "sysmeta", "edges")}
+        for index in raw.list_indices(f"{PREFIX}_*"):
+            kind = (
+                "sysmeta" if index == system_metadata_index(PREFIX)
+                else "edges" if index == graph_index(PREFIX)
+                else "entity"
+            )
+            found[kind] += raw.count(index)
+        with open_store(settings).engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT COUNT(*) FROM {TABLE} WHERE version = 0")).scalar_one()
+        return {"mode": mode, **found, "rows": int(rows)}
     elif mode == "stages":
         return stages(settings)
     elif mode == "join":  # the join of both sides without a check: streams, merge, grouping
@@ -364,10 +379,36 @@ def run_child(mode: str, store: str, search: str, shard: str | None = None) -> d
         text=True,
     )
     sys.stderr.write(out.stderr)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return _measured(mode, shard, out.stdout)
+
+
+def _measured(mode: str, shard: str | None, stdout: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     # each measurement as it ends: a long run stopped midway keeps what it measured
-    print(f"  measured {mode} {shard or ''} {json.dumps(result)[:300]}", file=sys.stderr, flush=True)
+    print(f"  measured {mode} {shard or ''} {json.dumps(result)}", file=sys.stderr, flush=True)
     return result
+
+
+def run_children(mode: str, store: str, search: str, shards: list[str], jobs: int) -> list[dict[str, Any]]:
+    """`run_child` for each shard, `jobs` at a time, results in the order of `shards`."""
+    results: list[dict[str, Any]] = []
+    for start in range(0, len(shards), jobs):
+        batch = shards[start : start + jobs]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--measure", mode, "--store", store, "--search", search,
+                 "--shard", shard],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for shard in batch
+        ]
+        for shard, proc in zip(batch, procs, strict=True):
+            out, _ = proc.communicate()
+            if proc.returncode:
+                raise SystemExit(f"shard {shard} failed with exit {proc.returncode}")
+            results.append(_measured(mode, shard, out))
+    return results
 
 
 def main() -> int:
@@ -396,6 +437,13 @@ def main() -> int:
         help="also plan N shards and scan each (repeatable): rows and documents read, balance, merged counts",
     )
     parser.add_argument(
+        "--shard-jobs",
+        type=int,
+        default=1,
+        metavar="K",
+        help="scan K shards of --shards at a time (their times then overlap; what they read does not)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         action="append",
@@ -405,7 +453,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--measure",
-        choices=("db", "index", "scan", "scan-broken", "plan", "shard", "stages", "join"),
+        choices=("db", "index", "counts", "scan", "scan-broken", "plan", "shard", "stages", "join"),
         help=argparse.SUPPRESS,
     )
     parser.add_argument(
@@ -419,12 +467,12 @@ def main() -> int:
 
     def loaded() -> bool:
         try:
-            index = run_child("index", args.store, args.search)
-            rows = run_child("db", args.store, args.search)["count"]
-            # an older bench catalog had no system-metadata docs or edges: seeded again
-            return index["count"] == args.n and rows > 0 and index["sysmeta"] == rows and index["edges"] > 0
+            counts = run_child("counts", args.store, args.search)
         except subprocess.CalledProcessError:  # no table yet
             return False
+        # an older bench catalog had no system-metadata docs or edges: seeded again
+        rows = counts["rows"]
+        return counts["entity"] == args.n and rows > 0 and counts["sysmeta"] == rows and counts["edges"] > 0
 
     if args.reseed or not loaded():
         seed(args.store, args.search, args.n)
@@ -487,7 +535,7 @@ def main() -> int:
             }
         )
     for n in args.shards:
-        result.update(measure_shards(args.store, args.search, n, scan))
+        result.update(measure_shards(args.store, args.search, n, scan, args.shard_jobs))
     for n in args.workers:
         result.update(measure_workers(args.store, args.search, n, scan))
     for key, value in result.items():
@@ -498,11 +546,11 @@ def main() -> int:
     return 0
 
 
-def measure_shards(store: str, search: str, n: int, full: dict[str, Any]) -> dict[str, Any]:
-    """A plan of n shards, each shard scanned in its own process (one after the other: the
-    figures are what each reads, not how they overlap on 2 cores), against the full scan."""
+def measure_shards(store: str, search: str, n: int, full: dict[str, Any], jobs: int = 1) -> dict[str, Any]:
+    """A plan of n shards, each shard scanned in its own process (one after the other by default:
+    the figures are what each reads, not how they overlap on 2 cores), against the full scan."""
     plan = run_child("plan", store, search, str(n))
-    parts = [run_child("shard", store, search, f"{i}/{n}") for i in range(n)]
+    parts = run_children("shard", store, search, [f"{i}/{n}" for i in range(n)], jobs)
     rows = [p["read"]["rows"] for p in parts]
     docs = [p["read"]["documents"] for p in parts]
     merged: dict[str, int] = {}
