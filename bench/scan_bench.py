@@ -47,8 +47,11 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import text  # noqa: E402
 
 from sandbox.endpoints import Endpoints  # noqa: E402
+from sandbox.naming import graph_index, system_metadata_index  # noqa: E402
 
 PREFIX = "bench"
+SYSMETA_INDEX = system_metadata_index(PREFIX)
+GRAPH_INDEX = graph_index(PREFIX)
 CHUNK = 5000
 # DataHub's DDL under another name, so tests can use metadata_aspect_v2 while this runs
 TABLE = "metadata_aspect_v2_bench"
@@ -114,8 +117,8 @@ def seed(store: str, search: str, n: int) -> None:
             search_s += t2 - t1
             done += size
             rows += len(params)
-            n_sysmeta += len(docs.get(system_metadata_index_name(), []))
-            n_edges += len(docs.get(graph_index_name(), []))
+            n_sysmeta += len(docs.get(SYSMETA_INDEX, []))
+            n_edges += len(docs.get(GRAPH_INDEX, []))
             print(
                 f"  seeded {done:,}/{n:,} entities ({rows:,} rows, {n_sysmeta:,} system-metadata docs, "
                 f"{n_edges:,} edges) {time.monotonic() - started:.0f}s (writing: table {db_s:.0f}s, "
@@ -128,18 +131,6 @@ def seed(store: str, search: str, n: int) -> None:
         client.refresh(index)
 
 
-def system_metadata_index_name() -> str:
-    from sandbox.naming import system_metadata_index
-
-    return system_metadata_index(PREFIX)
-
-
-def graph_index_name() -> str:
-    from sandbox.naming import graph_index
-
-    return graph_index(PREFIX)
-
-
 def build_chunk(
     chunk: tuple[int, int, int],
 ) -> tuple[int, list[tuple[Any, ...]], dict[str, list[tuple[str, dict[str, Any]]]]]:
@@ -147,6 +138,7 @@ def build_chunk(
     would have written for them (the sandbox's projection, system metadata and edge rules)."""
     from sandbox.edges import extract_edges
     from sandbox.generator import generate_catalog
+    from sandbox.indexer import system_metadata_doc
     from sandbox.naming import entity_doc_id, entity_index, system_metadata_doc_id
     from sandbox.projection import document_fields
 
@@ -157,19 +149,14 @@ def build_chunk(
     now = datetime.now(UTC).replace(tzinfo=None)
     params: list[tuple[Any, ...]] = []
     docs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    sysmeta = docs.setdefault(system_metadata_index_name(), [])
-    edges = docs.setdefault(graph_index_name(), [])
+    sysmeta = docs.setdefault(SYSMETA_INDEX, [])
+    edges = docs.setdefault(GRAPH_INDEX, [])
     for entity in generate_catalog(size, seed=chunk_no, prefix=f"c{chunk_no}-"):
         for aspect, value in entity.aspects:
             metadata = json.dumps(value, separators=(",", ":"))
             params.append((entity.urn, aspect, 0, metadata, sm_json, now, actor))
-            sysmeta.append(
-                (
-                    system_metadata_doc_id(entity.urn, aspect),
-                    {"urn": entity.urn, "aspect": aspect, "runId": "bench", "lastUpdated": observed,
-                     "registryName": None, "registryVersion": None, "removed": False},
-                )
-            )
+            doc_id = system_metadata_doc_id(entity.urn, aspect)
+            sysmeta.append((doc_id, system_metadata_doc(entity.urn, aspect, sm)))
             for edge in extract_edges(entity.urn, aspect, value, system_metadata=sm, created_actor=actor):
                 edges.append((edge.doc_id, edge.to_doc()))
         doc = {"urn": entity.urn, **document_fields(entity.aspects)}
@@ -193,7 +180,7 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
     from auditor.api import ScanOptions, plan_shards, scan
     from auditor.backends.connect import open_search, open_store
     from auditor.core.model import Selection
-    from auditor.core.naming import ENTITY_INDEX_SUFFIX, graph_index, system_metadata_index
+    from auditor.core.naming import ENTITY_INDEX_SUFFIX
     from auditor.scan.shards import ShardPlan
     from auditor.settings import load_settings
 
@@ -219,8 +206,8 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         read: dict[str, int] = {}
         streams = [(i, ["urn"], "entity") for i in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}"))]
         streams += [
-            (system_metadata_index(PREFIX), ["urn", "aspect"], "sysmeta"),
-            (graph_index(PREFIX), ["source.urn", "relationshipType", "destination.urn"], "edges"),
+            (SYSMETA_INDEX, ["urn", "aspect"], "sysmeta"),
+            (GRAPH_INDEX, ["source.urn", "relationshipType", "destination.urn"], "edges"),
         ]
         for index, sort, kind in streams:
             if index not in existing:
@@ -242,11 +229,7 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         raw = connect(search, endpoints)
         found = {kind: 0 for kind in ("entity", "sysmeta", "edges")}
         for index in raw.list_indices(f"{PREFIX}_*"):
-            kind = (
-                "sysmeta" if index == system_metadata_index(PREFIX)
-                else "edges" if index == graph_index(PREFIX)
-                else "entity"
-            )
+            kind = {SYSMETA_INDEX: "sysmeta", GRAPH_INDEX: "edges"}.get(index, "entity")
             found[kind] += raw.count(index)
         with open_store(settings).engine.connect() as conn:
             rows = conn.execute(text(f"SELECT COUNT(*) FROM {TABLE} WHERE version = 0")).scalar_one()
@@ -575,21 +558,7 @@ def measure_workers(store: str, search: str, n: int, full: dict[str, Any]) -> di
     the wall time from the first start to the last end against the full scan's."""
     run_child("plan", store, search, str(n))
     started = time.monotonic()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, "--measure", "shard", "--store", store, "--search", search,
-             "--shard", f"{i}/{n}"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(n)
-    ]
-    parts = []
-    for proc in procs:
-        out, _ = proc.communicate()
-        if proc.returncode:
-            raise SystemExit(f"a worker failed with exit {proc.returncode}")
-        parts.append(json.loads(out.strip().splitlines()[-1]))
+    parts = run_children("shard", store, search, [f"{i}/{n}" for i in range(n)], jobs=n)
     wall = time.monotonic() - started
     return {
         f"workers{n}_wall_seconds": round(wall, 2),

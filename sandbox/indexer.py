@@ -40,6 +40,19 @@ class Applied:
     edges_deleted: int = 0
 
 
+def system_metadata_doc(urn: str, aspect: str, sm: dict[str, Any]) -> dict[str, Any]:
+    """The `system_metadata_service_v1` doc an aspect's MCL leaves (ElasticSearchSystemMetadataService)."""
+    return {
+        "urn": urn,
+        "aspect": aspect,
+        "runId": sm.get("runId"),
+        "lastUpdated": sm.get("lastObserved"),
+        "registryName": sm.get("registryName"),
+        "registryVersion": sm.get("registryVersion"),
+        "removed": False,
+    }
+
+
 class IndexUpdater:
     """Applies MCLs to the entity indices, system_metadata_service_v1 and graph_service_v1."""
 
@@ -149,17 +162,9 @@ class IndexUpdater:
         sm = change.system_metadata
         if sm is None:
             return
-        doc: dict[str, Any] = {
-            "urn": change.urn,
-            "aspect": change.aspect_name,
-            "runId": sm.get("runId"),
-            "lastUpdated": sm.get("lastObserved"),
-            "registryName": sm.get("registryName"),
-            "registryVersion": sm.get("registryVersion"),
-            "removed": False,
-        }
         self._upsert(self.system_metadata_index, SYSTEM_METADATA_MAPPINGS,
-                     system_metadata_doc_id(change.urn, change.aspect_name), doc)
+                     system_metadata_doc_id(change.urn, change.aspect_name),
+                     system_metadata_doc(change.urn, change.aspect_name, sm))
         if change.aspect_name == "status":
             self._set_doc_status(change.urn, change.entity_type,
                                  bool((change.aspect or {}).get("removed", False)))
