@@ -57,6 +57,20 @@ class ClientLog:
         self._logger.log(level, fmt, *args)
 
 
+def producer_config(config: dict[str, Any], log: ClientLog) -> dict[str, Any]:
+    """The replay's librdkafka settings: the connection's, then ours. `log` comes after the
+    connection's own logger (the same logger, without the fatal line kept): the other way round,
+    a fatal error surfaced only as "returned NULL without setting an exception" (seen in CI)."""
+    return {
+        **config,
+        "logger": log,
+        "acks": "all",
+        "enable.idempotence": True,
+        "partitioner": "murmur2_random",  # Kafka's Java default for keyed records, as GMS
+        "linger.ms": 20,
+    }
+
+
 class Refused(Exception):
     """The producer refused a message at once (e.g. larger than the broker takes)."""
 
@@ -106,16 +120,7 @@ class MclProducer:
         except (ValueError, KeyError, TypeError):
             self._compiled = None
         self.log = ClientLog()
-        self.producer = Producer(
-            {
-                "logger": self.log,
-                **config,
-                "acks": "all",
-                "enable.idempotence": True,
-                "partitioner": "murmur2_random",  # Kafka's Java default for keyed records, as GMS
-                "linger.ms": 20,
-            }
-        )
+        self.producer = Producer(producer_config(config, self.log))
         self.pending = Deliveries()
         self._queued = 0
 

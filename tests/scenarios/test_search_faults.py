@@ -34,7 +34,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, se
     world = World("mariadb", "opensearch", tmp_path_factory.mktemp("search-faults"), n=40)
     try:
         targets = drop_mcl(world)
-        time.sleep(0.5)
+        world.refresh()
         yield world, targets
     finally:
         world.close()

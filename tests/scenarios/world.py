@@ -103,9 +103,14 @@ class World:
             **over,
         }
 
+    def refresh(self) -> None:
+        """Make every write the consumer made visible to search (its 1 s refresh interval is not
+        a promise on a loaded machine: a scan right after `drain()` could miss whole indices)."""
+        for index in self.search.list_indices(f"{self.prefix}_*"):
+            self.search.refresh(index)
+
     def scan(self, kafka: bool = True, selection: Selection | None = None, **options: Any) -> Report:
         opts = {"grace": 300.0, "settle": 0.5, "sample_window": 2.0, **options}
         time.sleep(opts["settle"])
-        for index in self.search.list_indices(f"{self.prefix}_*"):
-            self.search.refresh(index)
+        self.refresh()
         return scan(self.settings(kafka), selection or Selection(), ScanOptions(**opts))

@@ -9,8 +9,10 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from auditor.backends.producer import ClientLog, MclProducer
+from auditor.backends.connect import kafka_config
+from auditor.backends.producer import ClientLog, MclProducer, producer_config
 from auditor.errors import BackendUnavailable
+from auditor.settings import Settings
 
 DENIED = "Broker: Cluster authorization failed: Failed to acquire idempotence PID from broker b:9092/1"
 
@@ -65,3 +67,12 @@ def test_lines_below_fatal_pass_through_and_are_not_kept(caplog: pytest.LogCaptu
     with caplog.at_level(logging.DEBUG, logger="auditor.kafka"):
         log.log(logging.WARNING, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "Disconnected")
     assert log.fatal is None and "Disconnected" in caplog.text
+
+
+def test_the_fatal_line_reaches_the_client_log_even_when_the_connection_brings_a_logger() -> None:
+    """The connection's settings carry a logger of their own; it must not displace the one that
+    keeps the fatal line (it did: the bare SystemError then said nothing of why)."""
+    log = ClientLog()
+    conf = producer_config(kafka_config(Settings(kafka_bootstrap="b:9092")), log)
+    assert conf["logger"] is log and conf["enable.idempotence"] is True and conf["acks"] == "all"
+    assert conf["bootstrap.servers"] == "b:9092"
