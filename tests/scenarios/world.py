@@ -60,6 +60,7 @@ class World:
             self.writer, n, seed=int(self.prefix[1:], 16) % 10_000, prefix=f"{self.prefix}-"
         )
         assert self.consumer.drain(120), "the consumer did not index the seed catalog"
+        self.refresh()  # the seed is searchable before any test scans it
         self.state_file = tmp / "state.sqlite"
 
     def close(self) -> None:
