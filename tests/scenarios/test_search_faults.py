@@ -33,8 +33,7 @@ OPTIONS = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0)
 def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, set[str]]]:
     world = World("mariadb", "opensearch", tmp_path_factory.mktemp("search-faults"), n=40)
     try:
-        targets = drop_mcl(world)
-        world.refresh()
+        targets = drop_mcl(world)  # a row without an MCL: no index write to wait for
         yield world, targets
     finally:
         world.close()
