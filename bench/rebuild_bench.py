@@ -5,8 +5,15 @@
 
 - replay: the tool's replay (keyset pages, RESTATE records, Avro, delivery reports, ordering
   guard, checkpoint) of the first N version-0 rows of the bench table, against a raw
-  confluent-kafka produce of the same messages pre-encoded, both to a bench topic (created and
-  deleted here, its schema registered here: the tool itself never registers one);
+  confluent-kafka produce of the same messages pre-encoded, each to a bench topic of its own
+  (created and deleted here, the replay's schema registered here: the tool itself never
+  registers one);
+- consume: the sandbox's MAE-consumer look-alike (decode, apply to the bench indices, commit)
+  started once the replay is confirmed, timed until its group's committed offsets reach the
+  replay's end offsets: what the replay costs the consumer downstream. It applies a RESTATE MCL
+  as DataHub's non-diff mode does (the urn's edges of the aspect deleted by query, then written),
+  tens of MCLs a second here, so past `--consume K` rows (20,000) only its rate over the first K
+  is measured (`--consume 0` skips it);
 - reindex: the tool's reindex (rows read, documents built with the projection, stored docs and
   edges looked up, bulk by bytes, ordering guard) of the first M entities, against a raw bulk
   load of the same pre-built documents through the same writer.
@@ -35,6 +42,8 @@ from bench.scan_bench import PREFIX, TABLE, peak_rss_mib  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 
 TOPIC = "bench_MetadataChangeLog_Versioned_v1"
+RAW_TOPIC = "bench_raw_produce"  # the raw produce's own: the consumer measured reads only the replay's
+CONSUMER_GROUP = "bench-mae-consumer"
 
 
 class FirstRows:
@@ -78,7 +87,8 @@ def prepare_topic() -> None:
 
     e = Endpoints.from_env()
     admin = AdminClient({"bootstrap.servers": e.kafka})
-    for future in admin.create_topics([NewTopic(TOPIC, num_partitions=4, replication_factor=1)]).values():
+    topics = [NewTopic(t, num_partitions=4, replication_factor=1) for t in (TOPIC, RAW_TOPIC)]
+    for future in admin.create_topics(topics).values():
         try:
             future.result(30)
         except Exception as exc:  # already there from an earlier run
@@ -91,12 +101,44 @@ def prepare_topic() -> None:
 def drop_topic() -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": Endpoints.from_env().kafka})
-    for future in admin.delete_topics([TOPIC]).values():
+    from sandbox.topics import delete_group
+
+    e = Endpoints.from_env()
+    admin = AdminClient({"bootstrap.servers": e.kafka})
+    for future in admin.delete_topics([TOPIC, RAW_TOPIC]).values():
         future.result(30)
+    delete_group(e.kafka, CONSUMER_GROUP)
 
 
-def measure(mode: str, store: str, search: str, n: int) -> dict[str, Any]:
+def consume(search: str, n: int, limit: int) -> dict[str, Any]:
+    """The sandbox consumer applying the replay's MCLs: seconds until its group is caught up with
+    all n, or, when n is over `limit`, until it applied the first `limit` of them (its rate)."""
+    from sandbox.consumer import MaeConsumer
+
+    consumer = MaeConsumer(search, group_id=CONSUMER_GROUP, topics=(TOPIC,), index_prefix=PREFIX)
+    started = time.monotonic()
+    consumer.start(timeout=60)
+    try:
+        if n <= limit:
+            if not consumer.drain(timeout=3600):
+                raise SystemExit("the consumer did not catch up within an hour")
+        else:
+            deadline = started + 3600
+            while consumer.stats.applied + consumer.stats.errors < limit:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the consumer did not apply {limit} MCLs within an hour")
+                time.sleep(0.05)
+        seconds = time.monotonic() - started
+    finally:
+        consumer.stop()
+    stats = consumer.stats
+    if stats.errors:
+        raise SystemExit(f"the consumer failed {stats.errors} MCLs: {stats.last_error}")
+    count = stats.consumed if n <= limit else stats.applied
+    return {"mode": "consume", "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) -> dict[str, Any]:
     from auditor.backends.connect import kafka_config, open_search, open_store
     from auditor.backends.index_writer import BulkItem, IndexWriter
     from auditor.backends.producer import MclProducer
@@ -111,6 +153,8 @@ def measure(mode: str, store: str, search: str, n: int) -> dict[str, Any]:
     from auditor.rebuild.replay import Replayer
     from auditor.rebuild.rows import RowSource
 
+    if mode == "consume":
+        return consume(search, n, consume_limit)
     settings = _settings(store, search)
     db = open_store(settings)
     count = 0
@@ -141,7 +185,7 @@ def measure(mode: str, store: str, search: str, n: int) -> dict[str, Any]:
             for key, value, _ in messages:
                 while True:
                     try:
-                        raw.produce(TOPIC, key=key, value=value)
+                        raw.produce(RAW_TOPIC, key=key, value=value)
                         break
                     except BufferError:
                         raw.poll(0.5)
@@ -200,6 +244,8 @@ def run_child(mode: str, args: argparse.Namespace, n: int) -> dict[str, Any]:
             args.search,
             "--n",
             str(n),
+            "--consume",
+            str(args.consume),
         ],
         check=True,
         capture_output=True,
@@ -214,6 +260,14 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, default=200_000, help="rows the replay produces")
     parser.add_argument("--entities", type=int, default=20_000, help="datasets the reindex rebuilds")
+    parser.add_argument(
+        "--consume",
+        type=int,
+        default=20_000,
+        metavar="K",
+        help="time the sandbox consumer applying the replay: all of it when --rows is at most K, "
+        "else its first K MCLs (its rate); 0 skips it",
+    )
     parser.add_argument("--store", default="mariadb", choices=("mariadb", "postgres"))
     parser.add_argument("--search", default="opensearch", choices=("opensearch", "elasticsearch"))
     parser.add_argument(
@@ -225,7 +279,7 @@ def main() -> int:
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.store, args.search, args.n)))
+        print(json.dumps(measure(args.measure, args.store, args.search, args.n, args.consume)))
         return 0
     if args.profile:  # one mode under cProfile, in this process: where its time goes
         import cProfile
@@ -245,6 +299,7 @@ def main() -> int:
     try:
         raw = run_child("raw-produce", args, args.rows)
         replay = run_child("replay", args, args.rows)
+        consumed = run_child("consume", args, args.rows) if args.consume else None
     finally:
         drop_topic()
     bulk = run_child("raw-bulk", args, args.entities)
@@ -267,6 +322,11 @@ def main() -> int:
         ),
         "reindex_peak_rss_mib": round(reindex["peak_rss_mib"]),
     }
+    if consumed is not None:
+        result["consumer_applied"] = consumed["count"]
+        result["consumer_applied_all"] = consumed["count"] >= replay["count"]
+        result["consumer_seconds"] = round(consumed["seconds"], 2)
+        result["consumer_per_s"] = round(consumed["count"] / consumed["seconds"])
     for key, value in result.items():
         print(f"{key:28} {value}")
     print(json.dumps(result))
