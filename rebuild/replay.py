@@ -1,6 +1,7 @@
 """Replay: one RESTATE MCL per selected version-0 row, keyset-paged, checkpointed, order-guarded.
 
-Each batch is produced, every delivery report awaited, failed messages produced again (and
+The next page is read from the database in a thread while this one is produced. Each batch is
+produced, every delivery report awaited, failed messages produced again (and
 reported by urn if they still fail); then the database digests the batch's key range (one
 row back) and, only if that moved, the batch's rows are read again and any row that
 changed since it was read is produced again, after the newer write's own MCL, so the consumer
@@ -18,6 +19,7 @@ from auditor.backends.protocols import Store
 from auditor.backends.store import row_fingerprint
 from auditor.core.records import AspectRow
 from auditor.errors import BackendUnavailable
+from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.mcl import RestateBuilder
 from auditor.rebuild.rows import RowSource
@@ -52,11 +54,15 @@ class Replayer:
 
     def run(self, source: RowSource) -> Checkpoint:
         ck = self.checkpoint
+        after = (ck.last_urn, ck.last_aspect or "") if ck.last_urn is not None else None
+        ahead = Ahead(source.page, after, self.batch, name="replay-rows")
         while True:
-            after = (ck.last_urn, ck.last_aspect or "") if ck.last_urn is not None else None
-            page = source.page(after, self.batch)
+            page = ahead.result()
             if not page:
                 break
+            # the next page is read while this one is produced (the database's time overlaps the
+            # encoding); the checkpoint still moves only past this page once it is confirmed
+            ahead = Ahead(source.page, (page[-1][0], page[-1][1].aspect), self.batch, name="replay-rows")
             self._deliver(page)
             if not source.unchanged(page):  # one digest of the page; row by row only if it moved
                 self._guard(page)

@@ -220,3 +220,112 @@ def test_the_window_after_a_restore_starts_at_the_earliest_write_behind() -> Non
     quiet = window(Report(started_at=T0), T0 + timedelta(hours=2), T0 + timedelta(hours=1))
     assert quiet.since == T0 + timedelta(hours=1) and "system_metadata_service_v1" in quiet.behind
     assert window(Report(started_at=T0), T0, T0).since is None
+
+
+def test_work_read_ahead_hands_over_its_result_or_its_exception_in_the_takers_thread() -> None:
+    import threading
+
+    from auditor.rebuild.ahead import Ahead
+
+    ran_in: list[str] = []
+
+    def work(x: int) -> int:
+        ran_in.append(threading.current_thread().name)
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2
+
+    assert Ahead(work, 21, name="t-ok").result() == 42 and ran_in == ["t-ok"]
+    failing = Ahead(work, -1)
+    with pytest.raises(ValueError, match="negative"):
+        failing.result()
+
+
+def test_a_page_read_ahead_that_fails_leaves_the_checkpoint_after_the_last_confirmed_page(
+    tmp_path: Path,
+) -> None:
+    from auditor.errors import BackendUnavailable
+
+    store = FakeStore([rows(f"urn:li:dataset:{i}", tags("t")) for i in range(6)])
+
+    class Failing(Pages):
+        calls = 0
+
+        def page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, AspectRow]]:
+            self.calls += 1
+            if self.calls == 2:  # the database goes away while page 1 is produced
+                raise BackendUnavailable("metadata store gone")
+            return super().page(after, limit)
+
+    producer, ck = FakeProducer(), Checkpoint("replay", "x")
+    with pytest.raises(BackendUnavailable, match="gone"):
+        Replayer(store, producer, ck, tmp_path / "ck.json", batch=2).run(Failing(store))  # type: ignore[arg-type]
+    saved = json.loads((tmp_path / "ck.json").read_text())
+    assert [u for u, _ in producer.sent] == ["urn:li:dataset:0", "urn:li:dataset:1"]
+    assert saved["last_urn"] == "urn:li:dataset:1" and not saved["done"]  # page 1 confirmed, kept
+
+
+class FailingWriter:
+    """Bulk writes that succeed, except the `fail_at`-th bulk, which finds the cluster gone."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.fail_at, self.bulks = fail_at, []  # type: ignore[var-annotated]
+
+    def bulk(self, items: list[Any]) -> list[Any]:
+        from auditor.errors import BackendUnavailable
+
+        self.bulks.append(sorted({i.urn for i in items}))
+        if len(self.bulks) == self.fail_at:
+            raise BackendUnavailable("search cluster gone")
+        return []
+
+    def refresh_written(self) -> None:
+        pass
+
+
+def _reindexer(store: FakeStore, writer: FailingWriter, ck: Checkpoint, path: Path) -> Any:
+    from fakes import FakeSearch
+
+    from auditor.core.naming import entity_index, graph_index, system_metadata_index
+    from auditor.core.registry import Registry
+    from auditor.rebuild.reindex import Reindexer
+
+    names = (entity_index("dataset", ""), system_metadata_index(""), graph_index(""))
+    search = FakeSearch({name: {} for name in names})
+    return Reindexer(store, search, writer, Registry.load(), ck, path, batch=2)  # type: ignore[arg-type]
+
+
+def test_a_reindex_passes_each_batch_in_order_once_its_bulk_returned(tmp_path: Path) -> None:
+    urns = [f"urn:li:dataset:{i}" for i in range(5)]
+    store, writer = FakeStore([rows(u, tags("t")) for u in urns]), FailingWriter()
+    ck = _reindexer(store, writer, Checkpoint("reindex", "x"), tmp_path / "ck.json").run(urns)
+    assert writer.bulks == [urns[0:2], urns[2:4], urns[4:5]]
+    assert ck.done and ck.last_urn == urns[-1] and ck.counts["entities"] == 5 and ck.touched == urns
+
+
+def test_a_reindex_whose_bulk_fails_keeps_the_checkpoint_before_that_batch(tmp_path: Path) -> None:
+    from auditor.errors import BackendUnavailable
+
+    urns = [f"urn:li:dataset:{i}" for i in range(6)]
+    store, writer = FakeStore([rows(u, tags("t")) for u in urns]), FailingWriter(fail_at=2)
+    ck = Checkpoint("reindex", "x")
+    with pytest.raises(BackendUnavailable, match="gone"):
+        _reindexer(store, writer, ck, tmp_path / "ck.json").run(urns)
+    saved = json.loads((tmp_path / "ck.json").read_text())
+    # the third batch was built while the second was written, but nothing passed the second
+    assert saved["last_urn"] == urns[1] and not saved["done"] and saved["touched"] == urns[:2]
+    resumed = Checkpoint.load(tmp_path / "ck.json")
+    assert resumed is not None
+    again = FailingWriter()
+    ck = _reindexer(store, again, resumed, tmp_path / "ck.json").run(urns)
+    assert again.bulks == [urns[2:4], urns[4:6]] and ck.done and ck.touched == urns  # no gap
+
+
+def test_a_bulk_line_is_valid_utf8_json_also_for_what_orjson_refuses() -> None:
+    from auditor.backends.index_writer import _json
+
+    plain = {"urn": "urn:li:dataset:é", "n": 1, "f": 0.5}
+    assert _json(plain) == '{"urn":"urn:li:dataset:é","n":1,"f":0.5}'.encode()
+    odd = {"big": 2**70, "lone": "a\udc80b", 1: "int key"}  # orjson refuses each of these
+    line = _json(odd)
+    assert json.loads(line.decode("utf-8")) == {"big": 2**70, "lone": "a\udc80b", "1": "int key"}
