@@ -222,9 +222,9 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
             count = len(urns)
         else:
             started = time.monotonic()
-            reindexer = Reindexer(
-                db, search_index, writer, registry, Checkpoint("reindex", "bench"), path, index_prefix=PREFIX
-            )
+            # a reindex of a filter (`--entity-type dataset`): no urn list kept, as the CLI's
+            ck = Checkpoint("reindex", "bench", track_touched=False)
+            reindexer = Reindexer(db, search_index, writer, registry, ck, path, index_prefix=PREFIX)
             ck = reindexer.run(urns)
             count = ck.counts.get("entities", 0)
     seconds = time.monotonic() - started
@@ -258,8 +258,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=200_000, help="rows the replay produces")
-    parser.add_argument("--entities", type=int, default=20_000, help="datasets the reindex rebuilds")
+    parser.add_argument("--rows", type=int, default=200_000, help="rows the replay produces (0: no replay)")
+    parser.add_argument(
+        "--entities", type=int, default=20_000, help="datasets the reindex rebuilds (0: no reindex)"
+    )
     parser.add_argument(
         "--consume",
         type=int,
@@ -295,38 +297,41 @@ def main() -> int:
         print(json.dumps(result))
         pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(25)
         return 0
-    prepare_topic()
-    try:
-        raw = run_child("raw-produce", args, args.rows)
-        replay = run_child("replay", args, args.rows)
-        consumed = run_child("consume", args, args.rows) if args.consume else None
-    finally:
-        drop_topic()
-    bulk = run_child("raw-bulk", args, args.entities)
-    reindex = run_child("reindex", args, args.entities)
-    result = {
-        "store": args.store,
-        "search": args.search,
-        "replay_rows": replay["count"],
-        "raw_produce_per_s": round(raw["count"] / raw["seconds"]),
-        "replay_per_s": round(replay["count"] / replay["seconds"]),
-        "replay_ratio_to_raw": round(
-            (replay["count"] / replay["seconds"]) / (raw["count"] / raw["seconds"]), 2
-        ),
-        "replay_peak_rss_mib": round(replay["peak_rss_mib"]),
-        "reindex_entities": reindex["count"],
-        "raw_bulk_entities_per_s": round(bulk["count"] / bulk["seconds"]),
-        "reindex_entities_per_s": round(reindex["count"] / reindex["seconds"]),
-        "reindex_ratio_to_raw": round(
-            (reindex["count"] / reindex["seconds"]) / (bulk["count"] / bulk["seconds"]), 2
-        ),
-        "reindex_peak_rss_mib": round(reindex["peak_rss_mib"]),
-    }
-    if consumed is not None:
-        result["consumer_applied"] = consumed["count"]
-        result["consumer_applied_all"] = consumed["count"] >= replay["count"]
-        result["consumer_seconds"] = round(consumed["seconds"], 2)
-        result["consumer_per_s"] = round(consumed["count"] / consumed["seconds"])
+    result: dict[str, Any] = {"store": args.store, "search": args.search}
+    if args.rows:
+        prepare_topic()
+        try:
+            raw = run_child("raw-produce", args, args.rows)
+            replay = run_child("replay", args, args.rows)
+            consumed = run_child("consume", args, args.rows) if args.consume else None
+        finally:
+            drop_topic()
+        result |= {
+            "replay_rows": replay["count"],
+            "raw_produce_per_s": round(raw["count"] / raw["seconds"]),
+            "replay_per_s": round(replay["count"] / replay["seconds"]),
+            "replay_ratio_to_raw": round(
+                (replay["count"] / replay["seconds"]) / (raw["count"] / raw["seconds"]), 2
+            ),
+            "replay_peak_rss_mib": round(replay["peak_rss_mib"]),
+        }
+        if consumed is not None:
+            result["consumer_applied"] = consumed["count"]
+            result["consumer_applied_all"] = consumed["count"] >= replay["count"]
+            result["consumer_seconds"] = round(consumed["seconds"], 2)
+            result["consumer_per_s"] = round(consumed["count"] / consumed["seconds"])
+    if args.entities:
+        bulk = run_child("raw-bulk", args, args.entities)
+        reindex = run_child("reindex", args, args.entities)
+        result |= {
+            "reindex_entities": reindex["count"],
+            "raw_bulk_entities_per_s": round(bulk["count"] / bulk["seconds"]),
+            "reindex_entities_per_s": round(reindex["count"] / reindex["seconds"]),
+            "reindex_ratio_to_raw": round(
+                (reindex["count"] / reindex["seconds"]) / (bulk["count"] / bulk["seconds"]), 2
+            ),
+            "reindex_peak_rss_mib": round(reindex["peak_rss_mib"]),
+        }
     for key, value in result.items():
         print(f"{key:28} {value}")
     print(json.dumps(result))
