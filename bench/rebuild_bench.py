@@ -254,6 +254,20 @@ def run_child(mode: str, args: argparse.Namespace, n: int) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def against_raw(
+    mode: str, unit: str, raw_name: str, tool: dict[str, Any], raw: dict[str, Any]
+) -> dict[str, Any]:
+    """The tool's throughput, the raw limit's from the same run, their ratio, the tool's peak RSS."""
+    tool_rate, raw_rate = tool["count"] / tool["seconds"], raw["count"] / raw["seconds"]
+    return {
+        f"{mode}_{unit}": tool["count"],
+        raw_name: round(raw_rate),
+        f"{mode}_{'per_s' if unit == 'rows' else 'entities_per_s'}": round(tool_rate),
+        f"{mode}_ratio_to_raw": round(tool_rate / raw_rate, 2),
+        f"{mode}_peak_rss_mib": round(tool["peak_rss_mib"]),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -306,15 +320,7 @@ def main() -> int:
             consumed = run_child("consume", args, args.rows) if args.consume else None
         finally:
             drop_topic()
-        result |= {
-            "replay_rows": replay["count"],
-            "raw_produce_per_s": round(raw["count"] / raw["seconds"]),
-            "replay_per_s": round(replay["count"] / replay["seconds"]),
-            "replay_ratio_to_raw": round(
-                (replay["count"] / replay["seconds"]) / (raw["count"] / raw["seconds"]), 2
-            ),
-            "replay_peak_rss_mib": round(replay["peak_rss_mib"]),
-        }
+        result |= against_raw("replay", "rows", "raw_produce_per_s", replay, raw)
         if consumed is not None:
             result["consumer_applied"] = consumed["count"]
             result["consumer_applied_all"] = consumed["count"] >= replay["count"]
@@ -323,15 +329,7 @@ def main() -> int:
     if args.entities:
         bulk = run_child("raw-bulk", args, args.entities)
         reindex = run_child("reindex", args, args.entities)
-        result |= {
-            "reindex_entities": reindex["count"],
-            "raw_bulk_entities_per_s": round(bulk["count"] / bulk["seconds"]),
-            "reindex_entities_per_s": round(reindex["count"] / reindex["seconds"]),
-            "reindex_ratio_to_raw": round(
-                (reindex["count"] / reindex["seconds"]) / (bulk["count"] / bulk["seconds"]), 2
-            ),
-            "reindex_peak_rss_mib": round(reindex["peak_rss_mib"]),
-        }
+        result |= against_raw("reindex", "entities", "raw_bulk_entities_per_s", reindex, bulk)
     for key, value in result.items():
         print(f"{key:28} {value}")
     print(json.dumps(result))
