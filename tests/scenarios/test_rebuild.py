@@ -9,15 +9,19 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faults import _datasets, _tags, hard_delete, restore_snapshot, stale_field
+from sqlalchemy import text
 from world import World
 
 from auditor.api import rebuild
 from auditor.core.model import RepairKind, Report, Selection, Verdict
 from auditor.rebuild.run import RebuildRequest
+from sandbox.naming import ASPECT_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,6 +164,55 @@ def test_a_replay_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
     # resumed after the last confirmed batch: every row produced once (plus what the guard redid)
     assert outcome["counts"]["produced"] == outcome["rows"] + outcome["counts"].get("produced_again", 0)
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+@pytest.mark.integration
+def test_a_reindex_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
+    """Killed while a batch is built, the one before it is written and the next one read: the
+    resumed run starts after the last batch whose bulk returned, and rebuilds each urn once."""
+    world = World("postgres", "elasticsearch", tmp_path, n=120)
+    try:
+        with world.engine.connect() as conn:
+            total = conn.execute(
+                text(f"SELECT COUNT(DISTINCT urn) FROM {ASPECT_TABLE} WHERE version = 0")
+            ).scalar()
+        lose_index_writes(world, 30)
+        assert sum(diverged(world.scan()).values()) >= 30
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--all", "--rate", "20", "--batch-size", "20")
+        first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("entities", 0) >= 20)
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+        killed = json.loads(next(tmp_path.glob("rebuild-*.json")).read_text())  # as the kill left it
+        assert killed["last_urn"] and not killed["done"] and killed["counts"]["entities"] < total
+        resume = [*args, "--resume", "--break-stale-lock"]
+        second = subprocess.run(resume, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        after = world.scan()
+    finally:
+        world.close()
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    outcome = json.loads(second.stdout)
+    assert outcome["still_wrong"] == [] and outcome["exit_code"] == 0
+    # the counts carry over from the checkpoint: every urn rebuilt once over both runs, none skipped
+    assert outcome["counts"]["entities"] == total, (outcome["counts"], total, killed["counts"])
+    assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+def wait_for_checkpoint(
+    tmp: Path, ready: Callable[[dict[str, Any]], bool], timeout: float = 120
+) -> dict[str, Any]:
+    """The repair's checkpoint once `ready` holds for it (read as the running repair writes it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in tmp.glob("rebuild-*.json"):
+            try:
+                ck = json.loads(path.read_text())
+            except ValueError:  # replaced as we read it
+                continue
+            if ready(ck):
+                return dict(ck)
+        time.sleep(0.1)
+    raise AssertionError(f"no checkpoint got there within {timeout:.0f}s")
 
 
 @pytest.mark.integration
