@@ -153,14 +153,9 @@ def test_a_replay_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
         assert killed["last_urn"] and not killed["done"] and killed["counts"]["produced"] >= 20
         refused = subprocess.run([*args, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True)
         assert refused.returncode == 2 and "stale" in refused.stderr, refused.stderr  # the lock
-        resume = [*args, "--resume", "--break-stale-lock"]
-        second = subprocess.run(resume, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        after = world.scan()
+        outcome, after = resumed_clean(world, args, env)
     finally:
         world.close()
-    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
-    outcome = json.loads(second.stdout)
-    assert outcome["still_wrong"] == [] and outcome["exit_code"] == 0
     # resumed after the last confirmed batch: every row produced once (plus what the guard redid)
     assert outcome["counts"]["produced"] == outcome["rows"] + outcome["counts"].get("produced_again", 0)
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
@@ -185,17 +180,22 @@ def test_a_reindex_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
         first.wait(30)
         killed = json.loads(next(tmp_path.glob("rebuild-*.json")).read_text())  # as the kill left it
         assert killed["last_urn"] and not killed["done"] and killed["counts"]["entities"] < total
-        resume = [*args, "--resume", "--break-stale-lock"]
-        second = subprocess.run(resume, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        after = world.scan()
+        outcome, after = resumed_clean(world, args, env)
     finally:
         world.close()
-    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
-    outcome = json.loads(second.stdout)
-    assert outcome["still_wrong"] == [] and outcome["exit_code"] == 0
     # the counts carry over from the checkpoint: every urn rebuilt once over both runs, none skipped
     assert outcome["counts"]["entities"] == total, (outcome["counts"], total, killed["counts"])
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+def resumed_clean(world: World, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], Report]:
+    """A killed repair resumed (its stale lock broken): its outcome, clean and verified, and a scan."""
+    resume = [*args, "--resume", "--break-stale-lock"]
+    second = subprocess.run(resume, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    outcome = json.loads(second.stdout)
+    assert outcome["still_wrong"] == [] and outcome["exit_code"] == 0
+    return outcome, world.scan()
 
 
 def wait_for_checkpoint(
