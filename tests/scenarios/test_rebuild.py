@@ -198,10 +198,8 @@ def resumed_clean(world: World, args: list[str], env: dict[str, str]) -> tuple[d
     return outcome, world.scan()
 
 
-def wait_for_checkpoint(
-    tmp: Path, ready: Callable[[dict[str, Any]], bool], timeout: float = 120
-) -> dict[str, Any]:
-    """The repair's checkpoint once `ready` holds for it (read as the running repair writes it)."""
+def wait_for_checkpoint(tmp: Path, ready: Callable[[dict[str, Any]], bool], timeout: float = 120) -> None:
+    """Until `ready` holds for the repair's checkpoint (read as the running repair writes it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for path in tmp.glob("rebuild-*.json"):
@@ -210,7 +208,7 @@ def wait_for_checkpoint(
             except ValueError:  # replaced as we read it
                 continue
             if ready(ck):
-                return dict(ck)
+                return
         time.sleep(0.1)
     raise AssertionError(f"no checkpoint got there within {timeout:.0f}s")
 

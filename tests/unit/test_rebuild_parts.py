@@ -269,7 +269,8 @@ class FailingWriter:
     """Bulk writes that succeed, except the `fail_at`-th bulk, which finds the cluster gone."""
 
     def __init__(self, fail_at: int | None = None) -> None:
-        self.fail_at, self.bulks = fail_at, []  # type: ignore[var-annotated]
+        self.fail_at = fail_at
+        self.bulks: list[list[str]] = []  # the urns of each bulk, in the order sent
 
     def bulk(self, items: list[Any]) -> list[Any]:
         from auditor.errors import BackendUnavailable
