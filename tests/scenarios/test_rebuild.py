@@ -373,7 +373,10 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
         )
         time.sleep(4.0)
         os.kill(_service_pid("kafka"), signal.SIGKILL)  # the broker dies mid-replay, then comes back
-        subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], check=True, capture_output=True, timeout=300)
+        up = subprocess.run(
+            [str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, text=True, timeout=300
+        )
+        assert up.returncode == 0, "the stack did not come back: " + up.stdout[-3000:] + up.stderr[-3000:]
         stdout, stderr = run.communicate(timeout=600)
         if run.returncode == 3:  # it could not complete: the checkpoint resumes it
             assert "Kafka" in stderr, stderr
