@@ -12,6 +12,8 @@ MYSQL_URL = "mysql+pymysql://datahub:datahub@127.0.0.1:13306/datahub"
 KAFKA = "127.0.0.1:19092"
 REGISTRY = "http://127.0.0.1:18081/apis/ccompat/v7"
 OPENSEARCH = "http://127.0.0.1:19200"
+# OpenSearch 3.x (Java 21+): the engine OpenMetadata's runbook names; DataHub's tests use 2.19
+OPENSEARCH3 = "http://127.0.0.1:19202"
 ELASTICSEARCH = "http://127.0.0.1:19201"
 
 
@@ -35,6 +37,7 @@ class Endpoints:
     registry: str = REGISTRY
     opensearch: str = OPENSEARCH
     elasticsearch: str = ELASTICSEARCH
+    opensearch3: str = OPENSEARCH3
     tls_ca: str = ""  # the databases' CA bundle; from_env fills it in
 
     @classmethod
@@ -52,6 +55,7 @@ class Endpoints:
             registry=pick("SANDBOX_REGISTRY", REGISTRY),
             opensearch=pick("SANDBOX_OPENSEARCH", OPENSEARCH),
             elasticsearch=pick("SANDBOX_ELASTICSEARCH", ELASTICSEARCH),
+            opensearch3=pick("SANDBOX_OPENSEARCH3", OPENSEARCH3),
             tls_ca=pick("SANDBOX_TLS_CA", _stack_ca()),
         )
 
@@ -64,9 +68,13 @@ class Endpoints:
         raise ValueError(f"unknown store {store!r} (expected postgres or mariadb)")
 
     def search_url(self, search: str) -> str:
-        """HTTP address for `opensearch` or `elasticsearch`."""
+        """HTTP address for `opensearch` (2.19), `opensearch3` (3.x) or `elasticsearch` (9.x)."""
         if search == "opensearch":
             return self.opensearch
+        if search == "opensearch3":
+            return self.opensearch3
         if search == "elasticsearch":
             return self.elasticsearch
-        raise ValueError(f"unknown search backend {search!r} (expected opensearch or elasticsearch)")
+        raise ValueError(
+            f"unknown search backend {search!r} (expected opensearch, opensearch3 or elasticsearch)"
+        )

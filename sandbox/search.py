@@ -267,12 +267,12 @@ class SearchStore:
 
 
 def connect(search: str, endpoints: Endpoints | None = None) -> SearchStore:
-    """SearchStore for `opensearch` or `elasticsearch` at the sandbox's address."""
+    """SearchStore for `opensearch`, `opensearch3` or `elasticsearch` at the sandbox's address."""
     endpoints = endpoints or Endpoints.from_env()
     url = endpoints.search_url(search)
     # https: a node the stack's CA signed for (user:password@ in the URL is basic auth)
     tls = {"ca_certs": endpoints.tls_ca} if url.startswith("https:") else {}
-    if search == "opensearch":
+    if search in ("opensearch", "opensearch3"):
         from opensearchpy import OpenSearch
         return SearchStore(OpenSearch(hosts=[url], timeout=30, **tls))
     from elasticsearch import Elasticsearch

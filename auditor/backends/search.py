@@ -283,7 +283,9 @@ class SearchIndex:
             if "index_not_found" in str(exc) or "404" in str(exc):
                 return {}
             raise self._fail("listing indices", exc) from None
-        docs = {b["key"]: int(b["doc_count"]) for b in counted["aggregations"]["i"]["buckets"]}
+        # a pattern that matches no index answers with no aggregations at all
+        buckets = counted.get("aggregations", {}).get("i", {}).get("buckets", [])
+        docs = {b["key"]: int(b["doc_count"]) for b in buckets}
         counts = {index: docs.get(index, 0) for index in listed}
         for index, entry in listed.items():
             for alias in entry.get("aliases") or {}:
