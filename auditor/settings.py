@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -49,9 +50,26 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "state_file": ("AUDITOR_STATE_FILE",),
 }
 
+    "stores": ("AUDITOR_STORES",),  # a federation: "NAME=URL NAME=URL" (see docs/federation.md)
 
 class Settings(BaseModel):
     """Everything a scan needs to reach the backends and judge what it sees."""
+# a federation store's name: it labels findings, report columns and Prometheus series
+STORE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
+
+
+class StoreEntry(BaseModel):
+    """One metadata store of a federation: its name and where its aspect table is."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    url: SecretStr
+    table: str = "metadata_aspect_v2"
+    # the environment variable that holds its password (a URL naming a user only)
+    password_env: str | None = None
+
+
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -96,6 +114,8 @@ class Settings(BaseModel):
     def _password_into_url(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("store_url") and data.get("store_password"):
             url, password = (
+    # a federation: several stores feeding one index (`[[stores]]`, --store NAME=URL)
+    stores: tuple[StoreEntry, ...] = ()
                 v.get_secret_value() if isinstance(v, SecretStr) else str(v)
                 for v in (data["store_url"], data["store_password"])
             )
@@ -119,6 +139,8 @@ class Settings(BaseModel):
             out["kafka"] = self.kafka_bootstrap
         if self.schema_registry_url:
             out["schema_registry"] = redact_url(self.schema_registry_url)
+        for entry in self.stores:
+            out[f"store.{entry.name}"] = redact_url(entry.url.get_secret_value())
         return out
 
 
@@ -244,6 +266,13 @@ def load_settings(
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
 
+    if merged.get("stores"):
+        merged["stores"] = store_entries(merged["stores"], environ)
+        if merged.get("store_url"):
+            raise ConfigError(
+                "both a store URL and a federation of stores are configured",
+                hint="give either --store-url / [store] url or --store NAME=URL / [[stores]], not both",
+            )
 
 def _spell_like(field: str, shown: str) -> str:
     """`store_url` shown as `store.url` when the user wrote a section."""
@@ -252,3 +281,45 @@ def _spell_like(field: str, shown: str) -> str:
         if field.startswith(f"{section}_"):
             return f"{section}.{field[len(section) + 1 :]}"
     return field
+
+
+def store_entries(value: Any, environ: Any) -> list[StoreEntry]:
+    """A federation's stores from `[[stores]]` tables or `NAME=URL` texts (a flag, AUDITOR_STORES):
+    names checked (a simple identifier, unique), each `password_env` read from the environment."""
+    items = value.split() if isinstance(value, str) else list(value)
+    out: list[StoreEntry] = []
+    for item in items:
+        if isinstance(item, str):
+            name, sep, url = item.partition("=")
+            if not sep or not url:
+                raise ConfigError(
+                    f"a store must be given as NAME=URL, not {redact_url(item)!r}",
+                    hint="e.g. --store teama=postgresql+psycopg://user@host/datahub",
+                )
+            item = {"name": name, "url": url}
+        if not isinstance(item, dict):
+            raise ConfigError("[[stores]]: each store is a table with name and url")
+        name = str(item.get("name", ""))
+        if not STORE_NAME.fullmatch(name):
+            raise ConfigError(
+                f"store name {name!r} is not a simple identifier",
+                hint="a letter, then letters, digits, '_' or '-' (at most 63): it labels findings",
+            )
+        if any(e.name == name for e in out):
+            raise ConfigError(f"store name {name!r} is given twice", hint="each store needs its own name")
+        try:
+            entry = StoreEntry(**item)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"store {name!r}: {problems}") from None
+        if entry.password_env:
+            password = environ.get(entry.password_env)
+            if not password:
+                raise ConfigError(
+                    f"store {name!r}: the environment variable {entry.password_env} is not set",
+                    hint="password_env names the variable that holds the store's password",
+                )
+            url = with_password(entry.url.get_secret_value(), password)
+            entry = entry.model_copy(update={"url": SecretStr(url)})
+        out.append(entry)
+    return out

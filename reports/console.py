@@ -11,6 +11,8 @@ from rich.text import Text
 from auditor.core.model import Classified, Report, Verdict
 from auditor.reports.escape import console_markup, console_text
 from auditor.reports.summary import (
+    STORE_COLUMNS,
+    by_store,
     eta_text,
     observed_text,
     reobservation_text,
@@ -74,6 +76,16 @@ def _types_table(report: Report) -> Table:
     return table
 
 
+def _stores_table(report: Report) -> Table:
+    table = Table(title="Per store (federation)", title_justify="left")
+    table.add_column("store")
+    for column in STORE_COLUMNS:
+        table.add_column(column, justify="right")
+    for name, values in by_store(report):
+        table.add_row(_cell(name), *(str(v) for v in values))
+    return table
+
+
 def _partitions_table(report: Report) -> Table:
     table = Table(title=f"MAE consumer ({console_markup(report.consumer_group)})", title_justify="left")
     for col in ("partition", "committed", "end", "lag", "status", "rate/s", "ETA", "at"):
@@ -113,6 +125,8 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
     for name, value in report.sources.items():
         _say(console, f"  {name}: {value}", style="dim")
     console.print(_types_table(report))
+    if report.stores:
+        console.print(_stores_table(report))
     if report.partitions:
         console.print(_partitions_table(report))
     elif not report.kafka_available:
@@ -134,7 +148,7 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
             where = f" {f.aspect}" if f.aspect else ""
             eta = f" ETA {eta_text(head.evidence.eta_seconds)}" if head.verdict == Verdict.IN_FLIGHT else ""
             console.print(f"  [{style}]{what}[/]{eta} ", end="", highlight=False, emoji=False)
-            _say(console, f"{f.urn}{where}")
+            _say(console, f"{f.urn}{where}" + (f"  (store {f.store})" if f.store else ""))
             if f.details.get("fields"):
                 names = [d["field"] if isinstance(d, dict) else str(d) for d in f.details["fields"]]
                 _say(console, f"      fields: {', '.join(names)}", style="dim")

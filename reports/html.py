@@ -19,7 +19,9 @@ from auditor.reports.escape import html_text as text
 from auditor.reports.html_charts import lag_chart, trend_chart, verdicts_chart
 from auditor.reports.json_report import plain
 from auditor.reports.summary import (
+    STORE_COLUMNS,
     VERDICT_ORDER,
+    by_store,
     describe,
     eta_text,
     observed_text,
@@ -138,6 +140,13 @@ def _header(report: Report) -> list[str]:
         out.append("</thead><tbody>")
         out += [f"<tr><td>{text(k)}</td><td>{n}</td></tr>" for k, n in sorted(counts.items())]
         out.append("</tbody></table>")
+    if report.stores:
+        out.append('<table class="counts" id="stores"><thead><tr><th>store</th>')
+        out += [f"<th>{text(column)}</th>" for column in STORE_COLUMNS]
+        out.append("</tr></thead><tbody>")
+        for name, values in by_store(report):
+            out.append(f"<tr><td>{text(name)}</td>" + "".join(f"<td>{v}</td>" for v in values) + "</tr>")
+        out.append("</tbody></table>")
     if report.warnings:
         out.append('<h2>Warnings</h2><ul class="warnings">')
         out += [f"<li>{text(w)}</li>" for w in report.warnings]
@@ -165,7 +174,9 @@ def _finding_row(c: Classified) -> str:
         f'<tr data-verdict="{text(c.verdict.value)}" data-type="{text(f.entity_type)}">'
         f'<td class="verdict-{text(c.verdict.value)}" data-sort="{rank}">{text(c.verdict.value)}</td>'
         f"<td>{text(c.subkind)}</td><td>{text(f.entity_type)}</td>"
-        f'<td class="urn">{text(f.urn)}</td><td>{text(f.aspect or "")}</td>'
+        f'<td class="urn">{text(f.urn)}'
+        + (f'<br><span class="store">store {text(f.store)}</span>' if f.store else "")
+        + f'</td><td>{text(f.aspect or "")}</td>'
         f"<td>{text(changed)}</td>"
         f"{eta_cell}"
         f"<td>{text(c.evidence.reason)}"

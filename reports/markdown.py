@@ -5,6 +5,8 @@ from __future__ import annotations
 from auditor.core.model import Report, Verdict
 from auditor.reports.escape import md_code, md_code_block, md_text
 from auditor.reports.summary import (
+    STORE_COLUMNS,
+    by_store,
     by_type,
     describe,
     eta_text,
@@ -36,6 +38,11 @@ def render(report: Report, limit: int = 50) -> str:
     for etype, n, found in by_type(report):
         text = ", ".join(f"{k}: {v}" for k, v in sorted(found.items())) or "consistent"
         lines.append(f"| {md_text(etype)} | {n} | {md_text(text)} |")
+    if report.stores:
+        lines += ["", "## Per store", "", "| store | " + " | ".join(STORE_COLUMNS) + " |"]
+        lines.append("|---|" + "---:|" * len(STORE_COLUMNS))
+        for name, values in by_store(report):
+            lines.append(f"| {md_text(name)} | " + " | ".join(map(str, values)) + " |")
     if report.partitions:
         lines += [
             "",

@@ -55,6 +55,9 @@ def from_dict(data: dict[str, Any]) -> Report:
         read={str(k): int(v) for k, v in (data.get("read") or {}).items()},
         complete=bool(data.get("complete", True)),
         findings_dropped=int(data.get("findings_dropped") or 0),
+        stores={
+            str(k): {str(c): int(n) for c, n in v.items()} for k, v in (data.get("stores") or {}).items()
+        },
     )
     for row in data.get("counts") or []:
         report.counts[(row["entity_type"], row["verdict"], row["subkind"])] = int(row["count"])
@@ -109,6 +112,7 @@ def _finding(f: dict[str, Any]) -> Classified:
         changed_at=_dt(f.get("changed_at")),
         details=f.get("details") or {},
         repairs=tuple(RepairKind(k) for k in f.get("repairs") or ()),
+        store=f.get("store"),
     )
     return Classified(finding, Verdict(f["verdict"]), f["subkind"], _evidence(f["evidence"]))
 
@@ -168,6 +172,10 @@ def merge(reports: Iterable[Report]) -> Report:
             out.reobserved[name] = out.reobserved.get(name, 0) + value
         for name, n in r.read.items():
             out.read[name] = out.read.get(name, 0) + n
+        for store, counts in r.stores.items():  # a federation's shards: per store, added
+            into_store = out.stores.setdefault(store, {})
+            for column, n in counts.items():
+                into_store[column] = into_store.get(column, 0) + n
         out.findings.extend(r.findings)
         out.findings_dropped += r.findings_dropped
         out.converged.extend(r.converged)

@@ -19,6 +19,16 @@ def render(report: Report) -> str:
     out += ["# HELP auditor_entities Entities read from the metadata store.", "# TYPE auditor_entities gauge"]
     for etype, n in sorted(report.entities.items()):
         out.append(f'auditor_entities{{entity_type="{_label(etype)}"}} {n}')
+    if report.stores:  # a federation: a handful of stores, a series each
+        for column in ("entities", "conflicts", "findings", "diverged"):
+            out += [
+                f"# HELP auditor_store_{column} A federation's {column} per metadata store.",
+                f"# TYPE auditor_store_{column} gauge",
+            ]
+            out += [
+                f'auditor_store_{column}{{store="{_label(name)}"}} {int(counts.get(column, 0))}'
+                for name, counts in report.stores.items()
+            ]
     out += [
         "# HELP auditor_consumer_lag_messages MAE consumer lag per change-log partition.",
         "# TYPE auditor_consumer_lag_messages gauge",

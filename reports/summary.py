@@ -50,7 +50,16 @@ def describe(c: Classified) -> str:
         extra = f" fields={','.join(map(str, names))[:80]}"
     elif f.details.get("relationship"):
         extra = f" {f.details['relationship']}->{f.details.get('destination')}"
-    return f"{c.verdict.value}/{c.subkind} {f.urn}{where}{extra}"
+    store = f" store={f.store}" if f.store else ""
+    return f"{c.verdict.value}/{c.subkind} {f.urn}{where}{extra}{store}"
+
+
+STORE_COLUMNS = ("entities", "conflicts", "findings", "diverged")
+
+
+def by_store(report: Report) -> list[tuple[str, list[int]]]:
+    """A federation: (store, [entities, conflicts, findings, diverged]) in configuration order."""
+    return [(name, [int(counts.get(k, 0)) for k in STORE_COLUMNS]) for name, counts in report.stores.items()]
 
 
 def observed_text(c: Classified) -> str:

@@ -81,6 +81,14 @@ def scan(
         bool, typer.Option("--no-state", help="Neither read nor write the state file.")
     ] = False,
     max_findings: Annotated[int, typer.Option(help="Findings kept in detail (all are counted).")] = 10_000,
+    store: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store",
+            help="A federation: NAME=URL of one of several stores feeding one index (repeatable; "
+            "env AUDITOR_STORES='a=URL b=URL'; see docs/federation.md).",
+        ),
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Compare the aspect table with the search indices and the MAE consumer; judge every difference.
@@ -113,7 +121,14 @@ def scan(
         from auditor.core.model import Selection
 
         settings = load(
-            config, store_url, search_url, kafka, schema_registry, index_prefix, state_file=state_file
+            config,
+            store_url,
+            search_url,
+            kafka,
+            schema_registry,
+            index_prefix,
+            state_file=state_file,
+            stores=store or None,
         )
         if plan_shards is not None:
             return _plan_shards(settings, plan_shards, tuple(entity_type or ()), output)

@@ -26,6 +26,8 @@ class Kind(StrEnum):
     MISSING_EDGE = "missing_edge"
     ORPHAN_EDGE = "orphan_edge"
     MALFORMED_ASPECT = "malformed_aspect"
+    # a federation: the urn has rows in two or more stores (which one the index shows is a race)
+    STORE_CONFLICT = "store_conflict"
 
 
 class Verdict(StrEnum):
@@ -92,6 +94,9 @@ class Finding:
     details: Mapping[str, Any] = field(default_factory=dict)
     # what repairs it when it is a divergence, as its check declares
     repairs: tuple[RepairKind, ...] = ()
+    # a federation: the store whose rows it rests on ("a,b" for a conflict; None: no store
+    # holds the urn, an orphan; or a single-store scan)
+    store: str | None = None
 
     @property
     def key(self) -> str:
@@ -258,6 +263,8 @@ class Report:
     # what the join fetched: version-0 rows and documents (a shard of a plan, its share only)
     read: dict[str, int] = field(default_factory=dict)
     complete: bool = True
+    # a federation: per store, its entities, conflicts, findings and diverged findings
+    stores: dict[str, dict[str, int]] = field(default_factory=dict)
     trend: list[RunSummary] = field(default_factory=list)  # past scans of the same scope, oldest first
 
     def total(self, verdict: Verdict) -> int:

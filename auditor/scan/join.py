@@ -19,6 +19,7 @@ from auditor.core.records import EntityRows, SearchDoc
 from auditor.core.registry import Registry
 from auditor.core.urns import UrnError, entity_type
 from auditor.errors import ConfigError
+from auditor.scan.federation import federate
 
 Progress = Callable[[int], None]
 
@@ -47,6 +48,7 @@ class JoinResult:
     documents: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    stores: dict[str, dict[str, int]] = field(default_factory=dict)  # a federation: per store
 
 
 def _type_order(types: list[str]) -> list[str]:
@@ -199,6 +201,8 @@ class Scanner:
         result = JoinResult(warnings=list(plan.warnings))
         for name in indices.values():
             result.documents[name] = 0
+        for store in getattr(self.store, "names", ()):  # a federation: every store, even empty
+            result.stores[store] = {"entities": 0, "conflicts": 0}
         checks = plan.checks
         seen = 0
         for urn, parts in merge_join(streams):
@@ -229,8 +233,11 @@ class Scanner:
                 result.entities[etype] = result.entities.get(etype, 0) + 1
             if entity.doc is not None:
                 result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
+            start = len(result.findings)
             for check in checks:
                 result.findings.extend(check.run(entity, self.ctx))
+            if result.stores:
+                federate(entity, result.findings, start, result.stores)
             seen += 1
             if progress is not None and seen % 1000 == 0:
                 progress(seen)

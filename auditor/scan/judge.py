@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 from auditor.backends.protocols import State, Store
 from auditor.core.classify import classify, in_flight, restore_candidates
 from auditor.core.classify import mark_restores as relabel_restores
-from auditor.core.model import Classified, Report, Selection, Verdict
+from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.core.naming import entity_index
 from auditor.core.registry import Registry
 from auditor.errors import AuditorError
+from auditor.scan.federation import conflict_verdict, tally
 from auditor.scan.join import Scanner
 from auditor.scan.reobserve import Reobservation
 
@@ -21,7 +22,9 @@ def judge(seen: Reobservation, state: State, *, grace: float, settle: float) -> 
     now = datetime.now(UTC)
     history = state.history(o.finding.key for o in seen.observed + seen.unsettled)
     out = [
-        classify(
+        conflict_verdict(o.finding, o.observation)
+        if o.finding.kind == Kind.STORE_CONFLICT
+        else classify(
             o.finding,
             now,
             grace=grace,
@@ -92,4 +95,5 @@ def finish(report: Report, classified: list[Classified], max_findings: int) -> N
     classified.sort(key=lambda c: (c.verdict.rank, c.finding.entity_type, c.finding.urn))
     report.findings = classified[:max_findings]
     report.findings_dropped = max(0, len(classified) - max_findings)
+    tally(report.stores, classified)
     report.finished_at = datetime.now(UTC)

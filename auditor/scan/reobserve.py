@@ -101,7 +101,7 @@ def _judged_without_wait(f: Finding, evidence: tuple[Any, Any] | None) -> bool:
     anywhere on the read history (never published, or still within the settle time): no write
     consumed before O can have carried that value, so a later read of the docs changes nothing.
     """
-    if f.kind == Kind.MALFORMED_ASPECT:
+    if f.kind in (Kind.MALFORMED_ASPECT, Kind.STORE_CONFLICT):  # rows alone judge these
         return True
     kafka = evidence[1] if evidence else None
     if not isinstance(kafka, KafkaEvidence):
@@ -323,7 +323,7 @@ class Observer:
             return {}
         out: dict[str, tuple[PartitionPosition | None, KafkaEvidence | None]] = {}
         for f in findings:
-            if f.kind == Kind.MALFORMED_ASPECT or not k.partitions:
+            if f.kind in (Kind.MALFORMED_ASPECT, Kind.STORE_CONFLICT) or not k.partitions:
                 continue
             position = k.view.of(k.topic, urn_partition(f.urn, k.partitions))
             out[f.key] = (position, found.get(f.key))

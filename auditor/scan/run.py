@@ -178,6 +178,7 @@ def record_join(report: Report, joined: JoinResult) -> None:
     report.entities, report.documents = joined.entities, joined.documents
     report.unknown = joined.unknown
     report.warnings += joined.warnings
+    report.stores = joined.stores
 
 
 def record_reobservation(report: Report, seen: Reobservation, observer: Observer, state: State) -> None:
