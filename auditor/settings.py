@@ -48,12 +48,10 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "index_visibility_seconds": ("AUDITOR_INDEX_VISIBILITY_SECONDS",),
     "scan_prefetch": ("AUDITOR_SCAN_PREFETCH",),
     "state_file": ("AUDITOR_STATE_FILE",),
+    "stores": ("AUDITOR_STORES",),  # a federation: "NAME=URL NAME=URL" (see docs/federation.md)
 }
 
-    "stores": ("AUDITOR_STORES",),  # a federation: "NAME=URL NAME=URL" (see docs/federation.md)
 
-class Settings(BaseModel):
-    """Everything a scan needs to reach the backends and judge what it sees."""
 # a federation store's name: it labels findings, report columns and Prometheus series
 STORE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 
@@ -70,6 +68,8 @@ class StoreEntry(BaseModel):
     password_env: str | None = None
 
 
+class Settings(BaseModel):
+    """Everything a scan needs to reach the backends and judge what it sees."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -108,14 +108,14 @@ class StoreEntry(BaseModel):
     # join 27 s with the threads, 18 s without, servers on the same 2 cores)
     scan_prefetch: bool = False
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
+    # a federation: several stores feeding one index (`[[stores]]`, --store NAME=URL)
+    stores: tuple[StoreEntry, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
     def _password_into_url(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("store_url") and data.get("store_password"):
             url, password = (
-    # a federation: several stores feeding one index (`[[stores]]`, --store NAME=URL)
-    stores: tuple[StoreEntry, ...] = ()
                 v.get_secret_value() if isinstance(v, SecretStr) else str(v)
                 for v in (data["store_url"], data["store_password"])
             )
@@ -133,14 +133,14 @@ class StoreEntry(BaseModel):
         out: dict[str, str] = {}
         if self.store_url is not None:
             out["store"] = redact_url(self.store_url.get_secret_value())
+        for entry in self.stores:
+            out[f"store.{entry.name}"] = redact_url(entry.url.get_secret_value())
         if self.search_url:
             out["search"] = redact_url(self.search_url)
         if self.kafka_bootstrap:
             out["kafka"] = self.kafka_bootstrap
         if self.schema_registry_url:
             out["schema_registry"] = redact_url(self.schema_registry_url)
-        for entry in self.stores:
-            out[f"store.{entry.name}"] = redact_url(entry.url.get_secret_value())
         return out
 
 
@@ -260,12 +260,6 @@ def load_settings(
                 merged[name] = _read_secret(environ[f"{var}_FILE"], f"{var}_FILE")
                 break
     merged.update({k: v for k, v in flags.items() if v is not None})
-    try:
-        return Settings(**merged)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid configuration: {problems}") from None
-
     if merged.get("stores"):
         merged["stores"] = store_entries(merged["stores"], environ)
         if merged.get("store_url"):
@@ -273,6 +267,12 @@ def load_settings(
                 "both a store URL and a federation of stores are configured",
                 hint="give either --store-url / [store] url or --store NAME=URL / [[stores]], not both",
             )
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid configuration: {problems}") from None
+
 
 def _spell_like(field: str, shown: str) -> str:
     """`store_url` shown as `store.url` when the user wrote a section."""

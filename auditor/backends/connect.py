@@ -36,13 +36,13 @@ def kafka_config(settings: Settings) -> dict[str, Any]:
 
 
 def open_store(settings: Settings) -> MetadataStore:
-    if settings.store_url is None:
-        raise ConfigError("no metadata store configured", hint="pass --store-url or set AUDITOR_STORE_URL")
     if settings.stores:  # a federation: several stores read as one (docs/federation.md)
         from auditor.backends.federated import FederatedStore
 
         members = [(e.name, MetadataStore(e.url.get_secret_value(), e.table)) for e in settings.stores]
         return FederatedStore(members)  # type: ignore[return-value]
+    if settings.store_url is None:
+        raise ConfigError("no metadata store configured", hint="pass --store-url or set AUDITOR_STORE_URL")
     return MetadataStore(settings.store_url.get_secret_value(), settings.store_table)
 
 
