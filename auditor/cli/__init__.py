@@ -64,4 +64,5 @@ from auditor.cli import triage_cmd  # noqa: E402, F401
 from auditor.cli import registry_cmd  # noqa: E402, F401
 from auditor.cli import rebuild_cmd  # noqa: E402, F401
 from auditor.cli import config_cmd  # noqa: E402, F401
+from auditor.cli import drill_cmd  # noqa: E402, F401
 # isort: on
