@@ -23,6 +23,7 @@ from sandbox.naming import (
     MCL_TIMESERIES_TOPIC,
     MCL_VERSIONED_TOPIC,
     SYSTEM_ACTOR,
+    TOPIC_PARTITIONS,
     entity_type_of,
 )
 from sandbox.registry import entity_facts
@@ -112,14 +113,21 @@ class GmsWriter:
         create_topics: bool = True,
         ensure_schema: bool = True,
         create_key_aspects: bool = True,
+        versioned_topic: str = MCL_VERSIONED_TOPIC,
+        timeseries_topic: str = MCL_TIMESERIES_TOPIC,
     ) -> None:
         self.engine = engine
+        # the change-log topics it produces to (a test of its own passes its own)
+        self.versioned_topic, self.timeseries_topic = versioned_topic, timeseries_topic
         if ensure_schema:
             create_schema(engine)
         self.endpoints = endpoints or Endpoints.from_env()
         self.codec = MclCodec(self.endpoints.registry)
         if create_topics:
-            ensure_topics(self.endpoints.kafka)
+            ensure_topics(self.endpoints.kafka, {
+                versioned_topic: TOPIC_PARTITIONS[MCL_VERSIONED_TOPIC],
+                timeseries_topic: TOPIC_PARTITIONS[MCL_TIMESERIES_TOPIC],
+            })
         config = {
             "bootstrap.servers": self.endpoints.kafka,
             "partitioner": "murmur2_random",  # Kafka's Java default partitioner for keyed records
@@ -171,7 +179,7 @@ class GmsWriter:
             # Timeseries aspects never reach metadata_aspect_v2: only their MCL exists.
             sm = self._new_system_metadata(created, system_metadata, None, 1)
             return self._publish(
-                urn, aspect_name, change_type, 0, None, created, sm, MCL_TIMESERIES_TOPIC,
+                urn, aspect_name, change_type, 0, None, created, sm, self.timeseries_topic,
                 build_mcl(entity_type=entity_type, urn=urn, change_type=change_type,
                           aspect_name=aspect_name, aspect=aspect, system_metadata=sm,
                           previous_aspect=None, previous_system_metadata=None,
@@ -197,7 +205,7 @@ class GmsWriter:
             created_time_ms=_epoch_ms(created), actor=actor,
         )
         return self._publish(urn, aspect_name, change_type, version, archived, created, sm,
-                             MCL_VERSIONED_TOPIC, mcl, drop_mcl, wait)
+                             self.versioned_topic, mcl, drop_mcl, wait)
 
     def delete_aspect(
         self,
@@ -237,7 +245,7 @@ class GmsWriter:
             previous_system_metadata=previous[1], created_time_ms=_epoch_ms(created), actor=actor,
         )
         return self._publish(urn, aspect_name, "DELETE", 0, None, created, sm,
-                             MCL_VERSIONED_TOPIC, mcl, drop_mcl, wait)
+                             self.versioned_topic, mcl, drop_mcl, wait)
 
     def restate(self, urn: str, aspect_name: str, *, actor: str = SYSTEM_ACTOR,
                 wait: bool = True) -> WriteResult | None:
@@ -263,7 +271,7 @@ class GmsWriter:
             created_time_ms=_epoch_ms(now), actor=actor,
         )
         return self._publish(urn, aspect_name, "RESTATE", int(sm.get("version") or 0), None,
-                             row[2], sm, MCL_VERSIONED_TOPIC, mcl, False, wait)
+                             row[2], sm, self.versioned_topic, mcl, False, wait)
 
     def soft_delete(self, urn: str, *, actor: str = DATAHUB_ACTOR, drop_mcl: bool = False,
                     wait: bool = True) -> WriteResult:
