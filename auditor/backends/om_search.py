@@ -1,0 +1,149 @@
+"""OpenMetadata's search side: `<clusterAlias>_<entity>_search_index`, read in id order.
+
+An index is read through its name or, when the name does not exist, its alias (after
+OpenMetadata's own recreateIndex the name may itself be an alias). OpenMetadata maps `id` as
+text in several releases and `_id` cannot be sorted on Elasticsearch 8+, so the documents are
+read with a scroll in `_doc` order (the cheapest read) and put in id order through a temporary
+SQLite file: memory stays flat whatever the number of documents; the disk holds only the
+compared fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from auditor.backends.search import SearchIndex
+from auditor.core.om_fields import DOC_SOURCE
+from auditor.core.om_naming import OmEntity
+from auditor.core.om_records import OmDoc
+from auditor.errors import BackendUnavailable
+
+PAGE = 2000
+
+
+def _body(response: Any) -> Any:
+    return response.body if hasattr(response, "body") else response
+
+
+class OmSearch:
+    """Read access to OpenMetadata's entity indices (writes go through IndexWriter)."""
+
+    def __init__(self, search: SearchIndex, cluster_alias: str = "") -> None:
+        self.search = search
+        self.client = search.client
+        self.cluster_alias = cluster_alias
+        self.description = search.description
+        self.docs_read = 0
+        self.spill_dir: str | None = None  # where the sort spills (None: the system's temp dir)
+
+    def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
+        return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
+
+    def resolve(self, entity: OmEntity) -> tuple[str | None, list[str]]:
+        """The name to read the entity's docs through (its index name, else its own alias) and the
+        concrete indices behind it; (None, []) when neither exists."""
+        for name in (entity.index_name(self.cluster_alias), entity.aliases(self.cluster_alias)[0]):
+            try:
+                found = self.client.indices.get_alias(index=name)
+            except Exception as exc:
+                if "index_not_found" in str(exc) or getattr(exc, "status_code", None) == 404:
+                    continue
+                if getattr(getattr(exc, "meta", None), "status", None) == 404:
+                    continue
+                raise self._fail(f"resolving {name}", exc) from None
+            return name, sorted(_body(found))
+        return None, []
+
+    def _scroll(self, name: str, source: Sequence[str] | bool) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        body: dict[str, Any] = {"size": PAGE, "sort": ["_doc"], "query": {"match_all": {}}}
+        body["_source"] = source if isinstance(source, bool) else list(source)
+        call = self.search._call
+        try:
+            response = call(self.client.search, index=name, body=body, scroll="5m")
+        except Exception as exc:
+            raise self._fail(f"reading {name}", exc) from None
+        scroll_id = response.get("_scroll_id")
+        try:
+            while True:
+                hits = response["hits"]["hits"]
+                self.docs_read += len(hits)
+                for hit in hits:
+                    yield hit["_id"], hit["_index"], hit.get("_source") or {}
+                if not hits or not scroll_id:
+                    return
+                try:
+                    response = call(self.client.scroll, body={"scroll_id": scroll_id, "scroll": "5m"})
+                except Exception as exc:
+                    raise self._fail(f"reading {name}", exc) from None
+                scroll_id = response.get("_scroll_id") or scroll_id
+        finally:
+            if scroll_id:
+                try:
+                    self.client.clear_scroll(body={"scroll_id": scroll_id})
+                except Exception:
+                    pass
+
+    def stream_sorted(
+        self, name: str, source: Sequence[str] | bool = DOC_SOURCE, ids: frozenset[str] | None = None
+    ) -> Iterator[OmDoc]:
+        """Every doc behind `name` in `_id` byte order (a doc under two indices: both, in turn).
+
+        `ids`: only these (a targeted scan); the rest is skipped as it is read."""
+        fd, path = tempfile.mkstemp(prefix="auditor-om-", suffix=".sqlite", dir=self.spill_dir)
+        os.close(fd)
+        db = sqlite3.connect(path)
+        try:
+            db.execute("PRAGMA journal_mode = OFF")
+            db.execute("PRAGMA synchronous = OFF")
+            db.execute("CREATE TABLE d (id TEXT NOT NULL, idx TEXT NOT NULL, src TEXT NOT NULL)")
+            batch: list[tuple[str, str, str]] = []
+            for doc_id, index, src in self._scroll(name, source):
+                if ids is not None and doc_id not in ids:
+                    continue
+                batch.append((doc_id, index, json.dumps(src, ensure_ascii=False)))
+                if len(batch) >= PAGE:
+                    db.executemany("INSERT INTO d VALUES (?, ?, ?)", batch)
+                    batch.clear()
+            if batch:
+                db.executemany("INSERT INTO d VALUES (?, ?, ?)", batch)
+            db.execute("CREATE INDEX d_id ON d (id, idx)")  # sorted once, then read in order
+            db.commit()
+            for doc_id, index, src in db.execute("SELECT id, idx, src FROM d ORDER BY id, idx"):
+                yield OmDoc(doc_id, index, json.loads(src))
+        finally:
+            db.close()
+            os.unlink(path)
+
+    def get(
+        self, name: str, ids: Sequence[str], source: Sequence[str] | bool = DOC_SOURCE
+    ) -> dict[str, OmDoc]:
+        """The docs with these `_id`s behind `name` (an ids query: an alias over several indices too)."""
+        out: dict[str, OmDoc] = {}
+        for i in range(0, len(ids), 1000):
+            chunk = list(ids[i : i + 1000])
+            body: dict[str, Any] = {"size": len(chunk) * 2, "query": {"ids": {"values": chunk}}}
+            body["_source"] = source if isinstance(source, bool) else list(source)
+            try:
+                found = self.search._call(self.client.search, index=name, body=body)
+            except Exception as exc:
+                if "index_not_found" in str(exc):
+                    return {}
+                raise self._fail(f"reading {name}", exc) from None
+            for hit in found["hits"]["hits"]:
+                self.docs_read += 1
+                out[hit["_id"]] = OmDoc(hit["_id"], hit["_index"], hit.get("_source") or {})
+        return out
+
+    def count(self, name: str) -> int:
+        try:
+            return int(_body(self.search._call(self.client.count, index=name))["count"])
+        except Exception as exc:
+            raise self._fail(f"counting {name}", exc) from None
+
+    def close(self) -> None:
+        self.search.close()

@@ -1,0 +1,263 @@
+"""OpenMetadata's database: the entity tables (with owners and tags joined) and the retry queue.
+
+Read-only, on MySQL, MariaDB or PostgreSQL. Rows come in id byte order (`ORDER BY BINARY id`,
+`COLLATE "C"`), one server-side cursor per entity table, so a scan's memory does not grow with
+the table. Owners are the `entity_relationship` rows of relation owns (8) to the entity, tags
+the `tag_usage` rows whose targetFQNHash is the entity's own hash column; both aggregated
+per row as JSON by the database (any character in a name survives).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
+
+from auditor.backends.protocols import Capability
+from auditor.core.om_naming import RETRY_QUEUE_TABLE, OmEntity
+from auditor.core.om_records import OmRow, RetryRow
+from auditor.errors import BackendUnavailable, ConfigError
+from auditor.settings import redact_url
+
+log = logging.getLogger(__name__)
+
+IN_LIST = 100  # ids per IN list
+OWNS = 8  # entityRelationship.json: owns
+
+
+def _first_line(exc: Exception) -> str:
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
+
+
+def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
+    if value is None:
+        return ()
+    if isinstance(value, bytes | bytearray):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        value = json.loads(value)
+    return tuple(v for v in value or () if isinstance(v, dict))
+
+
+class OmStore:
+    """Reads OpenMetadata's entity tables (SELECT only)."""
+
+    capabilities = frozenset({Capability.READ})
+
+    def __init__(self, url: str) -> None:
+        self.description = redact_url(url)
+        try:
+            self.engine = create_engine(url, pool_pre_ping=True)
+        except Exception as exc:  # a bad URL or a missing driver
+            raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
+        self.postgres = self.engine.dialect.name == "postgresql"
+        self._columns: dict[str, set[str] | None] = {}
+        self.rows_read = 0
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
+        return BackendUnavailable(f"metadata store {self.description}: {what}: {_first_line(exc)}")
+
+    def ping(self) -> str:
+        try:
+            with self.engine.connect() as conn:
+                return str(conn.execute(text("SELECT version()")).scalar())
+        except SQLAlchemyError as exc:
+            raise self._fail("unreachable", exc) from None
+
+    def columns(self, table: str) -> set[str] | None:
+        """The table's columns, lowercased (None: no such table, or not readable)."""
+        if table not in self._columns:
+            if not table.replace("_", "").isalnum():
+                raise ConfigError(f"invalid table name {table!r}")
+            try:
+                with self.engine.connect() as conn:
+                    result = conn.execute(text(f"SELECT * FROM {table} WHERE 1 = 0"))
+                    self._columns[table] = {str(k).lower() for k in result.keys()}
+            except SQLAlchemyError:
+                self._columns[table] = None
+        return self._columns[table]
+
+    # -- the entity rows ----------------------------------------------------------------
+    def _select(self, entity: OmEntity) -> str:
+        cols = self.columns(entity.table)
+        if cols is None:
+            raise ConfigError(
+                f"the entity table {entity.table} ({entity.entity_type}) is not in {self.description}",
+                hint="is this OpenMetadata's database? pass --entity-type for the tables it has",
+            )
+        obj, agg = ("json_build_object", "json_agg") if self.postgres else ("JSON_OBJECT", "JSON_ARRAYAGG")
+        owners = "NULL"
+        if self.columns("entity_relationship") is not None:
+            ref = f"{obj}('id', r.fromId, 'type', r.fromEntity)"
+            owners = (
+                f"(SELECT {agg}({ref}) FROM entity_relationship r "
+                f"WHERE r.toId = e.id AND r.relation = {OWNS} AND r.toEntity = :etype)"
+            )
+        tags = "NULL"
+        hashed = "fqnhash" if "fqnhash" in cols else "namehash" if "namehash" in cols else None
+        if hashed and self.columns("tag_usage") is not None:
+            label = (
+                f"{obj}('tagFQN', t.tagFQN, 'source', t.source, 'labelType', t.labelType, 'state', t.state)"
+            )
+            tags = f"(SELECT {agg}({label}) FROM tag_usage t WHERE t.targetFQNHash = e.{hashed})"
+        updated = "e.updatedAt" if "updatedat" in cols else "NULL"
+        deleted = "e.deleted" if "deleted" in cols else "NULL"
+        return (
+            f"SELECT e.id, e.json, {updated} AS updated_at, {deleted} AS deleted, "
+            f"{owners} AS owners, {tags} AS tags FROM {entity.table} e"
+        )
+
+    def _order(self) -> str:
+        return 'ORDER BY e.id COLLATE "C"' if self.postgres else "ORDER BY BINARY e.id"
+
+    @staticmethod
+    def _row(r: Any) -> OmRow:
+        return OmRow(
+            str(r[0]),
+            r[1],
+            int(r[2]) if r[2] is not None else None,
+            bool(r[3]) if r[3] is not None else None,
+            _decoded(r[4]),
+            _decoded(r[5]),
+        )
+
+    def stream(self, entity: OmEntity, *, since: datetime | None = None, page: int = 2000) -> Iterator[OmRow]:
+        """Every row of the entity's table in id byte order (a server-side cursor)."""
+        sql = self._select(entity)
+        params: dict[str, Any] = {"etype": entity.entity_type}
+        if since is not None:
+            sql += " WHERE e.updatedAt >= :since"
+            params["since"] = int(since.timestamp() * 1000)
+        sql = f"{sql} {self._order()}"
+        try:
+            with self.engine.connect() as conn:
+                result = conn.execution_options(stream_results=True, yield_per=page).execute(
+                    text(sql), params
+                )
+                for r in result:
+                    self.rows_read += 1
+                    yield self._row(r)
+        except SQLAlchemyError as exc:
+            raise self._fail(f"reading {entity.table}", exc) from None
+
+    def read(self, entity: OmEntity, ids: Sequence[str]) -> dict[str, OmRow]:
+        """The rows of these ids (those that exist)."""
+        out: dict[str, OmRow] = {}
+        base = self._select(entity)
+        try:
+            with self.engine.connect() as conn:
+                for i in range(0, len(ids), IN_LIST):
+                    chunk = list(ids[i : i + IN_LIST])
+                    marks = ", ".join(f":i{n}" for n in range(len(chunk)))
+                    params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
+                    params["etype"] = entity.entity_type
+                    for r in conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params):
+                        row = self._row(r)
+                        out[row.id] = row
+        except SQLAlchemyError as exc:
+            raise self._fail(f"reading {entity.table}", exc) from None
+        return out
+
+    def find_by_fqn(self, entity: OmEntity, fqns: Sequence[str]) -> dict[str, str]:
+        """FQN -> id for the names given (a rebuild's --urn may be either)."""
+        if not fqns or self.columns(entity.table) is None:
+            return {}
+        path = (  # MariaDB has no ->> operator
+            "e.json ->> 'fullyQualifiedName'"
+            if self.postgres
+            else "JSON_UNQUOTE(JSON_EXTRACT(e.json, '$.fullyQualifiedName'))"
+        )
+        marks = ", ".join(f":f{n}" for n in range(len(fqns)))
+        params = {f"f{n}": v for n, v in enumerate(fqns)}
+        try:
+            with self.engine.connect() as conn:
+                sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE {path} IN ({marks})"
+                found = conn.execute(text(sql), params)
+                return {str(fqn): str(i) for fqn, i in found}
+        except SQLAlchemyError as exc:
+            raise self._fail(f"reading {entity.table}", exc) from None
+
+    def count(self, entity: OmEntity) -> int:
+        try:
+            with self.engine.connect() as conn:
+                return int(conn.execute(text(f"SELECT COUNT(*) FROM {entity.table}")).scalar() or 0)
+        except SQLAlchemyError as exc:
+            raise self._fail(f"counting {entity.table}", exc) from None
+
+    def owner_refs(self, refs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """id -> {id, type, name, fullyQualifiedName, displayName, deleted} of owners (users, teams)."""
+        out: dict[str, dict[str, Any]] = {}
+        by_table = {"user": "user_entity", "team": "team_entity"}
+        with self.engine.connect() as conn:
+            for kind, table in by_table.items():
+                ids = sorted({str(r["id"]) for r in refs if r.get("type") == kind and r.get("id")})
+                if not ids or self.columns(table) is None:
+                    continue
+                for entity_id, raw in self._json_of(conn, table, ids):
+                    data = _decoded([raw])[0] if raw is not None else {}
+                    out[entity_id] = {
+                        "id": entity_id,
+                        "type": kind,
+                        "name": data.get("name"),
+                        "fullyQualifiedName": data.get("fullyQualifiedName") or data.get("name"),
+                        "displayName": data.get("displayName") or data.get("name"),
+                        "deleted": bool(data.get("deleted") is True),
+                    }
+        return out
+
+    def _json_of(self, conn: Connection, table: str, ids: list[str]) -> Iterator[tuple[str, Any]]:
+        for i in range(0, len(ids), IN_LIST):
+            chunk = ids[i : i + IN_LIST]
+            marks = ", ".join(f":i{n}" for n in range(len(chunk)))
+            params = {f"i{n}": v for n, v in enumerate(chunk)}
+            sql = f"SELECT id, json FROM {table} WHERE id IN ({marks})"
+            for entity_id, raw in conn.execute(text(sql), params):
+                yield str(entity_id), (raw if not isinstance(raw, dict) else json.dumps(raw))
+
+    # -- the retry queue ----------------------------------------------------------------
+    def retry_queue(self, ids: Sequence[str], fqns: Sequence[str] = ()) -> dict[str, RetryRow] | None:
+        """Retry rows for these entities, keyed by id (and by FQN for rows that name only one);
+        None when the server has no retry queue (older OpenMetadata)."""
+        cols = self.columns(RETRY_QUEUE_TABLE)
+        if cols is None:
+            return None
+        wanted = ["entityId", "entityFqn", "status"]
+        wanted += [c for c in ("retryCount", "failureReason", "entityType", "claimedAt") if c.lower() in cols]
+        out: dict[str, RetryRow] = {}
+        try:
+            with self.engine.connect() as conn:
+                for column, values in (("entityId", list(ids)), ("entityFqn", list(fqns))):
+                    for i in range(0, len(values), IN_LIST):
+                        chunk = values[i : i + IN_LIST]
+                        marks = ", ".join(f":v{n}" for n in range(len(chunk)))
+                        params = {f"v{n}": v for n, v in enumerate(chunk)}
+                        sql = (
+                            f"SELECT {', '.join(wanted)} FROM {RETRY_QUEUE_TABLE} WHERE {column} IN ({marks})"
+                        )
+                        for r in conn.execute(text(sql), params):
+                            got = dict(zip([w.lower() for w in wanted], r, strict=True))
+                            row = RetryRow(
+                                str(got["entityid"] or ""),
+                                str(got["entityfqn"] or ""),
+                                str(got["status"] or "PENDING").upper(),
+                                got.get("retrycount"),
+                                got.get("failurereason"),
+                                got.get("entitytype"),
+                                got.get("claimedat"),
+                            )
+                            for key in (row.entity_id, row.entity_fqn):
+                                if key:
+                                    out.setdefault(key, row)
+        except SQLAlchemyError as exc:
+            raise self._fail(f"reading {RETRY_QUEUE_TABLE}", exc) from None
+        return out

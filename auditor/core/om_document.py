@@ -1,0 +1,113 @@
+"""The auditor's own OpenMetadata search document, built from a row (the repair writes it).
+
+Written from OpenMetadata's SearchIndex.buildSearchIndexDoc as its sources describe it, not
+copied from any writer: the entity JSON without the fields the server never indexes, plus the
+common attributes (displayName, entityType, owners, followers, totalVotes, descriptionStatus,
+fqnParts, deleted as a boolean, tier apart from the tags) and fqnHash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# SearchIndex.DEFAULT_EXCLUDED_FIELDS (top level)
+EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "connection", "changeSummary")
+# tag_usage stores enums by ordinal (TagLabel.TagSource, LabelType, State)
+TAG_SOURCES = ("Classification", "Glossary")
+LABEL_TYPES = ("Manual", "Propagated", "Automated", "Derived", "Generated")
+STATES = ("Suggested", "Confirmed")
+
+
+def split_fqn(fqn: str) -> list[str]:
+    """`service.db."schema.with.dots".table` -> its parts; a quoted part keeps its quotes."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for ch in fqn:
+        if ch == '"':
+            quoted = not quoted
+            current.append(ch)
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def fqn_hash(fqn: str) -> str:
+    """FullyQualifiedName.buildHash: the MD5 hex of each part, joined with dots."""
+    return ".".join(hashlib.md5(p.encode("utf-8"), usedforsecurity=False).hexdigest() for p in split_fqn(fqn))
+
+
+def fqn_parts(fqn: str) -> list[str]:
+    """The parents and parts of a name a search may match (the entity's own name left out)."""
+    parts = split_fqn(fqn)
+    out = {".".join(parts[: i + 1]) for i in range(len(parts))} | set(parts)
+    out.discard(parts[-1])
+    return sorted(out)
+
+
+def _ordinal(value: Any, names: tuple[str, ...]) -> Any:
+    if isinstance(value, int) and 0 <= value < len(names):
+        return names[value]
+    return value
+
+
+def tag_label(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """A tag_usage row (or an inline TagLabel) as the TagLabel the document carries."""
+    label = {
+        "tagFQN": usage.get("tagFQN"),
+        "source": _ordinal(usage.get("source"), TAG_SOURCES),
+        "labelType": _ordinal(usage.get("labelType"), LABEL_TYPES),
+        "state": _ordinal(usage.get("state"), STATES),
+    }
+    return {k: v for k, v in label.items() if v is not None}
+
+
+def owner_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """An owner reference with its displayName filled (the name when it has none)."""
+    out = {k: v for k, v in ref.items() if v is not None}
+    out["displayName"] = out.get("displayName") or out.get("name")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def build_document(
+    entity: Mapping[str, Any],
+    entity_type: str,
+    owners: Iterable[Mapping[str, Any]] = (),
+    tags: Iterable[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The whole document for one entity: its JSON, then the attributes OpenMetadata adds."""
+    doc = {k: v for k, v in entity.items() if k not in EXCLUDED}
+    owner_refs: dict[str, dict[str, Any]] = {}
+    for ref in [*(entity.get("owners") or []), *owners]:
+        key = str(ref.get("id") or f"{ref.get('type')}:{ref.get('name')}")
+        owner_refs.setdefault(key, owner_ref(ref))
+    labels: dict[str, dict[str, Any]] = {}
+    for usage in [*(entity.get("tags") or []), *tags]:
+        label = tag_label(usage)
+        if label.get("tagFQN"):
+            labels.setdefault(str(label["tagFQN"]), label)
+    tier = next((t for t in labels.values() if str(t["tagFQN"]).split(".")[0].lower() == "tier"), None)
+    fqn = entity.get("fullyQualifiedName") or entity.get("name") or ""
+    votes = entity.get("votes") or {}
+    doc.update(
+        displayName=entity.get("displayName") or entity.get("name"),
+        entityType=entity_type,
+        owners=list(owner_refs.values()),
+        followers=[str(f.get("id")) for f in entity.get("followers") or [] if isinstance(f, Mapping)],
+        totalVotes=max(int(votes.get("upVotes", 0)) - int(votes.get("downVotes", 0)), 0),
+        descriptionStatus="COMPLETE" if entity.get("description") else "INCOMPLETE",
+        fqnParts=fqn_parts(str(fqn)),
+        deleted=bool(entity.get("deleted") is True or str(entity.get("deleted")).lower() == "true"),
+        tags=[t for t in labels.values() if t is not tier],
+    )
+    if tier is not None:
+        doc["tier"] = tier
+    if fqn:
+        doc["fqnHash"] = fqn_hash(str(fqn))
+    return doc

@@ -1,0 +1,182 @@
+"""OpenMetadata's compared fields: what the row says, what the doc says, and how they are compared.
+
+The key fields of an entity: version, updatedAt, name, fullyQualifiedName, description,
+owners, tags and deleted. OpenMetadata keeps owners and tags out of the entity JSON (its
+EntityRepository nulls them before storing: they live in `entity_relationship`, relation
+owns=8, and `tag_usage`), so the truth for those two is the relationship rows, plus whatever
+the JSON itself holds (a writer that keeps them inline). Rules:
+
+- `deleted` is compared as a boolean: the soft-delete path writes the string 'true' by script,
+  a rebuild writes true; a doc without it reads as not deleted.
+- owners compare as a set of ids (order is not meaning), tags as a set of tag FQNs; a doc's
+  `tier` (OpenMetadata moves the Tier.* tag out of `tags`) counts as one of its tags.
+- version as a number (the index maps it to float), updatedAt as an integer, a missing or
+  null description as the empty one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags")
+# a doc read for the comparison needs only these (`_source` filtering keeps the read small)
+DOC_SOURCE = (
+    "id",
+    "name",
+    "fullyQualifiedName",
+    "description",
+    "version",
+    "updatedAt",
+    "deleted",
+    "owners.id",
+    "owners.type",
+    "owners.name",
+    "tags.tagFQN",
+    "tier.tagFQN",
+)
+
+
+def as_bool(value: Any) -> bool | None:
+    """true / 'true' / 'True' / 1 -> True, false / 'false' / 0 -> False, None -> None; other -> None."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return bool(value)
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "1", "t", "yes"):
+            return True
+        if lowered in ("false", "0", "f", "no", ""):
+            return False
+    return None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else round(float(value), 6)
+    except (TypeError, ValueError):
+        return None
+
+
+def _owner_key(ref: Any) -> str | None:
+    if not isinstance(ref, Mapping):
+        return None
+    if ref.get("id"):
+        return str(ref["id"]).lower()
+    if ref.get("name"):
+        return f"{ref.get('type') or ''}:{ref['name']}"
+    return None
+
+
+def owner_set(refs: Iterable[Any]) -> frozenset[str]:
+    return frozenset(k for k in (_owner_key(r) for r in refs) if k)
+
+
+def tag_set(labels: Iterable[Any]) -> frozenset[str]:
+    out = set()
+    for label in labels:
+        fqn = label.get("tagFQN") if isinstance(label, Mapping) else label
+        if isinstance(fqn, str) and fqn:
+            out.add(fqn)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class KeyFields:
+    """One side's key fields, normalised for comparison."""
+
+    version: float | None
+    updated_at: int | None
+    name: str | None
+    fqn: str | None
+    description: str
+    owners: frozenset[str]
+    tags: frozenset[str]
+    deleted: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "updatedAt": self.updated_at,
+            "name": self.name,
+            "fullyQualifiedName": self.fqn,
+            "description": self.description,
+            "owners": sorted(self.owners),
+            "tags": sorted(self.tags),
+            "deleted": self.deleted,
+        }
+
+
+def _int(value: Any) -> int | None:
+    n = _number(value)
+    return None if n is None else int(n)
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+class BadRow(ValueError):
+    """A row whose JSON cannot be read as an entity."""
+
+
+def parse_entity(raw: Any, row_id: str) -> dict[str, Any]:
+    """The entity JSON of a row (text, bytes or already decoded); BadRow when it is not one."""
+    if isinstance(raw, bytes | bytearray):
+        raw = raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise BadRow(f"the json column is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise BadRow(f"the json column holds a {type(raw).__name__}, not an entity object")
+    if str(raw.get("id", "")) != row_id:
+        raise BadRow(f"the JSON's id {raw.get('id')!r} is not the row's id")
+    return raw
+
+
+def row_fields(entity: Mapping[str, Any], owners: Iterable[Any] = (), tags: Iterable[Any] = ()) -> KeyFields:
+    """The truth: the entity JSON plus its owner relationships and tag usages."""
+    return KeyFields(
+        version=_number(entity.get("version")),
+        updated_at=_int(entity.get("updatedAt")),
+        name=entity.get("name"),
+        fqn=entity.get("fullyQualifiedName"),
+        description=entity.get("description") or "",
+        owners=owner_set([*_list(entity.get("owners")), *owners]),
+        tags=tag_set([*_list(entity.get("tags")), *tags]),
+        deleted=bool(as_bool(entity.get("deleted"))),
+    )
+
+
+def doc_fields(source: Mapping[str, Any]) -> KeyFields:
+    """What the search document says (deleted as a boolean, the tier among the tags)."""
+    tier = source.get("tier")
+    return KeyFields(
+        version=_number(source.get("version")),
+        updated_at=_int(source.get("updatedAt")),
+        name=source.get("name"),
+        fqn=source.get("fullyQualifiedName"),
+        description=source.get("description") or "",
+        owners=owner_set(_list(source.get("owners"))),
+        tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, Mapping) else [])]),
+        deleted=bool(as_bool(source.get("deleted"))),
+    )
+
+
+def differences(truth: KeyFields, doc: KeyFields) -> list[str]:
+    """The compared fields (besides deleted) whose values differ, in COMPARED order."""
+    pairs = {
+        "version": (truth.version, doc.version),
+        "updatedAt": (truth.updated_at, doc.updated_at),
+        "name": (truth.name, doc.name),
+        "fullyQualifiedName": (truth.fqn, doc.fqn),
+        "description": (truth.description, doc.description),
+        "owners": (truth.owners, doc.owners),
+        "tags": (truth.tags, doc.tags),
+    }
+    return [name for name in COMPARED if pairs[name][0] != pairs[name][1]]

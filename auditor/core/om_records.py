@@ -1,0 +1,48 @@
+"""What the OpenMetadata backends return: an entity's row (with owners and tags), a doc, a retry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class OmRow:
+    """One entity row: its id, the raw JSON, the generated columns, its owners and tag usages."""
+
+    id: str
+    json: Any  # text (MySQL/MariaDB) or already decoded (PostgreSQL jsonb)
+    updated_at: int | None  # the generated updatedAt column (epoch milliseconds)
+    deleted: bool | None  # the generated deleted column
+    owners: tuple[dict[str, Any], ...] = ()  # entity_relationship owns=8: {"id", "type"}
+    tags: tuple[dict[str, Any], ...] = ()  # tag_usage: {"tagFQN", "source", "labelType", "state"}
+
+    @property
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What changes when the entity is written (re-observation compares it)."""
+        owners = tuple(sorted(str(o.get("id")) for o in self.owners))
+        tags = tuple(sorted(str(t.get("tagFQN")) for t in self.tags))
+        return (self.updated_at, self.deleted, owners, tags)
+
+
+@dataclass(frozen=True)
+class OmDoc:
+    """One search document: its `_id`, the index it was read from and its (filtered) source."""
+
+    id: str
+    index: str
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetryRow:
+    """A `search_index_retry_queue` row: work the server still owes the search index."""
+
+    entity_id: str
+    entity_fqn: str
+    status: str
+    retry_count: int | None = None
+    failure_reason: str | None = None
+    entity_type: str | None = None
+    claimed_at: datetime | None = None

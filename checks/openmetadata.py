@@ -1,0 +1,101 @@
+"""OpenMetadata's checks: one entity's row against its search document -> at most one finding.
+
+missing_document (a row, no doc), orphan_document (a doc, no row; also a doc whose `_id` is
+not a UUID: no OpenMetadata entity can own it), soft_delete_mismatch (deleted in the row but
+searchable as live, or the reverse), stale_fields (version, updatedAt, name,
+fullyQualifiedName, description, owners, tags) and malformed_aspect (a row whose JSON cannot
+be read). Each finding declares what repairs it: a rewrite of the whole document from the row,
+the deletion of an orphan, or a fix of the row itself.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.core.model import Finding, Kind, RepairKind
+from auditor.core.om_fields import BadRow, differences, doc_fields, parse_entity, row_fields
+from auditor.core.om_naming import OmEntity, is_uuid
+from auditor.core.om_records import OmDoc, OmRow
+
+CHECK_ID = "openmetadata"
+PLATFORM = "openmetadata"
+REPAIRS: dict[Kind, tuple[RepairKind, ...]] = {
+    Kind.MISSING_DOCUMENT: (RepairKind.REWRITE_DOCUMENT,),
+    Kind.STALE_FIELDS: (RepairKind.REWRITE_DOCUMENT,),
+    Kind.SOFT_DELETE_MISMATCH: (RepairKind.REWRITE_DOCUMENT,),
+    Kind.ORPHAN_DOCUMENT: (RepairKind.DELETE_DOCUMENT,),
+    Kind.MALFORMED_ASPECT: (RepairKind.FIX_ROW,),
+}
+
+
+def _millis(value: int | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _finding(
+    entity: OmEntity, index: str, entity_id: str, kind: Kind, changed: datetime | None, **details: Any
+) -> Finding:
+    details = {"platform": PLATFORM, "doc_id": entity_id, **details}
+    return Finding(
+        check=CHECK_ID,
+        kind=kind,
+        urn=entity_id,
+        entity_type=entity.entity_type,
+        index=index,
+        changed_at=changed,
+        details=details,
+        repairs=REPAIRS[kind],
+    )
+
+
+def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) -> Finding | None:
+    """The one difference between a row and its doc that matters most (None: they agree)."""
+    if row is None and doc is None:
+        return None
+    if row is None:
+        assert doc is not None
+        extra: dict[str, Any] = {"fqn": doc_fields(doc.source).fqn, "doc_index": doc.index}
+        if not is_uuid(doc.id):
+            extra["note"] = "the document's _id is not a UUID: no OpenMetadata entity can own it"
+        return _finding(entity, index, doc.id, Kind.ORPHAN_DOCUMENT, None, **extra)
+    changed = _millis(row.updated_at)
+    try:
+        data = parse_entity(row.json, row.id)
+    except BadRow as exc:
+        return _finding(entity, index, row.id, Kind.MALFORMED_ASPECT, changed, error=str(exc))
+    truth = row_fields(data, row.owners, row.tags)
+    changed = _millis(truth.updated_at) or changed
+    if doc is None:
+        return _finding(
+            entity, index, row.id, Kind.MISSING_DOCUMENT, changed, fqn=truth.fqn, deleted=truth.deleted
+        )
+    seen = doc_fields(doc.source)
+    fields = differences(truth, seen)
+    expected, actual = truth.as_dict(), seen.as_dict()
+    shown = {name: {"expected": expected[name], "actual": actual[name]} for name in fields}
+    if truth.deleted != seen.deleted:
+        why = (
+            "deleted in the database, searchable as live"
+            if truth.deleted
+            else "live, marked deleted in search"
+        )
+        return _finding(
+            entity,
+            index,
+            row.id,
+            Kind.SOFT_DELETE_MISMATCH,
+            changed,
+            fqn=truth.fqn,
+            deleted={"expected": truth.deleted, "actual": doc.source.get("deleted")},
+            note=why,
+            fields=shown,
+        )
+    if fields:
+        return _finding(entity, index, row.id, Kind.STALE_FIELDS, changed, fqn=truth.fqn, fields=shown)
+    return None

@@ -1,0 +1,160 @@
+"""The OpenMetadata scan's logic on fakes: the merge-join, the checks, re-observation and verdicts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from auditor.checks.openmetadata import check
+from auditor.core.classify import History
+from auditor.core.model import Kind, Verdict
+from auditor.core.om_naming import entity
+from auditor.core.om_records import OmDoc, OmRow, RetryRow
+from auditor.errors import BackendUnavailable
+from auditor.scan.om_join import OmScanner, merge
+from auditor.scan.om_run import judge, reobserve
+
+TABLE = entity("table")
+A, B, C = (f"{c * 8}-0000-4000-8000-000000000000" for c in "abc")
+NOW_MS = int(datetime.now(UTC).timestamp() * 1000)
+
+
+def row(i: str, **more) -> OmRow:
+    updated, deleted = more.pop("updatedAt", NOW_MS), more.pop("deleted", False)
+    data = {"id": i, "name": i[:1], "fullyQualifiedName": f"s.d.c.{i[:1]}", "version": 0.1,
+            "updatedAt": updated, "deleted": deleted, **more}  # fmt: skip
+    return OmRow(i, data, data["updatedAt"], data["deleted"])
+
+
+def doc(i: str, **more) -> OmDoc:
+    source = {"id": i, "name": i[:1], "fullyQualifiedName": f"s.d.c.{i[:1]}", "version": 0.1,
+              "updatedAt": more.pop("updatedAt", NOW_MS), "deleted": False, **more}  # fmt: skip
+    return OmDoc(i, "table_search_index", source)
+
+
+def test_merge_is_a_full_outer_join_and_refuses_a_stream_out_of_order() -> None:
+    pairs = list(merge([row(A), row(C)], [doc(A), doc(B)]))
+    assert [(r and r.id, d and d.id) for r, d in pairs] == [(A, A), (None, B), (C, None)]
+    # a doc under two indices (an alias over both) meets its row twice
+    twice = list(merge([row(A)], [doc(A), doc(A)]))
+    assert len(twice) == 2 and all(r is not None for r, _ in twice)
+    with pytest.raises(BackendUnavailable, match="id byte order"):
+        list(merge([row(C), row(A)], []))
+
+
+@pytest.mark.parametrize(
+    ("the_row", "the_doc", "kind"),
+    [
+        (row(A), None, Kind.MISSING_DOCUMENT),
+        (None, doc(A), Kind.ORPHAN_DOCUMENT),
+        (row(A, deleted=True), doc(A), Kind.SOFT_DELETE_MISMATCH),
+        (row(A), doc(A, deleted="true"), Kind.SOFT_DELETE_MISMATCH),
+        (row(A, description="new"), doc(A), Kind.STALE_FIELDS),
+        (OmRow(A, "{not json", None, None), doc(A), Kind.MALFORMED_ASPECT),
+    ],
+)  # fmt: skip
+def test_each_difference_is_one_finding_of_its_kind(the_row, the_doc, kind) -> None:
+    found = check(TABLE, "table_search_index", the_row, the_doc)
+    assert found is not None and found.kind == kind and found.urn == A
+    assert found.details["platform"] == "openmetadata"
+
+
+def test_agreeing_sides_and_a_string_deleted_give_nothing() -> None:
+    assert check(TABLE, "i", row(A, deleted=True), doc(A, deleted="true")) is None
+    assert check(TABLE, "i", row(A), doc(A)) is None
+
+
+def test_a_doc_whose_id_is_not_a_uuid_is_an_orphan_that_says_so() -> None:
+    found = check(TABLE, "i", None, OmDoc("not-a-uuid\n<b>", "i", {"name": "x"}))
+    assert found is not None and found.kind == Kind.ORPHAN_DOCUMENT and "not a UUID" in found.details["note"]
+
+
+class FakeStore:
+    def __init__(self, rows: list[dict[str, OmRow]]) -> None:
+        self.reads = rows  # successive answers
+
+    def read(self, _entity, ids):
+        answer = self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
+        return {i: r for i, r in answer.items() if i in ids}
+
+
+class FakeSearch:
+    cluster_alias = ""
+
+    def __init__(self, docs: dict[str, OmDoc]) -> None:
+        self.docs = docs
+
+    def get(self, _name, ids):
+        return {i: d for i, d in self.docs.items() if i in ids}
+
+
+def _reobserve(store: FakeStore, search: FakeSearch, candidates):
+    scanner = OmScanner(store, search)  # type: ignore[arg-type]
+    names = {"table": "table_search_index"}
+    return reobserve(scanner, {"table": TABLE}, names, candidates, visibility=0.0, sleep=lambda s: None)
+
+
+def test_a_difference_gone_on_the_re_read_converged_during_the_scan() -> None:
+    candidate = check(TABLE, "table_search_index", row(A, description="new"), doc(A))
+    seen = _reobserve(
+        FakeStore([{A: row(A, description="new")}]), FakeSearch({A: doc(A, description="new")}), [candidate]
+    )
+    assert not seen.observed and len(seen.converged) == 1
+    verdicts = judge(seen, {}, None, grace=300)
+    assert (
+        verdicts[0].verdict == Verdict.IN_FLIGHT
+        and "converged during the scan" in verdicts[0].evidence.reason
+    )
+
+
+def test_a_row_changing_under_every_re_read_stays_in_flight() -> None:
+    changing = [{A: row(A, updatedAt=NOW_MS + n)} for n in range(7)]
+    candidate = check(TABLE, "t", row(A), None)
+    seen = _reobserve(FakeStore(changing), FakeSearch({}), [candidate])
+    assert len(seen.unsettled) == 1 and seen.rounds == 3
+    assert judge(seen, {}, None, grace=300)[0].verdict == Verdict.IN_FLIGHT
+
+
+def _observed(updated_ms: int):
+    candidate = check(TABLE, "t", row(A, updatedAt=updated_ms), None)
+    seen = _reobserve(FakeStore([{A: row(A, updatedAt=updated_ms)}]), FakeSearch({}), [candidate])
+    assert len(seen.observed) == 1
+    return seen
+
+
+def test_a_fresh_change_is_in_flight_an_old_one_diverged_without_kafka() -> None:
+    fresh = judge(_observed(NOW_MS), {}, None, grace=300)[0]
+    assert fresh.verdict == Verdict.IN_FLIGHT and "grace" in fresh.evidence.reason
+    assert fresh.evidence.kafka is False
+    old = judge(_observed(NOW_MS - 3_600_000), {}, None, grace=300)[0]
+    assert old.verdict == Verdict.DIVERGED and old.subkind == "missing_document"
+
+
+def test_seen_again_past_the_grace_is_diverged_even_when_fresh() -> None:
+    seen = _observed(NOW_MS)
+    key = seen.observed[0][0].key
+    earlier = History(datetime.now(UTC) - timedelta(seconds=400), 1)
+    again = judge(seen, {key: earlier}, None, grace=300)[0]
+    assert again.verdict == Verdict.DIVERGED and again.evidence.seen_before == 1
+
+
+def test_a_pending_retry_row_is_in_flight_with_that_evidence_and_failed_is_diverged() -> None:
+    seen = _observed(NOW_MS - 3_600_000)
+    pending = judge(seen, {}, {A: RetryRow(A, "s.d.c.a", "PENDING_RETRY_1", 1)}, grace=300)[0]
+    assert pending.verdict == Verdict.IN_FLIGHT and "search_index_retry_queue" in pending.evidence.reason
+    by_fqn = judge(seen, {}, {"s.d.c.a": RetryRow("", "s.d.c.a", "PENDING")}, grace=300)[0]
+    assert by_fqn.verdict == Verdict.IN_FLIGHT
+    failed = judge(seen, {}, {A: RetryRow(A, "", "FAILED", 3, "timeout\nstack")}, grace=300)[0]
+    assert failed.verdict == Verdict.DIVERGED and "gave up" in failed.evidence.reason
+
+
+def test_an_orphan_first_seen_is_unconfirmed_then_diverged() -> None:
+    candidate = check(TABLE, "table_search_index", None, doc(A))
+    seen = _reobserve(FakeStore([{}]), FakeSearch({A: doc(A)}), [candidate])
+    first = judge(seen, {}, None, grace=300)[0]
+    assert first.verdict == Verdict.IN_FLIGHT and "unconfirmed" in first.evidence.reason
+    later = judge(seen, {candidate.key: History(datetime.now(UTC) - timedelta(hours=1), 1)}, None, grace=300)[
+        0
+    ]
+    assert later.verdict == Verdict.DIVERGED and later.subkind == "orphan_document"
