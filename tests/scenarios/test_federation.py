@@ -335,3 +335,54 @@ def test_an_unreachable_store_makes_the_scan_incomplete_naming_it(federation: Fe
 def test_a_bad_store_name_is_a_usage_error(federation: Federation) -> None:
     done = federation.cli(stores=["team a=postgresql+psycopg://x@127.0.0.1:1/x"])
     assert done.returncode == 2 and "not a simple identifier" in done.stderr
+
+
+def test_a_store_that_goes_away_mid_run_stops_the_scan_naming_it(
+    federation: Federation, faults: dict[str, str]
+) -> None:
+    """Store a (PostgreSQL) refuses connections once the join is done: the re-observation of the
+    candidates cannot read its rows, and the scan fails naming it (exit 3), never judging a union
+    without it."""
+    from auditor.errors import BackendUnavailable
+
+    database = f"fed_{federation.id}_a"
+    admin = federation.endpoints.pg_url.rsplit("/", 1)[0] + "/postgres"
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+
+    def go_away(_message: str) -> None:
+        with engine.connect() as conn:
+            conn.execute(text(f"ALTER DATABASE {database} ALLOW_CONNECTIONS false"))
+            conn.execute(
+                text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d"),
+                {"d": database},
+            )
+
+    options = ScanOptions(grace=300.0, settle=0.5, sample_window=2.0, use_state=False)
+    try:
+        with pytest.raises(BackendUnavailable, match="store 'a'") as raised:
+            scan(federation.settings(), options=options, log=go_away)
+        assert raised.value.exit_code == 3 and f":{PASSWORD}@" not in str(raised.value)
+    finally:
+        with engine.connect() as conn:
+            conn.execute(text(f"ALTER DATABASE {database} ALLOW_CONNECTIONS true"))
+        engine.dispose()
+
+
+def test_rebuild_refuses_to_replay_a_federated_report(
+    federation: Federation, faults: dict[str, str], tmp_path: Path
+) -> None:
+    report = tmp_path / "fed.json"
+    done = federation.cli("-f", "json", "-o", str(report))
+    assert done.returncode == 1, done.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
+    env["AUDITOR_STORES"] = " ".join(f"{s.name}={s.url}" for s in federation.stores)
+    env["AUDITOR_SEARCH_URL"] = federation.endpoints.opensearch
+    replay = subprocess.run(
+        [sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--from-report", str(report)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert replay.returncode == 2 and "federation (stores a, b)" in replay.stderr, replay.stderr

@@ -246,3 +246,35 @@ def test_a_federation_refuses_what_only_one_table_can_do() -> None:
         next(iter(store.urn_weights()))
     assert isinstance(FederationUnsupported("x"), ConfigError)
     _ = FederatedRows
+
+
+class _Failing:
+    """A member store whose row stream breaks after its first entity (a server gone mid-read)."""
+
+    description = "x://h/db"
+    rows_read = resumed = 0
+
+    def stream_entities(self, *args: object, **kwargs: object) -> Iterator[EntityRows]:
+        from auditor.errors import BackendUnavailable
+
+        yield rows("urn:li:tag:b1", "k")
+        raise BackendUnavailable("metadata store x://h/db failed: OperationalError: gone")
+
+
+class _Healthy(_Failing):
+    def stream_entities(self, *args: object, **kwargs: object) -> Iterator[EntityRows]:
+        yield from (rows(f"urn:li:tag:a{i}", "k") for i in range(5))
+
+
+def test_a_store_that_fails_mid_read_fails_the_merge_naming_it_never_a_smaller_union() -> None:
+    from auditor.backends.federated import FederatedStore
+    from auditor.errors import BackendUnavailable
+
+    store = FederatedStore([("teama", _Healthy()), ("teamb", _Failing())])  # type: ignore[list-item]
+    seen: list[str] = []
+    with pytest.raises(BackendUnavailable, match="store 'teamb': metadata store x://h/db failed") as raised:
+        for entity in store.stream_entities():
+            seen.append(entity.urn)
+    assert raised.value.exit_code == 3
+    # teama's urns sort before teamb's next one, so they came first; then the failure, not an end
+    assert seen == [f"urn:li:tag:a{i}" for i in range(5)]
