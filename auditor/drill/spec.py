@@ -1,9 +1,9 @@
 """The tables a drill compares: key, compared columns, and each column's canonical text per engine.
 
 A row's canonical text is the same bytes on PostgreSQL and on MySQL/MariaDB for the same row:
-every column as `<characters>:<text>` (length-prefixed, so no separator inside a value can shift
-one column into the next), NULL as `~`, integers in decimal, times as an integer count of epoch
-microseconds divided down to the precision both sides keep. Its MD5 is computed inside each
+the byte length of every column's value (`~` for NULL) and then the values (so no separator
+inside a value can shift one column into the next), integers in decimal, times as an integer
+count of epoch microseconds divided down to the precision both sides keep. Its MD5 is computed inside each
 database; the per-segment checksum is the count and the sum of the first 60 bits of those MD5s.
 """
 
@@ -62,36 +62,53 @@ METADATA_ASPECT_V2 = TableSpec(
 TABLES = {METADATA_ASPECT_V2.name: METADATA_ASPECT_V2}
 
 
-def column_text(column: Column, postgres: bool, divisor: int = 1) -> str:
-    """SQL for one column's canonical text (never NULL) on this engine.
+def value_sql(column: Column, postgres: bool, divisor: int = 1) -> str:
+    """SQL for one column's value as text (NULL stays NULL), the same characters on both engines.
 
     `divisor` brings epoch microseconds down to the precision both sides keep (1 for
     microseconds, 1000 for milliseconds); both engines divide integers truncating toward zero."""
     c = column.name
     if column.kind is ColumnKind.TEXT:
-        inner = f"length({c})::text || ':' || {c}" if postgres else f"CONCAT(CHAR_LENGTH({c}), ':', {c})"
-    elif column.kind is ColumnKind.INT:
-        inner = f"{c}::text" if postgres else f"CAST({c} AS CHAR)"
-    elif column.kind is ColumnKind.BOOL:
-        inner = (
-            f"CASE WHEN {c} THEN '1' ELSE '0' END"
-            if postgres
-            else f"CASE WHEN {c} IS NULL THEN NULL WHEN {c} <> 0 THEN '1' ELSE '0' END"
-        )
-    else:  # TIME: no time zone applied on either side (PostgreSQL `timestamp`, MySQL `datetime`)
+        return c
+    if column.kind is ColumnKind.INT:
+        return f"{c}::text" if postgres else f"CAST({c} AS CHAR)"
+    if column.kind is ColumnKind.BOOL:
         if postgres:
-            inner = f"((EXTRACT(EPOCH FROM {c}) * 1000000)::bigint / {divisor})::text"
-        else:
-            inner = f"CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {c}) DIV {divisor} AS CHAR)"
-        if postgres:
-            inner = f"CASE WHEN {c} IS NULL THEN NULL ELSE {inner} END"
+            return f"CASE WHEN {c} THEN '1' WHEN NOT {c} THEN '0' END"
+        return f"CASE WHEN {c} <> 0 THEN '1' WHEN {c} = 0 THEN '0' END"
+    # TIME: no time zone applied on either side (PostgreSQL `timestamp`, MySQL `datetime`)
+    if postgres:
+        return f"((EXTRACT(EPOCH FROM {c}) * 1000000)::bigint / {divisor})::text"
+    return f"CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {c}) DIV {divisor} AS CHAR)"
+
+
+def _length(value: str, postgres: bool) -> str:
+    return f"octet_length({value})" if postgres else f"LENGTH({value})"
+
+
+def column_text(column: Column, postgres: bool, divisor: int = 1) -> str:
+    """SQL for one column's canonical text, never NULL: `<bytes>:<value>` or `~`."""
+    v = value_sql(column, postgres, divisor)
+    inner = (
+        f"{_length(v, postgres)}::text || ':' || {v}"
+        if postgres
+        else f"CONCAT({_length(v, postgres)}, ':', {v})"
+    )
     return f"COALESCE({inner}, '{NULL_TEXT}')"
 
 
 def row_text(spec: TableSpec, postgres: bool, divisors: dict[str, int] | None = None) -> str:
-    """SQL for a row's canonical text: the columns' texts joined by `|`."""
-    parts = [column_text(c, postgres, (divisors or {}).get(c.name, 1)) for c in spec.columns]
-    return " || '|' || ".join(parts) if postgres else "CONCAT(" + ", '|', ".join(parts) + ")"
+    """SQL for a row's canonical text: a header of every column's byte length (`~` for NULL),
+    `|`, then the values one after the other. The header fixes where each value ends, so the
+    text is unambiguous, and each (possibly large) value is copied once."""
+    values = [value_sql(c, postgres, (divisors or {}).get(c.name, 1)) for c in spec.columns]
+    if postgres:
+        header = " || ',' || ".join(f"COALESCE({_length(v, True)}::text, '~')" for v in values)
+        body = " || ".join(f"COALESCE({v}, '')" for v in values)
+        return f"{header} || '|' || {body}"
+    header = ", ',', ".join(f"COALESCE({_length(v, False)}, '~')" for v in values)
+    body = ", ".join(f"COALESCE({v}, '')" for v in values)
+    return f"CONCAT({header}, '|', {body})"
 
 
 def row_hash60(spec: TableSpec, postgres: bool, divisors: dict[str, int] | None = None) -> str:

@@ -1,0 +1,168 @@
+"""The drill's pure logic: boundaries, bisection over fake sides, thresholds, and the renderers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from auditor.core.drill import CountDiff, DrillResult, RowChange, RowDiff, Thresholds
+from auditor.drill.bisect import BisectOptions, boundaries, diff_table, segments_of, usable_bound
+from auditor.drill.spec import METADATA_ASPECT_V2, strip_length
+from auditor.reports import drill_report
+
+Key = tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class Sum:
+    count: int
+    total: int
+
+
+class FakeSide:
+    """A table in memory: (urn, aspect, version) -> metadata; ranges compared as code points."""
+
+    def __init__(self, role: str, rows: dict[Key, str]) -> None:
+        self.role = role
+        self.rows = rows
+        self.checksummed: list[tuple[str | None, str | None]] = []
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        f: Future[Any] = Future()
+        f.set_result(fn(*args))
+        return f
+
+    def _in(self, lo: str | None, hi: str | None) -> dict[Key, str]:
+        return {
+            k: v for k, v in self.rows.items() if (lo is None or k[0] >= lo) and (hi is None or k[0] < hi)
+        }
+
+    @staticmethod
+    def _hash(key: Key, value: str) -> str:
+        return hashlib.md5(f"{key}|{value}".encode()).hexdigest()
+
+    def checksum(self, spec: Any, lo: str | None, hi: str | None, divisors: Any) -> Sum:
+        self.checksummed.append((lo, hi))
+        part = self._in(lo, hi)
+        return Sum(len(part), sum(int(self._hash(k, v)[:15], 16) for k, v in part.items()))
+
+    def keys_in(self, spec: Any, lo: str | None, hi: str | None) -> list[str]:
+        return [k[0] for k in self._in(lo, hi)]
+
+    def sample_keys(self, spec: Any, wanted: int) -> list[str]:
+        return sorted(k[0] for k in self.rows)[:: max(len(self.rows) // (wanted or 1), 1)]
+
+    def row_hashes(self, spec: Any, lo: str | None, hi: str | None, divisors: Any) -> dict[Key, str]:
+        return {k: self._hash(k, v) for k, v in self._in(lo, hi).items()}
+
+    def rows_for(self, spec: Any, keys: list[Key], divisors: Any) -> dict[Key, dict[str, str]]:
+        out = {}
+        for k in keys:
+            if k in self.rows:
+                v = self.rows[k]
+                out[k] = {
+                    "urn": f"{len(k[0])}:{k[0]}",
+                    "aspect": k[1],
+                    "version": str(k[2]),
+                    "metadata": f"{len(v)}:{v}",
+                    "systemmetadata": "~",
+                    "createdon": "1",
+                    "createdby": "x",
+                    "createdfor": "~",
+                }
+        return out
+
+
+def _table(n: int) -> dict[Key, str]:
+    return {(f"urn:li:tag:t{i:05d}", a, 0): f'{{"v":{i}}}' for i in range(n) for a in ("tagKey", "status")}
+
+
+def test_boundaries_skip_keys_both_engines_cannot_cut_alike() -> None:
+    assert not usable_bound("urn:li:tag:a\t") and not usable_bound("urn:li:tag:b ") and not usable_bound("")
+    assert usable_bound("urn:li:tag:数据")
+    cuts = boundaries(["c", "a\t", "b", "a", "d ", "e", "b"], 3)
+    assert cuts == sorted(cuts) and "a\t" not in cuts and "d " not in cuts and len(cuts) == 2
+    assert segments_of(["b", "d"]) == [(None, "b"), ("b", "d"), ("d", None)]
+    assert segments_of(["a", "b", "d", "f"], "b", "e") == [("b", "d"), ("d", "e")]
+
+
+def test_identical_tables_check_only_the_first_level() -> None:
+    a, b = FakeSide("source", _table(2000)), FakeSide("target", _table(2000))
+    diffs, stats = diff_table(
+        METADATA_ASPECT_V2, a, b, {}, 4000, BisectOptions(segment_rows=500, threshold=50)
+    )
+    assert diffs == [] and stats.levels == 1 and stats.leaf_rows == 0
+    assert stats.segments == len(b.checksummed) >= 4 and stats.source_rows == stats.target_rows == 4000
+
+
+def test_bisection_finds_each_difference_and_recurses_only_where_sums_differ() -> None:
+    src = _table(3000)
+    dst = dict(src)
+    dst[("urn:li:tag:t00100", "status", 0)] = '{"v":"changed"}'
+    del dst[("urn:li:tag:t01500", "tagKey", 0)]
+    dst[("urn:li:tag:t02999x", "status", 0)] = "{}"
+    a, b = FakeSide("source", src), FakeSide("target", dst)
+    options = BisectOptions(segment_rows=1000, factor=8, threshold=40)
+    diffs, stats = diff_table(METADATA_ASPECT_V2, a, b, {}, 6000, options)
+    assert [(d.key, d.change, d.columns) for d in diffs] == [
+        (("urn:li:tag:t00100", "status", 0), RowChange.CHANGED, ("metadata",)),
+        (("urn:li:tag:t01500", "tagKey", 0), RowChange.REMOVED, ()),
+        (("urn:li:tag:t02999x", "status", 0), RowChange.ADDED, ()),
+    ]
+    assert stats.levels >= 2
+    assert stats.leaf_rows < 3 * 2 * 2 * options.threshold  # only the three differing corners fetched
+    first = len(boundaries(a.sample_keys(None, 48), 6)) + 1
+    # each level below the first cuts only the (at most 3) differing segments
+    assert first < stats.segments <= first + (stats.levels - 1) * 3 * options.factor
+
+
+def test_thresholds_decide_pass_and_fail() -> None:
+    row = RowDiff("metadata_aspect_v2", ("u", "a", 0), RowChange.REMOVED)
+    result = DrillResult("s", "t", "now", rows=[row, row], counts=[CountDiff("documents", "x", 10, 13)])
+    assert not result.passed and result.row_failures() == {"metadata_aspect_v2": 2}
+    result.thresholds = Thresholds(max_row_diffs=2, max_count_delta=3)
+    assert result.passed
+    result.thresholds = Thresholds(max_row_diffs=2, max_count_delta=3, per_kind={"documents": 2})
+    assert not result.passed and [c.name for c in result.count_failures()] == ["x"]
+    result.counts.append(CountDiff("documents", "only-source", 5, None))
+    result.thresholds = Thresholds(max_row_diffs=2, max_count_delta=100)
+    assert [c.name for c in result.count_failures()] == ["only-source"]  # an index missing on one side
+
+
+@pytest.mark.parametrize(("text", "value"), [("5:hello", "hello"), ("~", None), ("3:a:b", "a:b"), ("0:", "")])
+def test_canonical_texts_read_back(text: str, value: str | None) -> None:
+    assert strip_length(text) == value
+
+
+def test_renderers_escape_the_data_and_keep_an_explanation_slot() -> None:
+    evil = "urn:li:tag:x\x1b[31m|`*<b>\n"
+    result = DrillResult(
+        "pg://u:***@h/db",
+        "my://u:***@h/db",
+        "2026-01-01T00:00:00Z",
+        rows=[
+            RowDiff(
+                "metadata_aspect_v2",
+                (evil, "status", 0),
+                RowChange.CHANGED,
+                ("metadata",),
+                {"metadata": "a"},
+                {"metadata": "b"},
+            )
+        ],
+        counts=[CountDiff("entities", evil, 1, 2)],
+        log=["2026-01-01T00:00:00Z urn " + evil],
+    )
+    files = drill_report.bundle_files(result)
+    assert files["RESULT"] == "FAIL\n"
+    assert "\x1b" not in files["summary.md"] and "\n|`*<b>" not in files["summary.md"]
+    assert "\x1b" not in files["log.txt"] and files["log.txt"].count("\n") == 1
+    differences = json.loads(files["differences.json"])
+    assert differences["rows"][0]["key"][0] == evil and differences["rows"][0]["explanation"] == ""
+    assert differences["counts"][0]["explanation"] == ""
