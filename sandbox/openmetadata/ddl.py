@@ -6,7 +6,7 @@ three places, adapted here and nowhere else:
   1. no NOT NULL on generated columns (MariaDB's grammar refuses it): dropped;
   2. no PRIMARY KEY on a generated column (error 1903): `id` gets a UNIQUE KEY instead;
   3. `deleted tinyint(1) AS (json_extract(json,'$.deleted'))` fails: MariaDB's json_extract
-     returns the text 'true', which is no integer (error 1366) -> `json_value(...) = 'true'`
+     returns the text 'true', which is no integer (error 1366) -> `json_extract(...) = true`
      (1/0, NULL when absent, as MySQL's cast gives); and utf8mb4_0900_ai_ci does not exist
      -> utf8mb4_unicode_ci.
 """
@@ -38,7 +38,7 @@ def _pg(col: str, sqltype: str, key: str, not_null: bool = True) -> str:
 
 
 MY_DELETED = ("  `deleted` tinyint(1) GENERATED ALWAYS AS "
-              "(json_value(`json`,_utf8mb4'$.deleted') = 'true') VIRTUAL")
+              "(json_extract(`json`,_utf8mb4'$.deleted') = true) VIRTUAL")
 PG_DELETED = _pg("deleted", "boolean", "deleted", not_null=False)
 
 
@@ -75,7 +75,7 @@ def _mysql_entity_table(et: EntityType) -> str:
         cols.append(_my("email", "varchar(256)", "email"))
         cols.append(_my("deactivated", "varchar(8)", "deactivated"))
         cols.append("  `isBot` tinyint(1) GENERATED ALWAYS AS "
-                    "(json_value(`json`,_utf8mb4'$.isBot') = 'true') VIRTUAL")
+                    "(json_extract(`json`,_utf8mb4'$.isBot') = true) VIRTUAL")
         keys.append("  UNIQUE KEY `email` (`email`)")
     if t != "tag":
         cols.append(_my("impersonatedBy", "varchar(256)", "impersonatedBy"))

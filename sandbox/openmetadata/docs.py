@@ -11,8 +11,9 @@ has its own, and the two must agree only because both follow OM.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+import orjson
 
 from sandbox.openmetadata import fqn as fqnlib
 from sandbox.openmetadata.entities import OmEntity
@@ -27,14 +28,14 @@ DATA_ASSETS = ("table", "dashboard", "topic", "pipeline", "glossaryTerm", "datab
 def _with_display_name(ref: dict[str, Any] | None) -> dict[str, Any] | None:
     if ref is None:
         return None
-    clone = copy.deepcopy(ref)
+    clone = dict(ref)
     clone["displayName"] = clone.get("displayName") or clone.get("name")
     return clone
 
 
 def build_doc(entity: OmEntity) -> dict[str, Any]:
     """The `_source` OM writes for this entity (its `_id` is `entity.id`)."""
-    doc = copy.deepcopy(entity.json)
+    doc: dict[str, Any] = orjson.loads(orjson.dumps(entity.json))
     tags = [t for t in doc.get("tags", []) if not t["tagFQN"].startswith("Tier.")]
     tier = next((t for t in doc.get("tags", []) if t["tagFQN"].startswith("Tier.")), None)
     common: dict[str, Any] = {

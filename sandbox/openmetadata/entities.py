@@ -8,11 +8,12 @@ tag_usage) and column tags out of table columns.
 
 from __future__ import annotations
 
-import copy
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from sandbox.openmetadata import fqn as fqnlib
 from sandbox.openmetadata.model import EntityType, entity_type
@@ -79,7 +80,8 @@ class OmEntity:
 
     def stored_json(self) -> dict[str, Any]:
         """The JSON OM writes to the entity's table (relationship fields left out)."""
-        stored = {k: copy.deepcopy(v) for k, v in self.json.items() if k not in NOT_STORED}
+        stored = {k: v for k, v in self.json.items() if k not in NOT_STORED}
+        stored = orjson.loads(orjson.dumps(stored))
         for column in stored.get("columns", []):
             column.pop("tags", None)
         return stored

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, Engine, text
 
 from sandbox.openmetadata.model import EntityType
@@ -18,7 +19,7 @@ from sandbox.openmetadata.model import EntityType
 
 def dumps(value: Any) -> str:
     """Compact JSON, as Jackson writes it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return orjson.dumps(value).decode()
 
 
 class OmStore:
