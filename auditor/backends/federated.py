@@ -35,15 +35,20 @@ class StoreClaim:
 
 @dataclass(frozen=True, slots=True)
 class FederatedRows(EntityRows):
-    """One urn's version-0 rows as a federation read them: the store they come from, and every
-    store that holds the urn (more than one: a conflict; the rows are the newest writer's)."""
+    """One urn's version-0 rows as a federation read them: the store they come from, and, when
+    more than one store holds the urn (a conflict), every store's claim (the rows are then the
+    newest writer's)."""
 
     store: str = ""
-    claims: tuple[StoreClaim, ...] = ()
+    claims: tuple[StoreClaim, ...] = ()  # empty unless a conflict
 
     @property
     def conflict(self) -> bool:
         return len(self.claims) > 1
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        return tuple(c.store for c in self.claims) or (self.store,)
 
 
 def _claim(store: str, rows: EntityRows) -> StoreClaim:
@@ -79,8 +84,13 @@ def merge_stores(streams: Sequence[tuple[str, Iterator[EntityRows]]]) -> Iterato
 
     for i in range(len(streams)):
         advance(i)
+    names = [name for name, _ in streams]
     while heap:
         urn, i, entity = heapq.heappop(heap)
+        if not heap or heap[0][0] != urn:  # one store holds it (the common case: no claims built)
+            advance(i)
+            yield FederatedRows(urn, entity.rows, entity.duplicated, store=names[i])
+            continue
         held = [(i, entity)]
         while heap and heap[0][0] == urn:
             j, other = heapq.heappop(heap)[1:]

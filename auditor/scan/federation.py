@@ -45,8 +45,8 @@ def federate(
         return  # an orphan: no store holds the urn
     for i in range(start, len(findings)):
         findings[i] = replace(findings[i], store=rows.store)
-    for claim in rows.claims:
-        counts = stores.setdefault(claim.store, {"entities": 0, "conflicts": 0})
+    for holder in rows.holders:
+        counts = stores.setdefault(holder, {"entities": 0, "conflicts": 0})
         counts["entities"] += 1
         if rows.conflict:
             counts["conflicts"] += 1

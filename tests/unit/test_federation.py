@@ -105,7 +105,8 @@ def test_merge_equals_the_sorted_union(stores: list[list[str]]) -> None:
     assert [m.urn for m in merged] == union
     for m in merged:
         holders = [f"s{i}" for i, urns in enumerate(stores) if m.urn in urns]
-        assert [c.store for c in m.claims] == holders
+        assert list(m.holders) == holders
+        assert m.conflict == (len(holders) > 1) and (m.claims == () or len(m.claims) == len(holders))
 
 
 def _entity(rows_: EntityRows | None) -> JoinedEntity:
