@@ -65,4 +65,6 @@ from auditor.cli import registry_cmd  # noqa: E402, F401
 from auditor.cli import rebuild_cmd  # noqa: E402, F401
 from auditor.cli import config_cmd  # noqa: E402, F401
 from auditor.cli import drill_cmd  # noqa: E402, F401
+from auditor.cli import watch_cmd  # noqa: E402, F401
+from auditor.cli import probe_cmd  # noqa: E402, F401
 # isort: on

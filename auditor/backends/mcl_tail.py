@@ -1,0 +1,116 @@
+"""Tailing the change-log topics in the watch's own consumer group (never the MAE group's)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.backends.avro_wire import WireDecoder
+from auditor.errors import BackendUnavailable, ConfigError
+
+
+@dataclass(frozen=True)
+class TailedMessage:
+    """One change-log message: where it sits, its Kafka timestamp, and its decoded value."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: float  # epoch seconds (CreateTime as the producer set it, or LogAppendTime)
+    value: dict[str, Any] | None  # None: not decodable (`error` says why)
+    error: str | None = None
+
+
+def refuse_mae_group(group: str, mae_group: str) -> None:
+    """The watch must never join, move or commit for the MAE consumer's group."""
+    if not group or group == mae_group:
+        raise ConfigError(
+            f"consumer group {group!r} is the MAE consumer's: the watch would steal its partitions "
+            "and move its offsets",
+            hint="pass --group with a group of the watch's own, e.g. auditor-watch",
+        )
+
+
+class MclTail:
+    """A subscribed consumer of its own group: reads MCLs, commits only what it is told."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        registry_url: str | None,
+        group: str,
+        topics: Sequence[str],
+        mae_group: str,
+        start: str = "latest",
+    ) -> None:
+        from confluent_kafka import Consumer
+
+        refuse_mae_group(group, mae_group)
+        if not registry_url:
+            raise ConfigError(
+                "the watch decodes MCLs: no schema registry configured",
+                hint="pass --schema-registry or set KAFKA_SCHEMAREGISTRY_URL",
+            )
+        self.group = group
+        self.topics = tuple(topics)
+        self.decode = WireDecoder(registry_url)
+        self.assigned: dict[tuple[str, int], tuple[int, str | None]] = {}  # committed, metadata
+        self.revoked: list[tuple[str, int]] = []
+        self.consumer = Consumer(
+            {
+                "logger": logging.getLogger("auditor.kafka"),
+                **config,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": start,
+                "enable.partition.eof": False,
+            }
+        )
+        self.consumer.subscribe(list(self.topics), on_assign=self._on_assign, on_revoke=self._on_revoke)
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        committed = consumer.committed(partitions, timeout=10)
+        for tp in committed:
+            self.assigned[(tp.topic, tp.partition)] = (tp.offset, getattr(tp, "metadata", None))
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        for tp in partitions:
+            self.assigned.pop((tp.topic, tp.partition), None)
+            self.revoked.append((tp.topic, tp.partition))
+
+    def poll(self, limit: int, timeout: float) -> list[TailedMessage]:
+        """Up to `limit` messages, waiting at most `timeout` seconds for the first."""
+        try:
+            batch = self.consumer.consume(num_messages=limit, timeout=timeout)
+        except Exception as exc:
+            raise BackendUnavailable(f"Kafka: reading {', '.join(self.topics)} failed: {exc}") from None
+        out = []
+        for msg in batch:
+            if msg.error() is not None:
+                continue
+            topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            if topic is None or partition is None or offset is None:
+                continue
+            stamp = msg.timestamp()[1] / 1000.0
+            try:
+                out.append(TailedMessage(topic, partition, offset, stamp, self.decode(msg.value())))
+            except Exception as exc:
+                out.append(TailedMessage(topic, partition, offset, stamp, None, str(exc)[:200]))
+        return out
+
+    def commit(self, offsets: Iterable[tuple[str, int, int, str]]) -> None:
+        """Commit (topic, partition, offset, metadata) synchronously."""
+        from confluent_kafka import TopicPartition
+
+        wanted = [TopicPartition(t, p, o, metadata=m) for t, p, o, m in offsets if (t, p) in self.assigned]
+        if not wanted:
+            return
+        try:
+            self.consumer.commit(offsets=wanted, asynchronous=False)
+        except Exception as exc:
+            raise BackendUnavailable(f"Kafka: committing the watch's offsets failed: {exc}") from None
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,100 @@
+"""What `auditor watch` and `auditor probe` produce: their state at a moment, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.core.lag_table import GroupStatus
+from auditor.core.model import Classified
+from auditor.core.slo import BurnRate, BurnWindow, LatencyHistogram
+
+
+class Outcome:
+    """How a watched event was settled (the `outcome` label of `auditor_watch_events_total`)."""
+
+    GOOD = "good"  # reflected within the SLO
+    LATE = "late"  # not reflected within the SLO (counted against the budget when it crossed it)
+    NOT_CHECKED = "not_checked"  # spilled past the pending cap, undecodable, or not checkable
+    SKIPPED = "skipped"  # already settled before a restart (from the committed offsets' metadata)
+
+    ALL = (GOOD, LATE, NOT_CHECKED, SKIPPED)
+
+
+@dataclass
+class PartitionWatch:
+    """The MAE group on one change-log partition, as the watch last saw it."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    end: int
+    time_lag_seconds: float
+    status: GroupStatus
+
+
+@dataclass
+class WatchSnapshot:
+    """The watch's figures at one moment (renderers read this, nothing else)."""
+
+    taken_at: float
+    started_at: float
+    slo_seconds: float
+    objective: float
+    resolution_seconds: float  # the check interval: latencies are read at most this late
+    histogram: LatencyHistogram
+    burn: BurnRate
+    outcomes: dict[str, int]  # Outcome -> events
+    pending: int
+    pending_cap: int
+    consumed: int
+    group: str
+    mae_group: str
+    partitions: list[PartitionWatch] = field(default_factory=list)
+    findings: list[Classified] = field(default_factory=list)  # the latest, bounded
+    finding_counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (verdict, subkind)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def settled(self) -> int:
+        return self.outcomes.get(Outcome.GOOD, 0) + self.outcomes.get(Outcome.LATE, 0)
+
+    @property
+    def within_slo(self) -> float | None:
+        """Share of the settled events reflected within the SLO (None: none settled yet)."""
+        return self.outcomes.get(Outcome.GOOD, 0) / self.settled if self.settled else None
+
+    def burn_rates(self) -> list[tuple[BurnWindow, float, float, bool]]:
+        """Per alert window: long and short burn rates now, and whether the alert fires."""
+        out = []
+        for w in self.burn.windows:
+            long_rate = self.burn.rate(self.taken_at, w.long_seconds)
+            short_rate = self.burn.rate(self.taken_at, w.short_seconds)
+            out.append((w, long_rate, short_rate, long_rate > w.factor and short_rate > w.factor))
+        return out
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One canary write timed from the write to the index."""
+
+    urn: str
+    aspect: str
+    path: str  # gms | store (the GMS-like path: row, then MCL)
+    slo_seconds: float
+    written_at: float  # epoch seconds, when the write was acknowledged
+    published_at: float | None  # the MCL's Kafka timestamp (None: not seen on the topic)
+    reflected_at: float | None  # first read showing the index reflect it (None: not within timeout)
+    resolution_seconds: float
+    offset: int | None = None
+    partition: int | None = None
+    notes: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def latency(self) -> float | None:
+        return None if self.reflected_at is None else self.reflected_at - self.written_at
+
+    @property
+    def within_slo(self) -> bool:
+        return self.latency is not None and self.latency <= self.slo_seconds
