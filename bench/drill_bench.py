@@ -242,16 +242,19 @@ def child(what: str, workers: int) -> dict[str, Any]:
     src, dst = urls()
     started = time.monotonic()
     out: dict[str, Any] = {"what": what}
-    if what.startswith("count_"):
+    if what.startswith("count_"):  # the query alone, on a connection already open
         url = src if what == "count_pg" else dst
         engine = make_engine(url)
         with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+            started = time.monotonic()
             out["rows"] = int(conn.execute(text("SELECT COUNT(*) FROM metadata_aspect_v2")).scalar() or 0)
-    elif what == "drill":
+    elif what == "drill":  # everything a drill does but the imports: connecting, versions, diff
         from auditor.drill.run import Drill, DrillOptions
         from auditor.drill.spec import METADATA_ASPECT_V2
         from auditor.settings import load_settings
 
+        started = time.monotonic()
         options = DrillOptions(tables=(METADATA_ASPECT_V2,), workers=workers, counts=False)
         result = Drill(
             load_settings(None, env={}, store_url=src), load_settings(None, env={}, store_url=dst), options

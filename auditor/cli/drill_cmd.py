@@ -94,10 +94,16 @@ def compare(
     ] = None,
     workers: Annotated[int, typer.Option(min=1, max=16, help="Queries at once per database.")] = 2,
     segment_rows: Annotated[
-        int, typer.Option(min=100, help="Rows per first-level checksum segment.")
+        int, typer.Option(min=100, help="Rows per first-level checksum segment (sampled boundaries).")
     ] = 16_384,
     threshold: Annotated[
-        int, typer.Option(min=1, help="A differing segment this small is diffed row by row.")
+        int,
+        typer.Option(
+            min=1,
+            help="A differing bucket (1/32 of a segment, by MD5 of the urn) of at most this many rows "
+            "is diffed row by row (its keys and row hashes fetched); a bigger one has its segment "
+            "cut into 32 ranges, checksummed again.",
+        ),
     ] = 2_048,
     no_counts: Annotated[
         bool, typer.Option("--no-counts", help="Skip the entity, aspect and lineage counts.")

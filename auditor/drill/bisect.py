@@ -1,11 +1,13 @@
 """Bisecting checksums over key ranges (the data-diff technique) down to a row-level diff.
 
-The table is cut at boundaries sampled from one side into segments of about `segment_rows`;
-each segment's checksum (count + sum of 60-bit row hashes) is computed inside both databases
-in parallel. Only segments whose checksums differ are looked into: one of more than
-`threshold` rows is cut again into `factor` parts (boundaries from its own keys), a smaller one
-is a leaf: its row keys and row hashes are fetched from both sides and compared, and the rows
-that differ are fetched column by column.
+The table is cut at boundaries sampled from one side into segments of about `segment_rows`.
+One query per segment and side, inside the database, returns `factor` checksums (count + sum of
+60-bit row hashes), one per bucket of the segment (a bucket: the first byte of MD5(key) modulo
+`factor`); the sides' queries run in parallel. Only buckets whose checksums differ are looked
+into: where they hold at most `threshold` rows, their row keys and row hashes are fetched from
+both sides and compared (the leaf), and the rows that differ are fetched column by column; a
+bigger one has its segment cut into `factor` ranges (boundaries from its own keys), checksummed
+again. With the buckets, the first pass already narrows a difference to 1/factor of a segment.
 """
 
 from __future__ import annotations
@@ -34,11 +36,19 @@ class DrillSide(Protocol):
     role: str
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]: ...
-    def checksum(self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int]) -> Checksummed: ...
+    def checksums(
+        self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int], buckets: int
+    ) -> dict[int, Checksummed]: ...
     def keys_in(self, spec: TableSpec, lo: Bound, hi: Bound) -> list[str]: ...
     def sample_keys(self, spec: TableSpec, wanted: int) -> list[str]: ...
     def row_hashes(
-        self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int]
+        self,
+        spec: TableSpec,
+        lo: Bound,
+        hi: Bound,
+        divisors: dict[str, int],
+        only: tuple[int, ...] = (),
+        buckets: int = 1,
     ) -> dict[tuple[Any, ...], str]: ...
     def rows_for(
         self, spec: TableSpec, keys: list[tuple[Any, ...]], divisors: dict[str, int]
@@ -48,8 +58,8 @@ class DrillSide(Protocol):
 @dataclass(frozen=True)
 class BisectOptions:
     segment_rows: int = 16_384  # rows per first-level segment (the sample's spacing)
-    factor: int = 32  # parts a differing segment is cut into
-    threshold: int = 2_048  # a differing segment this small is diffed row by row
+    factor: int = 32  # buckets per segment; ranges a segment is cut into when a bucket is too big
+    threshold: int = 2_048  # a differing bucket this small is diffed row by row
     max_segments: int = 4_096  # first-level segments at most
 
 
@@ -101,44 +111,49 @@ def diff_table(
     rows = [0, 0]
     level = segments_of(cuts)
     depth = 0
+    b = options.factor
     while level:
         depth += 1
         progress.segments += len(level)
         sums = [
             (
                 seg,
-                source.submit(source.checksum, spec, *seg, divisors),
-                target.submit(target.checksum, spec, *seg, divisors),
+                source.submit(source.checksums, spec, *seg, divisors, b),
+                target.submit(target.checksums, spec, *seg, divisors, b),
             )
             for seg in level
         ]
-        differing: list[tuple[Segment, int]] = []
-        for seg, a_future, b_future in sums:
-            a, b = a_future.result(), b_future.result()
-            if depth == 1:
-                rows[0] += a.count
-                rows[1] += b.count
-            if (a.count, a.total) != (b.count, b.total):
-                differing.append((seg, max(a.count, b.count)))
-        say(f"{spec.name}: level {depth}: {len(level)} segments, {len(differing)} differ")
         level = []
-        leaves: list[Segment] = []
-        for seg, size in differing:
+        leaves: list[tuple[Segment, tuple[int, ...]]] = []
+        differ = 0
+        for seg, a_future, b_future in sums:
+            a, t = a_future.result(), b_future.result()
+            if depth == 1:
+                rows[0] += sum(c.count for c in a.values())
+                rows[1] += sum(c.count for c in t.values())
+            buckets = tuple(sorted(k for k in set(a) | set(t) if _pair(a.get(k)) != _pair(t.get(k))))
+            if not buckets:
+                continue
+            differ += 1
+            size = max(max(_pair(a.get(k))[0], _pair(t.get(k))[0]) for k in buckets)
             parts = (
-                boundaries(_keys_of_bigger(spec, source, target, seg), options.factor)
-                if size > options.threshold
-                else []
+                boundaries(_keys_of_bigger(spec, source, target, seg), b) if size > options.threshold else []
             )
             if parts:
                 level.extend(segments_of(parts, *seg))
             else:
-                leaves.append(seg)
-        _diff_leaves(spec, source, target, leaves, divisors, progress)
+                leaves.append((seg, buckets))
+        say(f"{spec.name}: level {depth}: {len(sums)} segments, {differ} differ")
+        _diff_leaves(spec, source, target, leaves, divisors, b, progress)
     progress.levels = depth
     stats = TableStats(
         spec.name, rows[0], rows[1], progress.segments, progress.leaf_rows, depth, time.monotonic() - started
     )
     return sorted(progress.diffs, key=lambda d: _sortable(d.key)), stats
+
+
+def _pair(c: Checksummed | None) -> tuple[int, int]:
+    return (0, 0) if c is None else (c.count, c.total)
 
 
 def _sortable(key: tuple[Any, ...]) -> tuple[str, ...]:
@@ -155,16 +170,17 @@ def _diff_leaves(
     spec: TableSpec,
     source: DrillSide,
     target: DrillSide,
-    leaves: list[Segment],
+    leaves: list[tuple[Segment, tuple[int, ...]]],
     divisors: dict[str, int],
+    buckets: int,
     progress: _Progress,
 ) -> None:
     pending = [
         (
-            source.submit(source.row_hashes, spec, *seg, divisors),
-            target.submit(target.row_hashes, spec, *seg, divisors),
+            source.submit(source.row_hashes, spec, *seg, divisors, only, buckets),
+            target.submit(target.row_hashes, spec, *seg, divisors, only, buckets),
         )
-        for seg in leaves
+        for seg, only in leaves
     ]
     added: list[tuple[Any, ...]] = []
     removed: list[tuple[Any, ...]] = []

@@ -142,14 +142,24 @@ class Side:
                 clauses.append(f"{c} < :hi AND CAST({c} AS BINARY) < CAST(:hi AS BINARY)")
         return " AND ".join(clauses) or "1 = 1"
 
-    def checksum(self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int]) -> Checksum:
+    def bucket(self, spec: TableSpec, buckets: int) -> str:
+        """SQL for a row's bucket inside a segment: the first byte of MD5(key) modulo `buckets`
+        (the same number on both engines, so a segment's buckets pair up)."""
+        c = spec.segment_column
+        if self.postgres:
+            return f"(get_byte(decode(MD5({c}), 'hex'), 0) % {buckets})"
+        return f"(CONV(LEFT(MD5({c}), 2), 16, 10) % {buckets})"
+
+    def checksums(
+        self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int], buckets: int
+    ) -> dict[int, Checksum]:
+        """Per bucket of the segment [lo, hi): rows and the sum of their 60-bit row hashes."""
         params: dict[str, Any] = {}
         where = self._range(spec, lo, hi, params)
         value = row_hash60(spec, self.postgres, divisors)
-        ((count, total),) = self.fetch(
-            f"SELECT COUNT(*), SUM({value}) FROM {spec.name} WHERE {where}", params
-        )
-        return Checksum(int(count or 0), int(total or 0))
+        b = self.bucket(spec, buckets)
+        sql = f"SELECT {b}, COUNT(*), SUM({value}) FROM {spec.name} WHERE {where} GROUP BY {b}"
+        return {int(k): Checksum(int(n or 0), int(t or 0)) for k, n, t in self.fetch(sql, params)}
 
     def keys_in(self, spec: TableSpec, lo: Bound, hi: Bound) -> list[str]:
         """The segment column's values in [lo, hi) (one per row: the sampler weighs by rows)."""
@@ -184,11 +194,19 @@ class Side:
             out.append(after)
 
     def row_hashes(
-        self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int]
+        self,
+        spec: TableSpec,
+        lo: Bound,
+        hi: Bound,
+        divisors: dict[str, int],
+        only: tuple[int, ...] = (),
+        buckets: int = 1,
     ) -> dict[tuple[Any, ...], str]:
-        """Key -> MD5 of the canonical row text, for every row in [lo, hi)."""
+        """Key -> MD5 of the canonical row text, for the rows in [lo, hi) (of the buckets `only`)."""
         params: dict[str, Any] = {}
         where = self._range(spec, lo, hi, params)
+        if only:
+            where += f" AND {self.bucket(spec, buckets)} IN ({', '.join(str(int(k)) for k in only)})"
         keys = ", ".join(spec.key)
         sql = f"SELECT {keys}, MD5({row_text(spec, self.postgres, divisors)}) FROM {spec.name} WHERE {where}"
         n = len(spec.key)

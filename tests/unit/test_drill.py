@@ -47,10 +47,20 @@ class FakeSide:
     def _hash(key: Key, value: str) -> str:
         return hashlib.md5(f"{key}|{value}".encode()).hexdigest()
 
-    def checksum(self, spec: Any, lo: str | None, hi: str | None, divisors: Any) -> Sum:
+    @staticmethod
+    def bucket(urn: str, buckets: int) -> int:  # as the databases compute it: MD5(urn)'s first byte
+        return hashlib.md5(urn.encode()).digest()[0] % buckets
+
+    def checksums(
+        self, spec: Any, lo: str | None, hi: str | None, divisors: Any, buckets: int
+    ) -> dict[int, Sum]:
         self.checksummed.append((lo, hi))
-        part = self._in(lo, hi)
-        return Sum(len(part), sum(int(self._hash(k, v)[:15], 16) for k, v in part.items()))
+        out: dict[int, Sum] = {}
+        for k, v in self._in(lo, hi).items():
+            b = self.bucket(k[0], buckets)
+            c = out.get(b, Sum(0, 0))
+            out[b] = Sum(c.count + 1, c.total + int(self._hash(k, v)[:15], 16))
+        return out
 
     def keys_in(self, spec: Any, lo: str | None, hi: str | None) -> list[str]:
         return [k[0] for k in self._in(lo, hi)]
@@ -58,8 +68,17 @@ class FakeSide:
     def sample_keys(self, spec: Any, wanted: int) -> list[str]:
         return sorted(k[0] for k in self.rows)[:: max(len(self.rows) // (wanted or 1), 1)]
 
-    def row_hashes(self, spec: Any, lo: str | None, hi: str | None, divisors: Any) -> dict[Key, str]:
-        return {k: self._hash(k, v) for k, v in self._in(lo, hi).items()}
+    def row_hashes(
+        self,
+        spec: Any,
+        lo: str | None,
+        hi: str | None,
+        divisors: Any,
+        only: tuple[int, ...] = (),
+        buckets: int = 1,
+    ) -> dict[Key, str]:
+        rows = self._in(lo, hi).items()
+        return {k: self._hash(k, v) for k, v in rows if not only or self.bucket(k[0], buckets) in only}
 
     def rows_for(self, spec: Any, keys: list[Key], divisors: Any) -> dict[Key, dict[str, str]]:
         out = {}
@@ -108,18 +127,28 @@ def test_bisection_finds_each_difference_and_recurses_only_where_sums_differ() -
     del dst[("urn:li:tag:t01500", "tagKey", 0)]
     dst[("urn:li:tag:t02999x", "status", 0)] = "{}"
     a, b = FakeSide("source", src), FakeSide("target", dst)
-    options = BisectOptions(segment_rows=1000, factor=8, threshold=40)
+    options = BisectOptions(segment_rows=1000, factor=8, threshold=300)
     diffs, stats = diff_table(METADATA_ASPECT_V2, a, b, {}, 6000, options)
     assert [(d.key, d.change, d.columns) for d in diffs] == [
         (("urn:li:tag:t00100", "status", 0), RowChange.CHANGED, ("metadata",)),
         (("urn:li:tag:t01500", "tagKey", 0), RowChange.REMOVED, ()),
         (("urn:li:tag:t02999x", "status", 0), RowChange.ADDED, ()),
     ]
-    assert stats.levels >= 2
-    assert stats.leaf_rows < 3 * 2 * 2 * options.threshold  # only the three differing corners fetched
-    first = len(boundaries(a.sample_keys(None, 48), 6)) + 1
-    # each level below the first cuts only the (at most 3) differing segments
-    assert first < stats.segments <= first + (stats.levels - 1) * 3 * options.factor
+    # the first level's buckets narrow each difference to 1/factor of its segment
+    assert stats.levels == 1 and stats.segments == len(b.checksummed)
+    assert 0 < stats.leaf_rows <= 3 * 2 * options.threshold  # three buckets' rows, both sides
+
+
+def test_a_bucket_past_the_threshold_has_its_segment_cut_again() -> None:
+    src = _table(3000)
+    dst = {k: v + " " if k[0] == "urn:li:tag:t02000" else v for k, v in src.items()}
+    a, b = FakeSide("source", src), FakeSide("target", dst)
+    options = BisectOptions(segment_rows=3000, factor=4, threshold=40)  # one segment, 4 buckets
+    diffs, stats = diff_table(METADATA_ASPECT_V2, a, b, {}, 6000, options)
+    assert {d.key for d in diffs} == {("urn:li:tag:t02000", "tagKey", 0), ("urn:li:tag:t02000", "status", 0)}
+    assert stats.levels >= 3 and stats.leaf_rows <= 2 * 2 * 40
+    # each level below the first cuts only the one differing segment
+    assert stats.segments <= 2 + (stats.levels - 1) * options.factor
 
 
 def test_thresholds_decide_pass_and_fail() -> None:
