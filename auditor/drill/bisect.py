@@ -13,7 +13,7 @@ again. With the buckets, the first pass already narrows a difference to 1/factor
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -38,7 +38,7 @@ class DrillSide(Protocol):
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]: ...
     def checksums(
         self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int], buckets: int
-    ) -> dict[int, Checksummed]: ...
+    ) -> Mapping[int, Checksummed]: ...
     def keys_in(self, spec: TableSpec, lo: Bound, hi: Bound) -> list[str]: ...
     def sample_keys(self, spec: TableSpec, wanted: int) -> list[str]: ...
     def row_hashes(
