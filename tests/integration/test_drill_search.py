@@ -73,7 +73,14 @@ def test_search_counts_compare_two_clusters(world: DrillWorld, endpoints: Endpoi
     try:
         _seed(os_url, prefix, {"DownstreamOf": 7, "OwnedBy": 3}, datasets=5)
         _seed(es_url, prefix, {"DownstreamOf": 7, "OwnedBy": 2, "IsPartOf": 1}, datasets=5)
-        source = load_settings(None, env={}, store_url=world.pg_url, search_url=os_url, index_prefix=prefix)
+        source = load_settings(
+            None,
+            env={},
+            store_url=world.pg_url,
+            search_url=os_url,
+            index_prefix=prefix,
+            kafka_bootstrap=endpoints.kafka,
+        )
         target = load_settings(
             None, env={}, store_url=world.mysql_url, search_url=es_url, index_prefix=prefix
         )
@@ -102,3 +109,6 @@ def test_search_counts_compare_two_clusters(world: DrillWorld, endpoints: Endpoi
     assert result.rows == [] and not result.passed
     assert result.versions["source"]["search"].startswith("opensearch 2.")
     assert result.versions["target"]["search"].startswith("elasticsearch 9.")
+    kafka = result.versions["source"]["kafka"]  # the finalized metadata.version, as kafka-features shows it
+    assert kafka["cluster_id"] and kafka["brokers"] and kafka["finalized_features"]["metadata.version"] >= 1
+    assert "kafka" not in result.versions["target"]
