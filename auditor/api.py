@@ -54,6 +54,8 @@ def scan(
     verdict, so a scan during live writes does not call a delay diverged. Read-only.
     """
     options = options or ScanOptions()
+    if settings.platform == "openmetadata":
+        return om_scan(settings, selection, options, progress)
     report = Report(
         started_at=datetime.now(UTC),
         scope=selection or Selection(),
@@ -73,6 +75,55 @@ def scan(
         state = opened.enter_context(closing(open_state(settings, options.use_state)))
         backends = ScanBackends(store, search, events, state)
         return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
+
+
+def om_scan(
+    settings: Settings,
+    selection: Selection | None = None,
+    options: ScanOptions | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """The OpenMetadata profile's scan: entity tables against `<cluster_alias>_<entity>_search_index`.
+
+    No change log: verdicts rest on the retry queue, the change's age and the state file. Read-only.
+    """
+    from auditor.backends.connect import open_om_search, open_om_store
+    from auditor.core.om_naming import entities
+    from auditor.scan.om_run import NO_KAFKA, OmScanOptions, run_om_scan
+
+    selection = selection or Selection()
+    options = options or ScanOptions()
+    for flag, used in (("--urn-like", selection.urn_like), ("--since", selection.since),
+                       ("--shard", selection.shard)):  # fmt: skip
+        if used:
+            raise ConfigError(
+                f"{flag} is not supported with --platform openmetadata",
+                hint="select with --entity-type (an entity type or its table)",
+            )
+    chosen = entities(selection.entity_types)
+    report = Report(
+        started_at=datetime.now(UTC),
+        scope=selection,
+        index_prefix=settings.cluster_alias,
+        consumer_group="",
+        sources={"platform": "openmetadata", **settings.describe()},
+        warnings=[NO_KAFKA],
+    )
+    om_options = OmScanOptions(
+        grace=settings.grace_seconds if options.grace is None else options.grace,
+        visibility=settings.index_visibility_seconds if options.visibility is None else options.visibility,
+        max_findings=options.max_findings,
+        use_state=options.use_state,
+    )
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_om_store(settings)))
+        search = opened.enter_context(closing(open_om_search(settings)))
+        report.sources["store_version"] = store.ping()
+        report.sources["search_version"] = search.search.version()
+        if not selection.entity_types:  # every known type whose table this database has
+            chosen = [e for e in chosen if store.columns(e.table) is not None]
+        state = opened.enter_context(closing(open_state(settings, options.use_state)))
+        return run_om_scan(store, search, state, chosen, report, om_options, progress)
 
 
 def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
@@ -132,6 +183,11 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.rebuild.run import RebuildBackends
     from auditor.rebuild.run import rebuild as run_rebuild
 
+    findings = request.findings or ()
+    if settings.platform == "openmetadata" or any(
+        c.finding.details.get("platform") == "openmetadata" for c in findings
+    ):
+        return om_rebuild(settings, request)
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_store(settings)))
         search = opened.enter_context(closing(open_search(settings)))
@@ -160,6 +216,64 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request)
     outcome.warnings = warnings + outcome.warnings
     return outcome
+
+
+def om_rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+    """The OpenMetadata profile's repair: reindex from the database (targeted, or --full with an
+    atomic alias swap), verified with the scan's own steps. A plan of a report needs no server."""
+    from auditor.backends.connect import open_om_search, open_om_store
+    from auditor.backends.index_writer import IndexWriter
+    from auditor.core.om_naming import entities
+    from auditor.core.plan import RebuildOutcome, plan
+    from auditor.rebuild.openmetadata import OmRepairRequest, chosen_findings, repair, resolve_ids
+    from auditor.rebuild.openmetadata_full import FullRebuild
+
+    if request.mode == "replay":
+        raise ConfigError(
+            "OpenMetadata has no change log to replay through",
+            hint="use `auditor rebuild reindex --platform openmetadata` (writes the docs from the rows)",
+        )
+    selection = request.selection
+    if selection is not None:
+        for flag, used in (("--urn-like", selection.urn_like), ("--aspect", selection.aspects),
+                           ("--since", selection.since), ("--until", selection.until)):  # fmt: skip
+            if used:
+                raise ConfigError(f"{flag} is not supported with --platform openmetadata",
+                                  hint="select with --entity-type and --urn (an id or an FQN)")  # fmt: skip
+    if request.mode == "plan" and request.findings is not None:
+        outcome = RebuildOutcome("plan", False, plan(chosen_findings(request.findings, request.include)))
+        outcome.rows = len(outcome.plan.urns)
+        return outcome
+    types = selection.entity_types if selection is not None else ()
+    if request.findings is not None:
+        types = tuple(sorted({c.finding.entity_type for c in request.findings}))
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_om_store(settings)))
+        search = opened.enter_context(closing(open_om_search(settings)))
+        chosen_types = [e for e in entities(types) if types or store.columns(e.table) is not None]
+        writer = IndexWriter(search.search)
+        if request.full and request.apply:
+            if request.findings is not None or (selection is not None and selection.urns):
+                raise ConfigError("--full rebuilds whole entity types", hint="select them with --entity-type")
+            full = FullRebuild(store, search, writer)
+            for entity in chosen_types:
+                full.run(entity)
+            outcome = RebuildOutcome("reindex", True, plan([]), notes=full.notes)
+            outcome.counts, outcome.failed = full.work.counts, sorted(full.work.failed)
+            outcome.why = dict(full.work.failed)
+            return outcome
+        ids = resolve_ids(store, chosen_types, selection.urns) if selection is not None else ()
+        om_request = OmRepairRequest(
+            chosen_types,
+            findings=request.findings,
+            include=request.include,
+            ids=ids,
+            apply=request.apply and request.mode != "plan",
+            batch=request.batch,
+            visibility=settings.index_visibility_seconds,
+            progress=request.progress,
+        )
+        return repair(store, search, writer, om_request)
 
 
 def after_restore(

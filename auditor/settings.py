@@ -43,6 +43,8 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
         "METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME",
     ),
     "mae_consumer_group": ("AUDITOR_MAE_CONSUMER_GROUP", "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID"),
+    "platform": ("AUDITOR_PLATFORM",),  # datahub | openmetadata (docs/openmetadata.md)
+    "cluster_alias": ("AUDITOR_CLUSTER_ALIAS", "ELASTICSEARCH_CLUSTER_ALIAS"),  # OpenMetadata's own name
     "grace_seconds": ("AUDITOR_GRACE_SECONDS",),
     "sample_window_seconds": ("AUDITOR_SAMPLE_WINDOW_SECONDS",),
     "index_visibility_seconds": ("AUDITOR_INDEX_VISIBILITY_SECONDS",),
@@ -88,6 +90,10 @@ class Settings(BaseModel):
     search_timeout_seconds: float = Field(60.0, gt=0)
     search_retries: int = Field(5, ge=0, le=20)
     index_prefix: str = ""
+    # which catalog the truth and the indices belong to; OpenMetadata's indices are named
+    # `<cluster_alias>_<entity>_search_index` (elasticsearch.clusterAlias, empty by default)
+    platform: Literal["datahub", "openmetadata"] = "datahub"
+    cluster_alias: str = ""
     kafka_bootstrap: str | None = None
     kafka_security_protocol: str | None = None
     kafka_sasl_mechanism: str | None = None

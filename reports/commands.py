@@ -54,12 +54,42 @@ def command(action: RepairAction, *, group: str, until: datetime | None = None) 
 
 def finding_commands(c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
     """DataHub's own commands that repair one judged finding (none for a finding in flight)."""
+    if _openmetadata([c]):
+        return [om_command(a) for a in actions_for(c)]
     return [command(a, group=group, until=until) for a in actions_for(c)]
+
+
+# OpenMetadata's findings say so (`details.platform`): their repairs are its own tools
+OM = "openmetadata"
+OM_REINDEX = (
+    'curl -X POST "$OPENMETADATA_URL"/api/v1/apps/trigger/SearchIndexingApplication '
+    "-H \"Authorization: Bearer $OPENMETADATA_TOKEN\" -H 'Content-Type: application/json' -d "
+)
+
+
+def _openmetadata(findings: Iterable[Classified]) -> bool:
+    return any(c.finding.details.get("platform") == OM for c in findings)
+
+
+def om_command(action: RepairAction) -> str:
+    """One action with OpenMetadata's own tools: its SearchIndexingApplication, or a DELETE."""
+    if action.kind == RepairKind.DELETE_DOCUMENT:
+        doc = shell_quote(action.doc_id or action.urn or "")
+        index = shell_quote(action.index or "")
+        return f'curl -X DELETE "$SEARCH_URL"/{index}/_doc/{doc}   # its row is gone (re-checked first)'
+    if action.kind == RepairKind.REWRITE_DOCUMENT:
+        body = shell_quote(f'{{"entities":["{action.entity_type or "all"}"]}}')
+        return f"{OM_REINDEX}{body}   # reindexes every {action.entity_type or 'entity'} from the database"
+    return "fix the row's JSON in its entity table (it cannot be read): see the findings"
 
 
 def finding_rebuild(c: Classified) -> str | None:
     """The `auditor rebuild` command that repairs one judged finding (None: nothing to write)."""
     kinds = {a.kind for a in actions_for(c)}
+    if _openmetadata([c]):
+        if not kinds & set(REINDEXED):
+            return None
+        return f"auditor rebuild reindex --platform openmetadata --urn {shell_quote(c.finding.urn)} --apply"
     if kinds & set(REINDEXED):
         return f"auditor rebuild reindex --urn {shell_quote(c.finding.urn)} --apply"
     if kinds & (set(REPLAYABLE) | {RepairKind.REPLAY_WINDOW}):
@@ -135,4 +165,25 @@ def repair_commands(
     findings: Iterable[Classified], *, group: str, until: datetime | None = None
 ) -> list[str]:
     """What to run for a report's findings."""
+    findings = list(findings)
+    if _openmetadata(findings):
+        return om_plan_commands(plan(findings))
     return plan_commands(plan(findings), group=group, until=until)
+
+
+def om_plan_commands(repairs: RepairPlan, per_urn: int = 5) -> list[str]:
+    """An OpenMetadata plan: `auditor rebuild reindex --platform openmetadata`, then its own tools."""
+    urns = sorted({a.urn for a in repairs.actions if a.kind in REINDEXED and a.urn})
+    out: list[str] = []
+    if urns and len(urns) <= per_urn:
+        picked = " ".join(f"--urn {shell_quote(u)}" for u in urns)
+        out.append(f"auditor rebuild reindex --platform openmetadata {picked} --apply")
+    elif urns:
+        out.append(
+            "auditor rebuild reindex --platform openmetadata --from-report scan.json --apply"
+            f"   # {len(urns)} entities; scan.json: this scan's --format json report"
+        )
+    native = list(dict.fromkeys(om_command(a) for a in repairs.actions))
+    if out and native:
+        out.append("# or with OpenMetadata's own tools:")
+    return [shell_line(c) for c in out + native[: per_urn * 2]]

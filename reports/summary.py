@@ -84,8 +84,9 @@ def reobservation_text(report: Report) -> str:
     r = report.reobserved
     if not r or not r.get("entities"):
         return ""
+    order = "rows → offsets → docs → rows" if report.kafka_available else "rows → docs → rows"
     return (
-        f"re-read {int(r['entities'])} entities in causal order (rows → offsets → docs → rows) "
+        f"re-read {int(r['entities'])} entities in causal order ({order}) "
         f"in {r.get('seconds', 0):.1f}s: {int(r.get('converged', 0))} findings converged meanwhile, "
         f"{int(r.get('unsettled', 0))} kept changing"
     )

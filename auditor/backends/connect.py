@@ -6,6 +6,8 @@ import logging
 from typing import Any
 
 from auditor.backends.events import EventLog
+from auditor.backends.om_search import OmSearch
+from auditor.backends.om_store import OmStore
 from auditor.backends.search import SearchIndex
 from auditor.backends.state import ScanState
 from auditor.backends.store import MetadataStore
@@ -95,3 +97,17 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
 def open_state(settings: Settings, use: bool = True) -> ScanState:
     """The state file (or a throw-away in-memory state when `use` is false)."""
     return ScanState(settings.state_file if use else None)
+
+
+def open_om_store(settings: Settings) -> OmStore:
+    """OpenMetadata's database (the entity tables, relationships, tag usages, retry queue)."""
+    if settings.store_url is None:
+        raise ConfigError(
+            "no OpenMetadata database configured", hint="pass --store-url or set AUDITOR_STORE_URL"
+        )
+    return OmStore(settings.store_url.get_secret_value())
+
+
+def open_om_search(settings: Settings) -> OmSearch:
+    """OpenMetadata's indices, named under the cluster alias (ELASTICSEARCH_CLUSTER_ALIAS)."""
+    return OmSearch(open_search(settings), settings.cluster_alias)

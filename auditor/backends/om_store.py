@@ -46,6 +46,18 @@ def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
     return tuple(v for v in value or () if isinstance(v, dict))
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """One JSON object (text, bytes or decoded); {} when it is not one."""
+    if isinstance(value, bytes | bytearray):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
 class OmStore:
     """Reads OpenMetadata's entity tables (SELECT only)."""
 
@@ -204,7 +216,7 @@ class OmStore:
                 if not ids or self.columns(table) is None:
                     continue
                 for entity_id, raw in self._json_of(conn, table, ids):
-                    data = _decoded([raw])[0] if raw is not None else {}
+                    data = _object(raw)
                     out[entity_id] = {
                         "id": entity_id,
                         "type": kind,
@@ -222,7 +234,7 @@ class OmStore:
             params = {f"i{n}": v for n, v in enumerate(chunk)}
             sql = f"SELECT id, json FROM {table} WHERE id IN ({marks})"
             for entity_id, raw in conn.execute(text(sql), params):
-                yield str(entity_id), (raw if not isinstance(raw, dict) else json.dumps(raw))
+                yield str(entity_id), raw
 
     # -- the retry queue ----------------------------------------------------------------
     def retry_queue(self, ids: Sequence[str], fqns: Sequence[str] = ()) -> dict[str, RetryRow] | None:

@@ -19,10 +19,13 @@ from auditor.cli.common import (
     err,
     load,
     run,
+    shard_of,
+    shard_range,
     since_of,
     stdout_console,
     write,
 )
+from auditor.cli.scan_cmd import ClusterAliasOpt, PlatformOpt
 from auditor.errors import ConfigError
 
 rebuild_app = typer.Typer(
@@ -55,6 +58,29 @@ Resume = Annotated[bool, typer.Option("--resume", help="Continue after the last 
 BreakLock = Annotated[bool, typer.Option("--break-stale-lock", help="Clear a lock left by a killed run.")]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
+Shard = Annotated[
+    str | None,
+    typer.Option(
+        help="Repair shard i of N (i/N) only: its own checkpoint and lock; `auditor rebuild merge` "
+        "combines the shards' --json outcomes."
+    ),
+]
+ShardPlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        envvar="AUDITOR_SHARD_PLAN",
+        help="With --shard: shard i's urn range from this plan (`auditor scan --plan-shards N`), "
+        "pushed down into every page read; without it shard i is the urns whose crc32 is i mod N.",
+    ),
+]
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Run the repair as K shard processes on this machine (a plan of K urn ranges is made, "
+        "or --shard-plan's N shards run K at a time), then merge their outcomes.",
+    ),
+]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the outcome here.")]
 
 
@@ -83,8 +109,21 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
         from auditor.reports.rebuild_report import render_console, to_json
 
         settings = load(
-            opts["config"], opts["store_url"], opts["search_url"], opts["kafka"], opts["registry"], None
+            opts["config"],
+            opts["store_url"],
+            opts["search_url"],
+            opts["kafka"],
+            opts["registry"],
+            None,
+            platform=opts.get("platform"),
+            cluster_alias=opts.get("cluster_alias"),
         )
+        if opts.get("workers"):
+            return _workers(mode, opts, settings)
+        shard = shard_of(opts.get("shard"))
+        urn_range = shard_range(opts.get("shard_plan"), shard)
+        if shard is not None and settings.platform == "openmetadata":
+            raise ConfigError("--shard is not supported with --platform openmetadata")
         findings, verdicts = _findings(opts["from_report"], opts["include"])
         stores = sorted({n for c in findings or () for n in (c.finding.store or "").split(",") if n})
         if stores and mode != "plan":  # each row lives in one store of several: not supported yet
@@ -127,6 +166,8 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             wait_seconds=opts.get("wait") or 300.0,
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
+            shard=shard,
+            urn_range=urn_range,
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
             if err.is_terminal
             else None,
@@ -160,6 +201,8 @@ def plan_cmd(
     rate: Rate = None,
     json_out: JsonOut = False,
     output: Output = None,
+    platform: PlatformOpt = None,
+    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """What would be done, where and how many (nothing is written)."""
@@ -184,6 +227,9 @@ def replay_cmd(
     resume: Resume = False,
     break_stale_lock: BreakLock = False,
     wait: Wait = 300.0,
+    shard: Shard = None,
+    shard_plan: ShardPlanOpt = None,
+    workers: Workers = None,
     store_url: StoreUrl = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
@@ -191,6 +237,8 @@ def replay_cmd(
     config: ConfigOpt = None,
     json_out: JsonOut = False,
     output: Output = None,
+    platform: PlatformOpt = None,
+    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.
@@ -233,6 +281,9 @@ def reindex_cmd(
             help="--full: a live index that is not an alias is removed in the swap (snapshot first)."
         ),
     ] = False,
+    shard: Shard = None,
+    shard_plan: ShardPlanOpt = None,
+    workers: Workers = None,
     store_url: StoreUrl = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
@@ -240,6 +291,8 @@ def reindex_cmd(
     config: ConfigOpt = None,
     json_out: JsonOut = False,
     output: Output = None,
+    platform: PlatformOpt = None,
+    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Write the selected entities' documents straight from their rows, whole (clears leftovers).
@@ -297,5 +350,107 @@ def after_restore_cmd(
         if not apply:
             return 0
         return 1 if found.final_exit_code not in (0, 4) or found.outcome.exit_code else 0
+
+    run(debug, go)
+
+
+# options whose value a shard child gets from its parent, or must not inherit (`--workers`)
+_PARENT_ONLY = {"--workers", "--json", "--output", "-o", "--shard", "--shard-plan"}
+_PARENT_FLAGS = {"--json"}  # of those, the ones without a value
+
+
+def child_argv(argv: list[str]) -> list[str]:
+    """The parent's command line for a shard child: --workers, --shard(-plan) and the output
+    options taken out (each child gets its own); everything else as the user gave it."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _PARENT_ONLY:
+            skip = "=" not in arg and name not in _PARENT_FLAGS
+            continue
+        out.append(arg)
+    return out
+
+
+def _workers(mode: str, opts: dict[str, Any], settings: Any) -> int:
+    """`--workers K`: every shard as a child process, K at a time, then their outcomes merged."""
+    import sys
+
+    from auditor.rebuild.workers import run_shards
+    from auditor.reports.rebuild_merge import merge_outcomes, render_console
+    from auditor.scan.shards import ShardPlan
+
+    workers = int(opts["workers"])
+    if opts.get("shard"):
+        raise ConfigError("--workers runs every shard itself", hint="drop --shard (or drop --workers)")
+    if settings.platform == "openmetadata" or opts.get("full"):
+        raise ConfigError("--workers shards a targeted replay or reindex of DataHub only (not --full)")
+    state_dir = Path(settings.state_file).parent
+    path = opts.get("shard_plan")
+    if path is None:  # a plan of K ranges, kept for --resume (the checkpoints are named by range)
+        path = state_dir / f"rebuild-shard-plan-{workers}.json"
+        if not (opts.get("resume") and path.exists()):
+            from auditor.api import plan_shards
+
+            state_dir.mkdir(parents=True, exist_ok=True)
+            write(path, plan_shards(settings, workers, tuple(opts.get("entity_type") or ())).to_json())
+    shards = ShardPlan.load(path).shards
+    argv = child_argv(sys.argv[1:])
+
+    def command(i: int, outcome: Path) -> list[str]:
+        shard = ["--shard", f"{i}/{shards}", "--shard-plan", str(path)]
+        return [sys.executable, "-m", "auditor.cli", *argv, *shard, "--json", "--output", str(outcome)]
+
+    def started(run: Any) -> None:
+        if err.is_terminal:
+            err.print(f"  shard {run.label} started (log {run.log})", highlight=False, markup=False)
+
+    merged = merge_outcomes(run_shards(command, shards, workers, state_dir, started=started), shards)
+    if opts["json"] or opts["output"]:
+        write(opts["output"], json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    else:
+        render_console(merged, stdout_console())
+    return int(merged["exit_code"])
+
+
+@rebuild_app.command("merge")
+def merge_cmd(
+    outcomes: Annotated[
+        list[Path], typer.Argument(help="The --json outcomes of `rebuild replay|reindex --shard i/N`.")
+    ],
+    shards: Annotated[
+        int | None, typer.Option(help="N: a shard of 0..N-1 with no outcome makes the merge exit 3.")
+    ] = None,
+    json_out: JsonOut = False,
+    output: Output = None,
+    debug: DebugOpt = False,
+) -> None:
+    """One outcome from a sharded repair's: counts summed, what is still wrong listed per urn.
+
+    Exit code: the worst shard's (3 a shard could not complete or is missing, 2 refused, 1 still
+    wrong after verification, 0 every shard applied and verified clean).
+    """
+
+    def go() -> int:
+        from auditor.reports.rebuild_merge import merge_outcomes, render_console
+
+        parts = []
+        for path in outcomes:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"cannot read outcome {path}: {exc}") from None
+            if not isinstance(data, dict) or "counts" not in data:
+                raise ConfigError(f"{path} is not a rebuild outcome (`auditor rebuild ... --json`)")
+            parts.append(data)
+        merged = merge_outcomes(parts, shards)
+        if json_out or output:
+            write(output, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+        else:
+            render_console(merged, stdout_console())
+        return int(merged["exit_code"])
 
     run(debug, go)

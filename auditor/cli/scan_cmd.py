@@ -24,6 +24,25 @@ from auditor.cli.common import (
     since_of,
 )
 
+PlatformOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--platform",
+        envvar="AUDITOR_PLATFORM",
+        show_envvar=True,
+        help="datahub (default) or openmetadata: whose tables and indices to audit (docs/openmetadata.md).",
+    ),
+]
+ClusterAliasOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster-alias",
+        envvar=["AUDITOR_CLUSTER_ALIAS", "ELASTICSEARCH_CLUSTER_ALIAS"],
+        show_envvar=True,
+        help="OpenMetadata's elasticsearch.clusterAlias: its indices are <alias>_<entity>_search_index.",
+    ),
+]
+
 
 @app.command()
 def scan(
@@ -89,6 +108,8 @@ def scan(
             "env AUDITOR_STORES='a=URL b=URL'; see docs/federation.md).",
         ),
     ] = None,
+    platform: PlatformOpt = None,
+    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Compare the aspect table with the search indices and the MAE consumer; judge every difference.
@@ -111,6 +132,8 @@ def scan(
       auditor scan --shard 0/4 -f json -o s0.json           # then: auditor report merge s*.json
       auditor scan --plan-shards 4 -o shards.json           # once; then in each job i:
       auditor scan --shard 0/4 --shard-plan shards.json -f json -o s0.json
+      auditor scan --platform openmetadata --cluster-alias prod \\
+          --store-url 'postgresql+psycopg://om:PW@pg/openmetadata_db' --search-url http://os:9200
 
     Without a plan, shard i is the urns whose crc32 is i modulo N: every job reads the whole
     table and every index. With one, each job reads only its urn range.
@@ -128,6 +151,8 @@ def scan(
             schema_registry,
             index_prefix,
             state_file=state_file,
+            platform=platform,
+            cluster_alias=cluster_alias,
             stores=store or None,
         )
         if plan_shards is not None:

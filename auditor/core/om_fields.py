@@ -11,7 +11,8 @@ the JSON itself holds (a writer that keeps them inline). Rules:
 - owners compare as a set of ids (order is not meaning), tags as a set of tag FQNs; a doc's
   `tier` (OpenMetadata moves the Tier.* tag out of `tags`) counts as one of its tags.
 - version as a number (the index maps it to float), updatedAt as an integer, a missing or
-  null description as the empty one.
+  null description as the empty one; a doc one soft delete (or restore) behind keeps the
+  version before it, as OpenMetadata's own script leaves it (`only_the_delete_flag_moved`).
 """
 
 from __future__ import annotations
@@ -165,6 +166,31 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
         owners=owner_set(_list(source.get("owners"))),
         tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, Mapping) else [])]),
         deleted=bool(as_bool(source.get("deleted"))),
+    )
+
+
+def _changed_fields(change: Any) -> set[str]:
+    if not isinstance(change, Mapping):
+        return set()
+    names = set()
+    for key in ("fieldsAdded", "fieldsUpdated", "fieldsDeleted"):
+        for item in _list(change.get(key)):
+            if isinstance(item, Mapping) and item.get("name"):
+                names.add(str(item["name"]))
+    return names
+
+
+def only_the_delete_flag_moved(entity: Mapping[str, Any], doc: KeyFields) -> bool:
+    """A soft delete or a restore bumps the row's version and updatedAt but reaches search as a
+    script that sets `deleted` alone (SOFT_DELETE_RESTORE_SCRIPT): the doc keeps the version
+    before it. True when the row's last change touched only `deleted`, came right after the
+    version the doc holds, and the doc's flag agrees: its version and updatedAt are not stale."""
+    change = entity.get("changeDescription")
+    if _changed_fields(change) != {"deleted"} or not isinstance(change, Mapping):
+        return False
+    return (
+        _number(change.get("previousVersion")) == doc.version
+        and bool(as_bool(entity.get("deleted"))) == doc.deleted
     )
 
 

@@ -68,12 +68,21 @@ class OmScanner:
         self.search = search
 
     def run(
-        self, entities: list[OmEntity], ids: tuple[str, ...] = (), progress: Progress | None = None
+        self,
+        entities: list[OmEntity],
+        ids: tuple[str, ...] = (),
+        progress: Progress | None = None,
+        names: dict[str, str] | None = None,
     ) -> OmJoinResult:
+        """`names`: entity type -> an index to read instead of the live one (a full rebuild's)."""
         out = OmJoinResult()
         seen = 0
         for entity in entities:
-            name, concrete = self.search.resolve(entity)
+            name: str | None
+            if names and entity.entity_type in names:
+                name, concrete = names[entity.entity_type], [names[entity.entity_type]]
+            else:
+                name, concrete = self.search.resolve(entity)
             out.names[entity.entity_type] = name or entity.index_name(self.search.cluster_alias)
             if name is None:
                 out.warnings.append(

@@ -106,3 +106,20 @@ def test_a_row_that_is_not_an_entity_is_refused_with_the_reason() -> None:
         parse_entity("[1, 2]", ID)
     with pytest.raises(BadRow, match="not the row's id"):
         parse_entity(entity(id="other"), ID)
+
+
+def test_a_doc_one_soft_delete_behind_keeps_its_version_as_openmetadatas_script_leaves_it() -> None:
+    from auditor.core.om_fields import only_the_delete_flag_moved
+
+    change = {
+        "fieldsUpdated": [{"name": "deleted", "oldValue": False, "newValue": True}],
+        "previousVersion": 0.3,
+    }
+    row = entity(deleted=True, version=0.4, updatedAt=1764745300000, changeDescription=change)
+    by_script = doc_fields(doc(deleted="true"))  # version 0.3, the old updatedAt
+    assert only_the_delete_flag_moved(row, by_script)
+    # the flag itself not written: not explained; another field changed: not explained either
+    assert not only_the_delete_flag_moved(row, doc_fields(doc()))
+    described = {**change, "fieldsUpdated": [{"name": "description"}]}
+    assert not only_the_delete_flag_moved({**row, "changeDescription": described}, by_script)
+    assert not only_the_delete_flag_moved(row, doc_fields(doc(deleted="true", version=0.2)))

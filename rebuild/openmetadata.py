@@ -1,0 +1,218 @@
+"""OpenMetadata repair: rewrite documents from the database (targeted), then verify with the scan.
+
+Each document is the auditor's own projection of the entity's row (auditor/core/om_document.py)
+with its owners and tags; an orphan's document is deleted only after its row is re-read and
+found gone. Ordering guard: a document newer than the row just read is left alone, and the rows
+are read again after each batch is written: an entity the server wrote meanwhile is written
+again from its newer row, so an older state never stays over a newer one. Writes are
+idempotent: a killed run is simply run again (no checkpoint needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.backends.om_search import OmSearch
+from auditor.backends.om_store import OmStore
+from auditor.core.model import Classified, Evidence, RepairKind, Verdict
+from auditor.core.om_document import build_document
+from auditor.core.om_fields import BadRow, parse_entity
+from auditor.core.om_naming import OmEntity
+from auditor.core.om_records import OmRow
+from auditor.core.plan import RebuildOutcome, plan
+from auditor.errors import ConfigError
+from auditor.scan.om_join import OmScanner
+from auditor.scan.om_run import reobserve
+
+GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
+
+
+@dataclass
+class OmRepairRequest:
+    """What to repair: judged findings (a report) or, for a selection, what the join finds now."""
+
+    entities: list[OmEntity]
+    findings: Sequence[Classified] | None = None
+    include: frozenset[Verdict] = frozenset({Verdict.DIVERGED})
+    ids: tuple[str, ...] = ()  # ids (or FQNs, resolved first)
+    apply: bool = False
+    batch: int = 500
+    full: bool = False
+    visibility: float = 2.0
+    progress: Callable[[str, int], None] | None = None
+
+
+@dataclass
+class OmRepair:
+    """The read side, the writer, and what a repair has done so far."""
+
+    store: OmStore
+    search: OmSearch
+    writer: IndexWriter
+    counts: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def add(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def documents(self, entity: OmEntity, rows: Sequence[OmRow]) -> dict[str, dict[str, Any]]:
+        """id -> the document for each readable row (an unreadable row is a failure, said why)."""
+        refs = [o for r in rows for o in r.owners]
+        known = self.store.owner_refs(refs) if refs else {}
+        out: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            try:
+                data = parse_entity(row.json, row.id)
+            except BadRow as exc:
+                self.failed[row.id] = f"its row cannot be read: {exc}"
+                continue
+            owners = [known.get(str(o.get("id")), o) for o in row.owners]
+            out[row.id] = build_document(data, entity.entity_type, owners, row.tags)
+        return out
+
+    def write_index(self, entity: OmEntity, name: str | None) -> str:
+        """Where to write: the index name, or the one index behind its alias."""
+        if name is None:
+            raise ConfigError(
+                f"no index {entity.index_name(self.search.cluster_alias)} (nor its alias) to repair",
+                hint="create it (OpenMetadata's SearchIndexingApplication), or run reindex --full",
+            )
+        concrete, _ = self.writer.concrete(name)
+        if len(concrete) != 1:
+            raise ConfigError(
+                f"{name} points at {len(concrete)} indices ({', '.join(concrete)}): which to write?"
+            )
+        return concrete[0]
+
+    def rewrite(self, entity: OmEntity, index: str, ids: Sequence[str]) -> None:
+        """Rewrite these entities' docs from their rows; delete those whose rows are gone.
+
+        The rows are read, the docs built, the rows read again just before the write (an entity
+        written meanwhile waits for the next round: never an older state over a newer one), and
+        again after it (an entity the server wrote during the write is written again)."""
+        todo = list(ids)
+        for _ in range(GUARD_ROUNDS):
+            if not todo:
+                return
+            rows = self.store.read(entity, todo)
+            docs = self.documents(entity, list(rows.values()))
+            before = self.store.read(entity, todo)
+            same = [i for i in docs if i in before and before[i].fingerprint == rows[i].fingerprint]
+            gone = [i for i in todo if i not in rows and i not in before]
+            items = [BulkItem("index", index, i, i, docs[i]) for i in same]
+            items += [BulkItem("delete", index, i, i) for i in gone]
+            for failure in self.writer.bulk(items):
+                self.failed[failure.item.urn] = f"{failure.status}: {failure.reason}"
+            self.add("documents written", len(same))
+            self.add("orphans deleted (rows re-checked: gone)", len(gone))
+            after = self.store.read(entity, todo)
+            done = set(gone) | {i for i in same if i in after and after[i].fingerprint == rows[i].fingerprint}
+            done |= {i for i in todo if i in rows and i not in docs}  # unreadable: a failure, said why
+            todo = [i for i in todo if i not in done]
+            if todo:
+                self.add("written again (the server wrote them meanwhile)", len(todo))
+        for i in todo:
+            self.failed[i] = f"its row kept changing during {GUARD_ROUNDS} rounds: run the repair again"
+
+
+def chosen_findings(findings: Sequence[Classified], include: frozenset[Verdict]) -> list[Classified]:
+    """The report's findings of the verdicts asked for; an in-flight one asked for explicitly
+    (`--include in_flight`: a pending retry, say) is repaired as its kind says."""
+    out = []
+    for c in findings:
+        if c.verdict not in include:
+            continue
+        if c.verdict == Verdict.IN_FLIGHT:
+            c = Classified(c.finding, Verdict.DIVERGED, c.finding.kind.value, c.evidence)
+        out.append(c)
+    return out
+
+
+def selected_findings(scanner: OmScanner, request: OmRepairRequest) -> list[Classified]:
+    """Without a report: what the join finds now over the selection, each to be repaired."""
+    joined = scanner.run(request.entities, request.ids)
+    return [
+        Classified(f, Verdict.DIVERGED, f.kind.value, Evidence("selected for repair", kafka=False))
+        for f in joined.findings
+    ]
+
+
+def resolve_ids(store: OmStore, entities: list[OmEntity], given: tuple[str, ...]) -> tuple[str, ...]:
+    """`--urn` values as ids: a UUID as it is, a fully qualified name looked up in each table."""
+    from auditor.core.om_naming import is_uuid
+
+    names = [g for g in given if not is_uuid(g)]
+    found: dict[str, str] = {}
+    for entity in entities:
+        found.update(store.find_by_fqn(entity, names))
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        raise ConfigError(
+            f"no entity has the id or fully qualified name {unknown[0]!r}",
+            hint="pass an entity's id (a UUID) or its fullyQualifiedName; --entity-type narrows the lookup",
+        )
+    return tuple(g if is_uuid(g) else found[g] for g in given)
+
+
+def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRepairRequest) -> RebuildOutcome:
+    """Plan; with `apply`, rewrite/delete per entity type, refresh, and verify with the scan's steps."""
+    scanner = OmScanner(store, search)
+    if request.findings is not None:
+        chosen = chosen_findings(request.findings, request.include)
+    else:
+        chosen = selected_findings(scanner, request)
+    repairs = plan(chosen)
+    outcome = RebuildOutcome("reindex", request.apply, repairs)
+    outcome.rows = len(repairs.urns)
+    for action in repairs.actions:
+        if action.kind not in (RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT):
+            outcome.elsewhere[action.kind.value] = outcome.elsewhere.get(action.kind.value, 0) + 1
+    if not request.apply:
+        return outcome
+    work = OmRepair(store, search, writer)
+    by_type = {e.entity_type: e for e in request.entities}
+    touched: dict[str, list[str]] = {}
+    for action in repairs.actions:
+        if action.kind in (RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT) and action.urn:
+            touched.setdefault(action.entity_type or "", []).append(action.urn)
+    names: dict[str, str] = {}
+    for entity_type, ids in touched.items():
+        entity = by_type.get(entity_type)
+        if entity is None:
+            raise ConfigError(f"the report names an entity type {entity_type!r} outside this repair's scope")
+        read_name, _ = search.resolve(entity)
+        names[entity_type] = read_name or entity.index_name(search.cluster_alias)
+        index = work.write_index(entity, read_name)
+        for i in range(0, len(ids), request.batch):
+            work.rewrite(entity, index, ids[i : i + request.batch])
+            if request.progress:
+                request.progress(f"{entity_type} entities", min(i + request.batch, len(ids)))
+    writer.refresh_written()
+    outcome.counts, outcome.failed, outcome.why = work.counts, sorted(work.failed), dict(work.failed)
+    verify(scanner, request, touched, names, outcome)
+    return outcome
+
+
+def verify(
+    scanner: OmScanner,
+    request: OmRepairRequest,
+    touched: dict[str, list[str]],
+    names: dict[str, str],
+    outcome: RebuildOutcome,
+) -> None:
+    """The scan's own steps over the touched entities: join, re-observe; what still differs."""
+    ids = tuple(i for group in touched.values() for i in group)
+    if not ids:
+        return
+    entities = [e for e in request.entities if e.entity_type in touched]
+    joined = scanner.run(entities, ids)
+    seen = reobserve(scanner, {e.entity_type: e for e in entities}, names, joined.findings,
+                     visibility=request.visibility)  # fmt: skip
+    outcome.still_wrong = [
+        Classified(f, Verdict.DIVERGED, f.kind.value, Evidence("still differs after the repair", kafka=False))
+        for f, _ in seen.observed
+    ]
+    outcome.verified_urns = len(ids)

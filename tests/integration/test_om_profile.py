@@ -1,0 +1,250 @@
+"""The OpenMetadata profile against the real servers: PostgreSQL + OpenSearch 3.x, MariaDB + Elasticsearch 9.
+
+Each test owns a scratch database (`om_<uuid8>`) and a cluster alias of its own, on an
+OpenMetadata-shaped world written by the sandbox's server-like writer (faults injected there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from auditor.api import ScanOptions, om_scan, rebuild
+from auditor.core.model import Report, Verdict
+from auditor.rebuild.run import RebuildRequest
+from auditor.reports import RENDERERS
+from auditor.settings import Settings, load_settings
+from sandbox.endpoints import Endpoints
+from sandbox.openmetadata.databases import scratch_database
+from sandbox.openmetadata.ddl import create_schema
+from sandbox.openmetadata.faults import Fault
+from sandbox.openmetadata.generator import Catalog, seed
+from sandbox.openmetadata.indices import create_indices, refresh_all
+from sandbox.openmetadata.live import LiveWriter
+from sandbox.openmetadata.server import OmServer
+from sandbox.search import SearchStore, connect
+
+pytestmark = pytest.mark.integration
+
+PAIRS = [("postgres", "opensearch3"), ("mariadb", "elasticsearch")]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class World:
+    server: OmServer
+    catalog: Catalog
+    search: SearchStore
+    alias: str
+    store_url: str
+    search_url: str
+    state: Path
+
+    def settings(self, **more: Any) -> Settings:
+        base: dict[str, Any] = {
+            "store_url": self.store_url,
+            "search_url": self.search_url,
+            "platform": "openmetadata",
+            "cluster_alias": self.alias,
+            "state_file": str(self.state),
+            "index_visibility_seconds": 1.5,
+        }
+        return load_settings(env={}, **{**base, **more})
+
+    def scan(self, grace: float = 300.0, use_state: bool = True, **more: Any) -> Report:
+        return om_scan(self.settings(**more), options=ScanOptions(grace=grace, use_state=use_state))
+
+    def refresh(self) -> None:
+        refresh_all(self.search, self.alias)
+
+
+def _drop_indices(search: SearchStore, alias: str) -> None:
+    found = search.client.indices.get_alias(index=f"{alias}_*")
+    body = found.body if hasattr(found, "body") else found
+    for index in body:
+        search.client.indices.delete(index=index)
+
+
+@pytest.fixture(params=PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    store, search_name = request.param
+    endpoints = Endpoints.from_env()
+    search = connect(search_name, endpoints)
+    alias = f"omt{uuid.uuid4().hex[:8]}"
+    with scratch_database(store, endpoints) as engine:
+        create_schema(engine)
+        create_indices(search, alias)
+        try:
+            server = OmServer(engine, search, alias)
+            catalog = seed(server, 120, seed=7)
+            refresh_all(search, alias)
+            url = make_url(engine.url).render_as_string(hide_password=False)
+            yield World(
+                server, catalog, search, alias, url, endpoints.search_url(search_name), tmp_path / "state"
+            )
+        finally:
+            _drop_indices(search, alias)
+
+
+def _by_id(report: Report) -> dict[str, Any]:
+    return {c.finding.urn: c for c in report.findings}
+
+
+def _inject(w: World) -> dict[str, str]:
+    """One fault of each kind; returns fault -> the entity id it hit."""
+    tables = w.catalog.of_type("table")
+    s = w.server
+    s.update(tables[0], description="stale <b>|*`\x1b[31m\nline", fault=Fault.STALE_UPDATE)
+    s.update(tables[1], description="queued", fault=Fault.SEARCH_WRITE_FAILS_QUEUED)
+    s.soft_delete(tables[2], fault=Fault.SOFT_DELETE_NOT_PROPAGATED)
+    s.hard_delete(tables[3], fault=Fault.ORPHAN_DOC)
+    missing = s.create(
+        "table", "never_indexed", s.entities[tables[4].parent_id], fault=Fault.SEARCH_WRITE_FAILS
+    )
+    s.soft_delete(tables[5])  # a correct soft delete: the script writes deleted='true' only
+    w.refresh()
+    return {
+        "stale": tables[0].id,
+        "queued": tables[1].id,
+        "soft_delete": tables[2].id,
+        "orphan": tables[3].id,
+        "missing": missing.id,
+        "soft_deleted_right": tables[5].id,
+    }
+
+
+def test_each_fault_gets_its_verdict_fresh_then_diverged_when_seen_again(world: World) -> None:
+    hit = _inject(world)
+    first = world.scan(grace=300.0)
+    found = _by_id(first)
+    assert set(found) == {hit[k] for k in ("stale", "queued", "soft_delete", "orphan", "missing")}
+    kinds = {k: found[hit[k]].finding.kind.value for k in ("stale", "soft_delete", "orphan", "missing")}
+    assert kinds == {
+        "stale": "stale_fields",
+        "soft_delete": "soft_delete_mismatch",
+        "orphan": "orphan_document",
+        "missing": "missing_document",
+    }
+    assert all(c.verdict == Verdict.IN_FLIGHT for c in first.findings) and first.exit_code == 0
+    assert "search_index_retry_queue" in found[hit["queued"]].evidence.reason
+    assert "unconfirmed" in found[hit["orphan"]].evidence.reason
+    assert any("no change log" in w for w in first.warnings)
+    assert found[hit["stale"]].finding.details["fields"]["description"]["expected"].startswith("stale <b>")
+    time.sleep(1.5)
+    second = _by_id(world.scan(grace=1.0))
+    for fault in ("stale", "soft_delete", "orphan", "missing"):
+        assert second[hit[fault]].verdict == Verdict.DIVERGED, fault
+        assert second[hit[fault]].evidence.seen_before == 1
+    assert second[hit["queued"]].verdict == Verdict.IN_FLIGHT  # pending work, however old
+
+
+def test_reports_escape_what_the_data_holds(world: World) -> None:
+    hit = _inject(world)
+    odd = "<script>x</script>\x1b[2J\n|`*"
+    index = f"{world.alias}_table_search_index"
+    world.search.put(index, odd, {"name": "x\x1b[31m", "fullyQualifiedName": "a.\x07b", "deleted": "false"})
+    world.search.refresh(index)
+    report = world.scan(grace=0.0, use_state=False)
+    orphan = _by_id(report)[odd]
+    assert orphan.finding.kind.value == "orphan_document" and "not a UUID" in orphan.finding.details["note"]
+    for fmt in ("markdown", "html", "json", "prometheus"):
+        text = RENDERERS[fmt](report)
+        assert "\x1b" not in text and "\x07" not in text, fmt
+    html = RENDERERS["html"](report)
+    assert "<script>x</script>" not in html
+    assert json.loads(RENDERERS["json"](report))["sources"]["platform"] == "openmetadata"
+    assert hit["stale"] in RENDERERS["markdown"](report)
+
+
+def test_an_unknown_entity_table_is_a_usage_error_naming_it(world: World) -> None:
+    done = _cli(world, "scan", "--entity-type", "tabel_entity")
+    assert done.returncode == 2
+    assert "tabel_entity" in done.stderr and "table_entity" in done.stderr
+    assert "Traceback" not in done.stderr and "datahub" not in done.stderr
+
+
+def _cli(w: World, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "AUDITOR_STORE_URL": w.store_url,
+        "AUDITOR_SEARCH_URL": w.search_url,
+        "AUDITOR_PLATFORM": "openmetadata",
+        "ELASTICSEARCH_CLUSTER_ALIAS": w.alias,
+        "AUDITOR_STATE_FILE": str(w.state),
+        "AUDITOR_INDEX_VISIBILITY_SECONDS": "1.5",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "auditor.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def test_targeted_repair_from_the_report_leads_to_a_clean_rescan(world: World, tmp_path: Path) -> None:
+    hit = _inject(world)
+    report = tmp_path / "scan.json"
+    scanned = _cli(world, "scan", "--grace", "0", "-f", "json", "-o", str(report))
+    assert scanned.returncode == 1, scanned.stderr
+    planned = _cli(world, "rebuild", "plan", "--from-report", str(report))
+    assert planned.returncode == 0 and "rewrite the whole entity doc" in planned.stdout
+    applied = _cli(world, "rebuild", "reindex", "--from-report", str(report), "--include",
+                   "diverged,in_flight", "--apply")  # fmt: skip
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "verified" in applied.stdout
+    after = world.scan(grace=0.0, use_state=False)
+    assert after.findings == [] and after.exit_code == 0
+    doc = world.server.doc(world.server.entities[hit["soft_delete"]])
+    assert doc is not None and doc["deleted"] is True and doc["entityType"] == "table"
+
+
+def test_repair_by_fqn_and_full_rebuild_with_an_alias_swap(world: World) -> None:
+    hit = _inject(world)
+    fqn = world.server.entities[hit["stale"]].fqn
+    outcome = rebuild(world.settings(), RebuildRequest("reindex", selection=_sel(urns=(fqn,)), apply=True))
+    assert outcome.exit_code == 0 and outcome.counts.get("documents written") == 1
+    live = f"{world.alias}_table_search_index"
+    before = set(world.search.client.indices.get_alias(index=live))
+    full = rebuild(
+        world.settings(), RebuildRequest("reindex", selection=_sel(types=("table",)), apply=True, full=True)
+    )
+    assert full.exit_code == 0, full.failed
+    behind = world.search.client.indices.get_alias(index=live)
+    body = behind.body if hasattr(behind, "body") else behind
+    (fresh,) = body
+    assert fresh.startswith(f"{live}_rebuild_") and not before & set(body)
+    assert {live, f"{world.alias}_table", f"{world.alias}_dataAsset"} <= set(body[fresh]["aliases"])
+    # the old concrete index is gone: its name now resolves to the fresh index alone
+    indices = world.search.client.indices.get(index=f"{world.alias}_table_search_index*")
+    assert set(indices.body if hasattr(indices, "body") else indices) == {fresh}
+    after = world.scan(grace=0.0, use_state=False)
+    table_findings = [c for c in after.findings if c.finding.entity_type == "table"]
+    assert table_findings == []
+
+
+def _sel(types: tuple[str, ...] = (), urns: tuple[str, ...] = ()) -> Any:
+    from auditor.core.model import Selection
+
+    return Selection(entity_types=types, urns=urns)
+
+
+def test_a_scan_under_live_writes_reports_no_divergence(world: World) -> None:
+    with LiveWriter(world.server, rate=15.0, seed=3) as writer:
+        time.sleep(1.0)
+        report = world.scan(grace=0.0, use_state=False)
+    assert writer.writes > 10 and not writer.errors
+    assert report.total(Verdict.DIVERGED) == 0, [(c.subkind, c.evidence.reason) for c in report.findings]
+    assert report.exit_code == 0
