@@ -58,6 +58,7 @@ class MclTail:
         self.decode = WireDecoder(registry_url)
         self.assigned: dict[tuple[str, int], tuple[int, str | None]] = {}  # committed, metadata
         self.revoked: list[tuple[str, int]] = []
+        self.start = start
         self.consumer = Consumer(
             {
                 "logger": logging.getLogger("auditor.kafka"),
@@ -73,7 +74,12 @@ class MclTail:
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         committed = consumer.committed(partitions, timeout=10)
         for tp in committed:
+            if tp.offset < 0 and self.start == "latest":
+                # a new group starts at the end as of now, not at the first fetch: an event
+                # produced in between is seen
+                tp.offset = consumer.get_watermark_offsets(tp, timeout=10)[1]
             self.assigned[(tp.topic, tp.partition)] = (tp.offset, getattr(tp, "metadata", None))
+        consumer.assign(committed)
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         for tp in partitions:
