@@ -105,6 +105,13 @@ def compare(
             "cut into 32 ranges, checksummed again.",
         ),
     ] = 2_048,
+    table: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Table to compare (repeatable): metadata_aspect_v2 (default), an OpenMetadata entity "
+            "table such as table_entity, or openmetadata for all of them (same engine on both sides)."
+        ),
+    ] = None,
     no_counts: Annotated[
         bool, typer.Option("--no-counts", help="Skip the entity, aspect and lineage counts.")
     ] = False,
@@ -124,7 +131,7 @@ def compare(
         from auditor.core.drill import Thresholds
         from auditor.drill.bisect import BisectOptions
         from auditor.drill.run import Drill, DrillOptions
-        from auditor.drill.spec import METADATA_ASPECT_V2
+        from auditor.drill.spec import table_specs
         from auditor.errors import AuditorError
         from auditor.reports import drill_report
 
@@ -133,7 +140,7 @@ def compare(
             _side("target", target, target_search, target_kafka, target_prefix),
         )
         options = DrillOptions(
-            tables=(METADATA_ASPECT_V2,),
+            tables=table_specs(table or []),
             thresholds=Thresholds(max_row_diffs, max_count_delta, _limits(max_delta or [])),
             bisect=BisectOptions(segment_rows=segment_rows, threshold=threshold),
             workers=workers,
@@ -170,4 +177,3 @@ def _write_bundle(directory: Path, files: dict[str, str]) -> None:
         tmp = directory / f".{name}.tmp"
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, directory / name)
-

@@ -85,6 +85,12 @@ class Drill:
         self._versions()
         source, target = self.sides["source"], self.sides["target"]
         for spec in self.options.tables:
+            if not spec.cross_engine and source.postgres != target.postgres:
+                raise ConfigError(
+                    f"{spec.name}: its JSON column is jsonb (normalised text) on PostgreSQL and the text "
+                    "as written on MySQL/MariaDB: it compares between two databases of the same engine only",
+                    hint="compare the DataHub aspect table across engines; OpenMetadata tables same-engine",
+                )
             estimate = max(source.estimated_rows(spec), target.estimated_rows(spec), 1)
             divisors = self._divisors(spec)
             self.say(f"{spec.name}: comparing rows (about {estimate} rows per side)")

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from auditor.backends.store import MetadataStore
+from auditor.backends.store import BYTE_ORDER_COLLATIONS, COLLATION_PROBE
 from auditor.drill.spec import TableSpec, column_text, row_hash60, row_text
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
@@ -87,13 +87,43 @@ class Side:
 
     # -- what the table looks like ---------------------------------------------------
     def sorts_as_bytes(self, spec: TableSpec) -> bool:
-        """PostgreSQL: does the segment column sort as bytes under its own collation?"""
+        """Does the segment column's own collation order as bytes, so its index serves the byte
+        ranges? PostgreSQL: "C", "POSIX", "ucs_basic", or C.UTF-8 once a probe of awkward strings
+        sorts as under "C"; MySQL/MariaDB: a `_bin` collation (PAD SPACE is handled by the range)."""
         if spec.name not in self._bytes_order:
-            store = MetadataStore(str(self.engine.url), spec.name, engine=self.engine)
-            self._bytes_order[spec.name] = (
-                self.postgres and spec.segment_column == "urn" and store.sorts_as_bytes()
-            )
+            self._bytes_order[spec.name] = self._probe(spec)
         return self._bytes_order[spec.name]
+
+    def _probe(self, spec: TableSpec) -> bool:
+        c = spec.segment_column
+        if not self.postgres:
+            rows = self.fetch(
+                "SELECT collation_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+                "AND table_name = :t AND column_name = :c",
+                {"t": spec.name, "c": c},
+            )
+            collation = str(rows[0][0]) if rows and rows[0][0] else ""
+            return not collation or collation.endswith("_bin")
+        rows = self.fetch(
+            "SELECT c.collname FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation "
+            "WHERE a.attrelid = to_regclass(:t) AND a.attname = lower(:c)",
+            {"t": spec.name, "c": c},
+        )
+        if not rows:
+            return False
+        name = locale = str(rows[0][0])
+        if name == "default":  # the database's locale (C.UTF-8 is no collation name: probe "default")
+            where = "SELECT datcollate FROM pg_database WHERE datname = current_database()"
+            locale = str(self.fetch(where)[0][0])
+        if locale not in BYTE_ORDER_COLLATIONS or '"' in name:
+            return False
+        values = ", ".join(f"(:p{i})" for i in range(len(COLLATION_PROBE)))
+        params = {f"p{i}": v for i, v in enumerate(COLLATION_PROBE)}
+        probe = (
+            f'SELECT array_agg(x ORDER BY x COLLATE "{name}") = array_agg(x ORDER BY x COLLATE "C") '
+            f"FROM (VALUES {values}) v(x)"
+        )
+        return bool(self.fetch(probe, params)[0][0])
 
     def time_precision(self, spec: TableSpec, column: str) -> int:
         """Fractional digits the column keeps (6 for timestamp / datetime(6), 0 for datetime)."""
@@ -133,13 +163,17 @@ class Side:
             if hi is not None:
                 params["hi"] = hi
                 clauses.append(f"{col} < :hi")
-        else:  # index range (PAD SPACE, widened below) + the exact byte range
+        else:  # the exact byte range, and where the index sorts as bytes (_bin) its range too,
+            # widened for PAD SPACE; a case-insensitive key (OpenMetadata's ids) scans instead
+            indexed = self.sorts_as_bytes(spec)
             if lo is not None:
                 params["lo"], params["lo_wide"] = lo, lo[:-1]
-                clauses.append(f"{c} >= :lo_wide AND CAST({c} AS BINARY) >= CAST(:lo AS BINARY)")
+                wide = f"{c} >= :lo_wide AND " if indexed else ""
+                clauses.append(f"{wide}CAST({c} AS BINARY) >= CAST(:lo AS BINARY)")
             if hi is not None:
                 params["hi"] = hi
-                clauses.append(f"{c} < :hi AND CAST({c} AS BINARY) < CAST(:hi AS BINARY)")
+                wide = f"{c} < :hi AND " if indexed else ""
+                clauses.append(f"{wide}CAST({c} AS BINARY) < CAST(:hi AS BINARY)")
         return " AND ".join(clauses) or "1 = 1"
 
     def bucket(self, spec: TableSpec, buckets: int) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from auditor.errors import ConfigError
+
 NULL_TEXT = "~"
 
 
@@ -20,6 +22,9 @@ class ColumnKind(StrEnum):
     INT = "int"
     TIME = "time"  # timestamp / datetime, no time zone
     BOOL = "bool"  # PostgreSQL boolean, MySQL tinyint(1)
+    # a JSON document: PostgreSQL `jsonb` (its normalised text) or MySQL `json` (the text as
+    # written): the same text only on the same engine, so a table with one compares same-engine only
+    JSON = "json"
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,11 @@ class TableSpec:
     def segment_column(self) -> str:
         return self.key[0]
 
+    @property
+    def cross_engine(self) -> bool:
+        """Can a PostgreSQL copy be compared with a MySQL/MariaDB one?"""
+        return all(c.kind is not ColumnKind.JSON for c in self.columns)
+
     def column(self, name: str) -> Column:
         return next(c for c in self.columns if c.name == name)
 
@@ -59,7 +69,19 @@ METADATA_ASPECT_V2 = TableSpec(
     ),
 )
 
-TABLES = {METADATA_ASPECT_V2.name: METADATA_ASPECT_V2}
+
+def om_entity_table(table: str) -> TableSpec:
+    """An OpenMetadata entity table: key `id`, the entity's JSON, updatedAt, deleted."""
+    return TableSpec(
+        name=table,
+        key=("id",),
+        columns=(
+            Column("id"),
+            Column("json", ColumnKind.JSON),
+            Column("updatedAt", ColumnKind.INT),
+            Column("deleted", ColumnKind.BOOL),
+        ),
+    )
 
 
 def value_sql(column: Column, postgres: bool, divisor: int = 1) -> str:
@@ -70,6 +92,8 @@ def value_sql(column: Column, postgres: bool, divisor: int = 1) -> str:
     c = column.name
     if column.kind is ColumnKind.TEXT:
         return c
+    if column.kind is ColumnKind.JSON:
+        return f"{c}::text" if postgres else c
     if column.kind is ColumnKind.INT:
         return f"{c}::text" if postgres else f"CAST({c} AS CHAR)"
     if column.kind is ColumnKind.BOOL:
@@ -125,3 +149,25 @@ def strip_length(text: str | None) -> str | None:
         return None
     head, sep, rest = text.partition(":")
     return rest if sep and head.isdigit() else text
+
+
+def table_specs(names: list[str]) -> tuple[TableSpec, ...]:
+    """The specs `--table` names: `metadata_aspect_v2`, an OpenMetadata entity table
+    (`table_entity`, ...), or `openmetadata` for every OpenMetadata entity table."""
+    from auditor.core.om_naming import BY_TABLE
+
+    out: list[TableSpec] = []
+    for name in names or [METADATA_ASPECT_V2.name]:
+        if name == METADATA_ASPECT_V2.name:
+            out.append(METADATA_ASPECT_V2)
+        elif name == "openmetadata":
+            out.extend(om_entity_table(t) for t in sorted(BY_TABLE))
+        elif name in BY_TABLE:
+            out.append(om_entity_table(name))
+        else:
+            raise ConfigError(
+                f"--table {name!r}: not a table the drill knows",
+                hint="metadata_aspect_v2, openmetadata (every OpenMetadata entity table) or one of: "
+                + ", ".join(sorted(BY_TABLE)),
+            )
+    return tuple(dict.fromkeys(out))
