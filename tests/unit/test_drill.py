@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,3 +196,28 @@ def test_renderers_escape_the_data_and_keep_an_explanation_slot() -> None:
     differences = json.loads(files["differences.json"])
     assert differences["rows"][0]["key"][0] == evil and differences["rows"][0]["explanation"] == ""
     assert differences["counts"][0]["explanation"] == ""
+
+
+def test_a_side_is_a_toml_file_or_a_url_and_never_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from auditor.cli.drill_cmd import _side
+    from auditor.errors import ConfigError
+
+    monkeypatch.setenv("AUDITOR_STORE_URL", "mysql+pymysql://env:pw@elsewhere/db")
+    monkeypatch.setenv("AUDITOR_SEARCH_URL", "http://from-env:9200")
+    config = tmp_path / "prod.toml"
+    config.write_text(
+        '[store]\nurl = "postgresql+psycopg://u:secret@pg/datahub"\n[search]\nurl = "http://os:9200"\n'
+    )
+    side = _side("source", str(config), None, None, None)
+    assert side.describe() == {"store": "postgresql+psycopg://u:***@pg/datahub", "search": "http://os:9200"}
+    side = _side("target", "mysql+pymysql://u:pw@maria/datahub", "http://es:9200", "k:9092", "pre")
+    assert side.describe() == {
+        "store": "mysql+pymysql://u:***@maria/datahub",
+        "search": "http://es:9200",
+        "kafka": "k:9092",
+    }
+    assert side.index_prefix == "pre"
+    with pytest.raises(ConfigError, match="neither a store URL nor a configuration file"):
+        _side("source", str(tmp_path / "missing.toml"), None, None, None)
