@@ -390,3 +390,25 @@ def test_the_probe_times_the_canary_end_to_end_and_exits_1_over_slo(world: World
             ).scalar()
             == 0
         )
+
+
+@pytest.mark.parametrize("engine", ["opensearch", "elasticsearch"])
+def test_the_watch_reads_what_search_sees_not_the_translog(engine: str) -> None:
+    from auditor.backends.search import SearchIndex
+    from auditor.backends.searchable import searchable_docs
+
+    e = Endpoints.from_env()
+    raw = connect(engine, e)
+    index = f"watch_{uuid.uuid4().hex[:8]}_searchable"
+    raw.ensure_index(index, {"dynamic": True})
+    try:
+        raw.client.indices.put_settings(index=index, body={"index": {"refresh_interval": "-1"}})
+        raw.client.index(index=index, id="a", body={"v": 1})
+        search = SearchIndex(e.search_url(engine), engine)
+        assert searchable_docs(search, index, ["a"]) == {}  # written, not yet refreshed
+        assert search.get_many(index, ["a"]) == {"a": {"v": 1}}  # a real-time GET sees it already
+        raw.refresh(index)
+        assert searchable_docs(search, index, ["a"]) == {"a": {"v": 1}}
+        assert searchable_docs(search, f"{index}_absent", ["a"]) == {}
+    finally:
+        raw.delete_index(index)
