@@ -54,6 +54,10 @@ def watch(
     pending_cap: Annotated[
         int, typer.Option(help="Events followed at once; more are counted 'not_checked' (memory bound).")
     ] = 100_000,
+    max_reads: Annotated[
+        int,
+        typer.Option(help="Events read per --interval (two docs each), oldest first: the load on search."),
+    ] = 2000,
     give_up: Annotated[
         float, typer.Option(help="Seconds a late event is still followed for its latency.")
     ] = 3600.0,
@@ -117,6 +121,7 @@ def watch(
             check_interval=interval,
             pending_cap=pending_cap,
             give_up_seconds=give_up,
+            max_reads=max_reads,
             bucket_seconds=bucket_seconds or 60.0 * window_scale,
             windows=scaled(GOOGLE_30D, window_scale),
             index_prefix=settings.index_prefix,

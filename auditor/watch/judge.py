@@ -95,6 +95,21 @@ def late_finding(
                 mcl_offset=event.offset,
             ),
         )
+    if seen.kind is None:  # not read this round (behind older events): nothing to call diverged
+        return Classified(
+            finding,
+            Verdict.IN_FLIGHT,
+            "unread",
+            Evidence(
+                f"not in the index {age:.1f}s after its MCL; {seen.detail}",
+                event.partition,
+                event.topic,
+                health,
+                lag=lag,
+                mcl_found=True,
+                mcl_offset=event.offset,
+            ),
+        )
     return Classified(
         finding,
         Verdict.DIVERGED,

@@ -32,6 +32,7 @@ class Tail(Protocol):
     def commit(self, offsets: Any) -> None: ...
 
 
+UNREAD = Reflection(False, None, "not read yet: behind older pending events on its partition")
 DocReader = Callable[[str, list[str]], Mapping[str, Mapping[str, Any]]]  # index, ids -> docs
 Sampler = Callable[[], list[OffsetSample]]  # the MAE group's offsets on the watched topics
 
@@ -51,6 +52,7 @@ class WatchConfig:
     commit_interval: float = 5.0
     visibility_seconds: float = 3.0  # after the MAE group passed an event, search shows it within
     poll_batch: int = 500
+    max_reads: int = 2000  # events read per check (two docs each): the load on the cluster
     findings_kept: int = 200
 
 
@@ -122,18 +124,42 @@ class Watch:
             ledger.read(msg.offset, opened=True)
 
     # -- checking --------------------------------------------------------------------------
+    def _to_read(self, held: list[tuple[WatchedEvent, list[Older]]]) -> set[int]:
+        """Which events this round reads: the oldest `max_reads` by offset, shared among the
+        partitions (a consumer applies a partition in order: the newer cannot show first)."""
+        if len(held) <= self.config.max_reads:
+            return {id(e) for e, _ in held}
+        by_partition: dict[tuple[str, int], list[WatchedEvent]] = {}
+        for event, _ in held:
+            by_partition.setdefault((event.topic, event.partition), []).append(event)
+        queues = [sorted(events, key=lambda e: e.offset) for events in by_partition.values()]
+        chosen: set[int] = set()
+        depth = 0
+        while len(chosen) < self.config.max_reads:
+            for q in queues:
+                if depth < len(q) and len(chosen) < self.config.max_reads:
+                    chosen.add(id(q[depth]))
+            depth += 1
+        return chosen
+
     def check(self, now: float | None = None) -> None:
-        """Read the docs of every pending event once; settle what shows, count what is late."""
+        """Read the docs of the pending events (at most `max_reads`, oldest first); settle what
+        shows; count what is late, read or not (an unread event is behind older ones)."""
         held = list(self.pending.items())
         if not held:
             return
+        chosen = self._to_read(held)
         wanted: dict[str, set[str]] = {}
         for event, _ in held:
-            for index, doc_id in doc_ids(event, self.config.index_prefix):
-                wanted.setdefault(index, set()).add(doc_id)
+            if id(event) in chosen:
+                for index, doc_id in doc_ids(event, self.config.index_prefix):
+                    wanted.setdefault(index, set()).add(doc_id)
         docs = {index: self.read_docs(index, sorted(ids)) for index, ids in wanted.items()}
         read_at = time.time() if now is None else now
         for event, older in held:
+            if id(event) not in chosen:
+                self._not_yet(event, older, UNREAD, read_at)
+                continue
             (ei, eid), (si, sid) = doc_ids(event, self.config.index_prefix)
             seen = reflects(self.registry, event, docs[ei].get(eid), docs[si].get(sid))
             if seen.reflected:

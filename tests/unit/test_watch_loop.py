@@ -190,3 +190,26 @@ def test_the_mae_group_is_refused() -> None:
     with pytest.raises(ConfigError, match="MAE consumer"):
         refuse_mae_group("generic-mae-consumer-job-client", "generic-mae-consumer-job-client")
     refuse_mae_group("auditor-watch", "generic-mae-consumer-job-client")
+
+
+def test_each_check_reads_at_most_max_reads_oldest_first_and_still_counts_the_unread_late(
+    registry: Registry,
+) -> None:
+    tail, index = FakeTail(), FakeIndex()
+    asked: list[list[str]] = []
+
+    def read(name: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        asked.append(ids)
+        return index.read(name, ids)
+
+    w = Watch(registry, tail, read, None, WatchConfig(slo_seconds=10.0, bucket_seconds=1.0, max_reads=2))
+    at = time.time()
+    values = [mcl(f"m{i}", "d", i) for i in range(6)]
+    w.ingest([TailedMessage(TOPIC, 0, i, at - 20, v) for i, v in enumerate(values)])
+    w.check(at)
+    assert all(len(ids) == 2 for ids in asked)  # two events: an entity doc and a system-metadata doc each
+    assert {document_id("urn:li:tag:m0"), document_id("urn:li:tag:m1")} == set(asked[0]) | set(asked[1]) - {
+        system_metadata_id(f"urn:li:tag:m{i}", "tagProperties") for i in range(6)
+    }
+    snap = w.snapshot()
+    assert snap.outcomes[Outcome.LATE] == 6 and len(snap.findings) == 6  # read or not, all are late
