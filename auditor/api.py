@@ -101,6 +101,9 @@ def om_scan(
                 hint="select with --entity-type (an entity type or its table)",
             )
     chosen = entities(selection.entity_types)
+    if settings.state_file == Settings.model_fields["state_file"].default:  # never DataHub's history
+        own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
+        settings = settings.model_copy(update={"state_file": own})
     report = Report(
         started_at=datetime.now(UTC),
         scope=selection,
@@ -121,7 +124,10 @@ def om_scan(
         report.sources["store_version"] = store.ping()
         report.sources["search_version"] = search.search.version()
         if not selection.entity_types:  # every known type whose table this database has
-            chosen = [e for e in chosen if store.columns(e.table) is not None]
+            chosen = [e for e in chosen if store.columns(e.table, required=False) is not None]
+            if store.denied:
+                refused = ", ".join(sorted(store.denied))
+                report.warnings.append(f"SELECT refused on {refused}: not scanned (grant it, or not OM's?)")
         state = opened.enter_context(closing(open_state(settings, options.use_state)))
         return run_om_scan(store, search, state, chosen, report, om_options, progress)
 
@@ -250,7 +256,9 @@ def om_rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_om_store(settings)))
         search = opened.enter_context(closing(open_om_search(settings)))
-        chosen_types = [e for e in entities(types) if types or store.columns(e.table) is not None]
+        chosen_types = [
+            e for e in entities(types) if types or store.columns(e.table, required=False) is not None
+        ]
         writer = IndexWriter(search.search)
         if request.full and request.apply:
             if request.findings is not None or (selection is not None and selection.urns):

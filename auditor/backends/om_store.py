@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from auditor.backends.protocols import Capability
 from auditor.core.om_naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.core.om_records import OmRow, RetryRow
-from auditor.errors import BackendUnavailable, ConfigError
+from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class OmStore:
             raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
         self.postgres = self.engine.dialect.name == "postgresql"
         self._columns: dict[str, set[str] | None] = {}
+        self.denied: set[str] = set()  # tables whose SELECT was refused
         self.rows_read = 0
 
     def close(self) -> None:
@@ -86,8 +87,10 @@ class OmStore:
         except SQLAlchemyError as exc:
             raise self._fail("unreachable", exc) from None
 
-    def columns(self, table: str) -> set[str] | None:
-        """The table's columns, lowercased (None: no such table, or not readable)."""
+    def columns(self, table: str, *, required: bool = True) -> set[str] | None:
+        """The table's columns, lowercased (None: no such table). A refused SELECT is AccessRefused
+        when `required`, else None and the table is remembered in `denied` (MySQL and MariaDB
+        refuse a table the user may not see the same way whether it exists or not)."""
         if table not in self._columns:
             if not table.replace("_", "").isalnum():
                 raise ConfigError(f"invalid table name {table!r}")
@@ -95,8 +98,17 @@ class OmStore:
                 with self.engine.connect() as conn:
                     result = conn.execute(text(f"SELECT * FROM {table} WHERE 1 = 0"))
                     self._columns[table] = {str(k).lower() for k in result.keys()}
-            except SQLAlchemyError:
+            except SQLAlchemyError as exc:
+                said = str(getattr(exc, "orig", exc)).lower()
                 self._columns[table] = None
+                if "permission denied" in said or "command denied" in said or "access denied" in said:
+                    self.denied.add(table)
+        if required and table in self.denied:
+            raise AccessRefused(
+                f"metadata store {self.description}: SELECT on {table} refused",
+                hint=f"GRANT SELECT ON {table} to the auditor's user (or SELECT on the whole database; "
+                "docs/openmetadata.md lists every table the profile reads)",
+            )
         return self._columns[table]
 
     # -- the entity rows ----------------------------------------------------------------

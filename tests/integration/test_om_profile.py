@@ -248,3 +248,56 @@ def test_a_scan_under_live_writes_reports_no_divergence(world: World) -> None:
     assert writer.writes > 10 and not writer.errors
     assert report.total(Verdict.DIVERGED) == 0, [(c.subkind, c.evidence.reason) for c in report.findings]
     assert report.exit_code == 0
+
+
+def test_select_on_the_read_tables_is_all_a_scan_needs_and_a_missing_grant_is_named(world: World) -> None:
+    from sqlalchemy import text
+
+    from auditor.core.om_naming import ENTITIES
+    from auditor.errors import AccessRefused
+
+    engine = world.server.store.engine
+    postgres = engine.dialect.name == "postgresql"
+    user, password = f"omro_{uuid.uuid4().hex[:8]}", "pw-" + uuid.uuid4().hex[:8]
+    database = engine.url.database
+    reads = ["entity_relationship", "tag_usage", "search_index_retry_queue", "user_entity", "team_entity"]
+    with engine.connect() as conn:
+        present = {t for t in (e.table for e in ENTITIES.values()) if _exists(conn, t)}
+    grantee = user if postgres else f"'{user}'@'%'"
+    with engine.begin() as conn:
+        conn.execute(
+            text(f"CREATE USER {grantee} {'WITH PASSWORD' if postgres else 'IDENTIFIED BY'} '{password}'")
+        )
+        if postgres:
+            conn.execute(text(f"GRANT CONNECT ON DATABASE {database} TO {user}"))
+            conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {user}"))
+        for table in sorted(present | set(reads)):
+            conn.execute(text(f"GRANT SELECT ON {'' if postgres else database + '.'}{table} TO {grantee}"))
+    try:
+        _inject(world)
+        url = make_url(world.store_url).set(username=user, password=password)
+        limited = url.render_as_string(hide_password=False)
+        report = world.scan(grace=300.0, use_state=False, store_url=limited)
+        assert len(report.findings) == 5 and report.exit_code == 0
+        with engine.begin() as conn:
+            table = "search_index_retry_queue"
+            conn.execute(text(f"REVOKE SELECT ON {'' if postgres else database + '.'}{table} FROM {grantee}"))
+        with pytest.raises(AccessRefused, match="SELECT on search_index_retry_queue refused") as caught:
+            world.scan(grace=300.0, use_state=False, store_url=limited)
+        assert password not in str(caught.value) and "GRANT SELECT" in (caught.value.hint or "")
+    finally:
+        with engine.begin() as conn:
+            if postgres:
+                conn.execute(text(f"DROP OWNED BY {user}"))
+            conn.execute(text(f"DROP USER {grantee}"))
+
+
+def _exists(conn: Any, table: str) -> bool:
+    from sqlalchemy import text
+
+    try:
+        conn.execute(text(f"SELECT 1 FROM {table} WHERE 1 = 0"))
+        return True
+    except Exception:
+        conn.rollback()
+        return False
