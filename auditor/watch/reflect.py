@@ -9,6 +9,7 @@ from typing import Any
 
 from auditor.core.aspect_projection import ProjectionError, project_aspect
 from auditor.core.compare import compare_document
+from auditor.core.expected import ExpectedDocument
 from auditor.core.model import Kind
 from auditor.core.naming import document_id, entity_index, system_metadata_id, system_metadata_index
 from auditor.core.projection import project_entity
@@ -34,6 +35,8 @@ class WatchedEvent:
     key_aspect: bool = False  # deleting it deletes the entity (and its doc)
     fields: frozenset[str] = frozenset()  # the doc fields this aspect's upsert writes
     counted: bool = False  # settled for the SLI (good or late) already
+    ids: tuple[str, tuple[tuple[str, str], tuple[str, str]]] | None = None  # doc_ids' cache
+    expected: ExpectedDocument | None = None  # the projection's cache
 
     @property
     def key(self) -> tuple[str, str]:
@@ -110,11 +113,17 @@ def event_of(
 
 
 def doc_ids(event: WatchedEvent, prefix: str) -> tuple[tuple[str, str], tuple[str, str]]:
-    """((entity index, doc id), (system-metadata index, doc id)) the event should change."""
-    return (
-        (entity_index(event.entity_type, prefix), document_id(event.urn)),
-        (system_metadata_index(prefix), system_metadata_id(event.urn, event.aspect)),
-    )
+    """((entity index, doc id), (system-metadata index, doc id)) the event should change
+    (computed once per event: it is read every round until it shows)."""
+    if event.ids is None or event.ids[0] != prefix:
+        event.ids = (
+            prefix,
+            (
+                (entity_index(event.entity_type, prefix), document_id(event.urn)),
+                (system_metadata_index(prefix), system_metadata_id(event.urn, event.aspect)),
+            ),
+        )
+    return event.ids[1]
 
 
 def reflects(
@@ -130,7 +139,9 @@ def reflects(
     if doc is None:
         return Reflection(False, Kind.MISSING_DOCUMENT, "no entity doc")
     written = event.fields
-    expected = project_entity(registry, event.urn, {event.aspect: event.value})
+    if event.expected is None:  # projected once per event
+        event.expected = project_entity(registry, event.urn, {event.aspect: event.value})
+    expected = event.expected
     stale = [d.field for d in compare_document(expected, doc) if d.field in written]
     if stale:
         return Reflection(False, Kind.STALE_FIELDS, "fields not yet as written: " + ", ".join(stale[:5]))

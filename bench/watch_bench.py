@@ -1,0 +1,248 @@
+"""Watch benchmark: how fast `auditor watch` settles events against the raw limit of reading them,
+and whether its memory stays flat however many events pass.
+
+    python bench/watch_bench.py --n 20000 --memory-events 1000000
+
+1. Throughput (real Kafka + schema registry + OpenSearch, all of its own: a topic, groups and an
+   index prefix, removed afterwards): N tagProperties MCLs produced to a 4-partition topic, their
+   documents written by the sandbox's indexer (so every event is already reflected). Raw limit:
+   a bare consumer reading the N messages. Watch: its consumer, decoder and reads of the index
+   (`--max-reads` per `--interval`) until all N are settled. The ratio is watch / raw.
+2. Memory (no services): events fed through the watch's loop from a fake tail, a tenth never
+   reflected, with a pending cap of 10,000; RSS printed every tenth of the run.
+
+Not a timed test: figures go to stdout, one JSON line last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from confluent_kafka import Consumer, Producer  # noqa: E402
+
+from auditor.backends.mcl_tail import TailedMessage  # noqa: E402
+from auditor.core.registry import Registry  # noqa: E402
+from auditor.core.watch_model import Outcome  # noqa: E402
+from auditor.settings import load_settings  # noqa: E402
+from auditor.watch.run import Watch, WatchConfig  # noqa: E402
+from auditor.watch.session import open_watch  # noqa: E402
+from sandbox.avro import MclCodec  # noqa: E402
+from sandbox.endpoints import Endpoints  # noqa: E402
+from sandbox.indexer import IndexUpdater  # noqa: E402
+from sandbox.mcl import build_mcl, read_mcl  # noqa: E402
+from sandbox.search import connect  # noqa: E402
+from sandbox.topics import admin_client, ensure_topics  # noqa: E402
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def mcl(i: int, prefix: str) -> dict[str, Any]:
+    urn = f"urn:li:tag:{prefix}-{i}"
+    sm = {
+        "lastObserved": 1_700_000_000_000 + i,
+        "runId": "bench",
+        "lastRunId": "bench",
+        "registryName": None,
+        "registryVersion": None,
+        "version": "1",
+    }
+    return build_mcl(
+        entity_type="tag",
+        urn=urn,
+        change_type="UPSERT",
+        aspect_name="tagProperties",
+        aspect={"name": f"t{i}", "description": f"d{i}"},
+        system_metadata=sm,
+        previous_aspect=None,
+        previous_system_metadata=None,
+        created_time_ms=1_700_000_000_000,
+        actor="urn:li:corpuser:b",
+    )
+
+
+def throughput(n: int, interval: float, max_reads: int) -> dict[str, Any]:
+    e = Endpoints.from_env()
+    bid = uuid.uuid4().hex[:8]
+    topic, prefix = f"wbench_{bid}_MetadataChangeLog_Versioned_v1", f"wb{bid}"
+    groups = [f"wbench_{bid}_raw", f"wbench_{bid}_watch"]
+    ensure_topics(e.kafka, {topic: 4})
+    codec, search = MclCodec(e.registry), connect("opensearch", e)
+    try:
+        producer = Producer({"bootstrap.servers": e.kafka, "partitioner": "murmur2_random", "linger.ms": 20})
+        updater = IndexUpdater(search, prefix)
+        for i in range(n):
+            record = mcl(i, prefix)
+            producer.produce(topic, key=record["entityUrn"].encode(), value=codec.encode(topic, record))
+            updater.apply(read_mcl(record), flush=False)
+            if i % 1000 == 999:
+                producer.poll(0)
+                updater.flush()
+        updater.flush()
+        producer.flush(60)
+        for index in search.list_indices(f"{prefix}_*"):
+            search.refresh(index)
+        raw = Consumer(
+            {
+                "bootstrap.servers": e.kafka,
+                "group.id": groups[0],
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        raw.subscribe([topic])
+        got, t0 = 0, None
+        while got < n:  # timed from the call that brought the first messages (not the group join)
+            before = time.perf_counter()
+            batch = raw.consume(500, 5.0)
+            if t0 is None and batch:
+                t0 = before
+            got += sum(1 for m in batch if m.error() is None)
+        raw_s = time.perf_counter() - (t0 or time.perf_counter())
+        raw.close()
+        settings = load_settings(
+            env={},
+            search_url=e.opensearch,
+            kafka_bootstrap=e.kafka,
+            schema_registry_url=e.registry,
+            index_prefix=prefix,
+            mcl_versioned_topic=topic,
+        )
+        cfg = WatchConfig(
+            slo_seconds=3600,
+            check_interval=interval,
+            max_reads=max_reads,
+            index_prefix=prefix,
+            sample_interval=5,
+            commit_interval=1,
+        )
+        with open_watch(settings, cfg, groups[1], (topic,), start="earliest") as w:
+            t1, deadline = None, time.perf_counter() + 600
+            while w.snapshot().outcomes[Outcome.GOOD] < n and time.perf_counter() < deadline:
+                before = time.perf_counter()
+                w.step()
+                if t1 is None and w.consumed:
+                    t1 = before
+            watch_s = time.perf_counter() - (t1 or time.perf_counter())
+            w.commit()
+            good = w.snapshot().outcomes[Outcome.GOOD]
+        return {
+            "n": n,
+            "raw_seconds": round(raw_s, 3),
+            "raw_per_s": round(n / raw_s),
+            "watch_seconds": round(watch_s, 3),
+            "watch_per_s": round(good / watch_s),
+            "settled": good,
+            "ratio": round(raw_s / watch_s, 3),
+            "interval": interval,
+            "max_reads": max_reads,
+        }
+    finally:
+        for index in search.list_indices(f"{prefix}_*"):
+            search.delete_index(index)
+        admin = admin_client(e.kafka)
+        for future in admin.delete_topics([topic]).values():
+            future.result(timeout=30)
+        for future in admin.delete_consumer_groups(groups).values():
+            try:
+                future.result(timeout=30)
+            except Exception:
+                pass
+
+
+class FakeTail:
+    group, topics = "bench", ("t",)
+
+    def __init__(self) -> None:
+        self.assigned: dict[tuple[str, int], tuple[int, str | None]] = {
+            ("t", p): (-1001, None) for p in range(4)
+        }
+
+    def poll(self, limit: int, timeout: float) -> list[Any]:
+        return []
+
+    def commit(self, offsets: Any) -> None:
+        return None
+
+
+def memory(events: int) -> dict[str, Any]:
+    reflected: dict[str, dict[str, Any]] = {}
+    w = Watch(
+        Registry.load(),
+        FakeTail(),
+        lambda index, ids: {i: reflected[i] for i in ids if i in reflected},
+        None,
+        WatchConfig(slo_seconds=1.0, pending_cap=10_000, give_up_seconds=2.0, max_reads=2000),
+    )
+    from auditor.core.naming import document_id, system_metadata_id
+
+    points, batch, t0 = [], 1000, time.perf_counter()
+    for start in range(0, events, batch):
+        now = time.time()
+        msgs = []
+        for i in range(start, start + batch):
+            value = mcl(i, "m")
+            msgs.append(TailedMessage("t", i % 4, i // 4, now, value))
+            if i % 10:  # nine in ten show in the index; the rest never do
+                urn = value["entityUrn"]
+                reflected[document_id(urn)] = {
+                    "urn": urn,
+                    "name": f"t{i}",
+                    "description": f"d{i}",
+                    "hasDescription": True,
+                }
+                reflected[system_metadata_id(urn, "tagProperties")] = {
+                    "runId": "bench",
+                    "lastUpdated": value["systemMetadata"]["lastObserved"],
+                }
+        w.ingest(msgs)
+        w.check(now + 0.5)
+        reflected.clear()  # the fake index forgets, as the real one would not matter here
+        if (start + batch) % max(batch, events // 10) == 0:
+            snap = w.snapshot()
+            points.append(
+                {
+                    "events": start + batch,
+                    "rss_mib": round(rss_mib(), 1),
+                    "pending": snap.pending,
+                    "good": snap.outcomes[Outcome.GOOD],
+                    "late": snap.outcomes[Outcome.LATE],
+                    "not_checked": snap.outcomes[Outcome.NOT_CHECKED],
+                }
+            )
+            print(json.dumps(points[-1]), flush=True)
+    return {"events": events, "seconds": round(time.perf_counter() - t0, 1), "points": points}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=20_000, help="MCLs for the throughput run (0: skip it)")
+    parser.add_argument("--interval", type=float, default=0.2)
+    parser.add_argument("--max-reads", type=int, default=2000)
+    parser.add_argument("--memory-events", type=int, default=1_000_000, help="0: skip the memory run")
+    args = parser.parse_args()
+    out: dict[str, Any] = {}
+    if args.n:
+        out["throughput"] = throughput(args.n, args.interval, args.max_reads)
+        print(json.dumps(out["throughput"]), flush=True)
+    if args.memory_events:
+        out["memory"] = memory(args.memory_events)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
