@@ -59,3 +59,17 @@ def test_the_document_drops_unindexed_fields_and_adds_the_common_attributes() ->
     ]
     assert doc["tier"] == {"tagFQN": "Tier.Tier2"} and doc["descriptionStatus"] == "INCOMPLETE"
     assert doc["fqnHash"] == fqn_hash("s.d.c.t") and "t" not in doc["fqnParts"] and "s.d.c" in doc["fqnParts"]
+
+
+def test_the_platform_and_the_cluster_alias_come_from_toml_env_or_flags(tmp_path) -> None:
+    from auditor.settings import load_settings
+
+    config = tmp_path / "om.toml"
+    config.write_text('platform = "openmetadata"\ncluster_alias = "from_file"\n')
+    s = load_settings(config, env={})
+    assert s.platform == "openmetadata" and s.cluster_alias == "from_file"
+    s = load_settings(config, env={"ELASTICSEARCH_CLUSTER_ALIAS": "om_env", "AUDITOR_PLATFORM": "datahub"})
+    assert s.cluster_alias == "om_env" and s.platform == "datahub"
+    assert load_settings(env={}, platform="openmetadata", cluster_alias="flag").cluster_alias == "flag"
+    with pytest.raises(ConfigError, match="platform"):
+        load_settings(env={"AUDITOR_PLATFORM": "amundsen"})
