@@ -85,12 +85,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class Lock:
-    """A lock file per target; a lock left by a killed run on this host is stale and is said so."""
+def shard_suffix(shard: tuple[int, int] | None) -> str:
+    """What a shard adds to its checkpoint's and its lock's names ("-shard2of4"; "" unsharded)."""
+    return f"-shard{shard[0]}of{shard[1]}" if shard is not None else ""
 
-    def __init__(self, directory: Path, key: str) -> None:
-        self.path = directory / f"rebuild-{key}.lock"
+
+_HELD: set[Path] = set()  # the lock files this process holds
+
+
+class Lock:
+    """A lock file per target (per shard of it); a lock left by a killed run on this host is
+    stale and is said so. A whole-target repair and a shard's exclude each other; shards of one
+    target run side by side."""
+
+    def __init__(self, directory: Path, key: str, shard: tuple[int, int] | None = None) -> None:
+        self.path = directory / f"rebuild-{key}{shard_suffix(shard)}.lock"
+        self.key, self.shard = key, shard
         self.held = False
+
+    def _others(self) -> list[Path]:
+        """The locks this one must not run beside: the whole target's (for a shard), or every
+        shard's (for the whole target)."""
+        directory = self.path.parent
+        if self.shard is not None:
+            return [directory / f"rebuild-{self.key}.lock"]
+        return sorted(directory.glob(f"rebuild-{self.key}-shard*.lock"))
 
     def info(self) -> dict[str, Any] | None:
         try:
@@ -102,12 +121,27 @@ class Lock:
         info = self.info()
         if info is None:
             return False
-        return info.get("host") == socket.gethostname() and not _alive(int(info.get("pid", 0)))
+        pid = int(info.get("pid", 0))
+        # a pod retried under its old hostname (an Indexed Job's pod is <job>-<index>) may get the
+        # dead run's pid for itself: a lock naming this very process was left by another one
+        if pid == os.getpid():
+            return self.path not in _HELD
+        return info.get("host") == socket.gethostname() and not _alive(pid)
 
     def acquire(self, break_stale: bool = False) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if break_stale and self.stale():
             self.path.unlink(missing_ok=True)
+        for other in self._others():
+            held = Lock(other.parent, self.key)
+            held.path = other
+            if other.exists() and not held.stale():
+                info = held.info() or {}
+                raise LockHeld(
+                    f"a repair of this target is running ({other.name}): pid {info.get('pid')} on "
+                    f"{info.get('host')}; a whole-target repair and its shards exclude each other",
+                    hint="wait for it; a stale lock is cleared with --break-stale-lock",
+                )
         payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -121,8 +155,10 @@ class Lock:
         with os.fdopen(fd, "w") as handle:
             handle.write(payload)
         self.held = True
+        _HELD.add(self.path)
 
     def release(self) -> None:
         if self.held:
             self.path.unlink(missing_ok=True)
             self.held = False
+            _HELD.discard(self.path)

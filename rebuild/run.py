@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
@@ -13,7 +13,7 @@ from auditor.core.model import Classified, RepairKind, Selection, Verdict
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
 from auditor.errors import ConfigError
-from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, target_key
+from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
 from auditor.rebuild.full import FullRebuild
 from auditor.rebuild.reindex import Reindexer
 from auditor.rebuild.replay import Replayer
@@ -52,6 +52,20 @@ class RebuildRequest:
     replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias
     state_dir: Path = Path(".")
     progress: Callable[[str, int], None] | None = None
+    # one shard of the repair (i, n): the urns of a shard plan's range i (`urn_range`, pushed down
+    # into every page), or without a plan the urns whose crc32 is i modulo n (as `scan --shard`)
+    shard: tuple[int, int] | None = None
+    urn_range: tuple[str | None, str | None] | None = None
+
+    def sharded(self, selection: Selection) -> Selection:
+        """`selection` narrowed to this request's shard (itself when unsharded)."""
+        if self.shard is None:
+            return selection
+        urns = tuple(u for u in selection.urns if self.in_shard(u))
+        return replace(selection, shard=self.shard, urn_range=self.urn_range, urns=urns)
+
+    def in_shard(self, urn: str) -> bool:
+        return Selection(shard=self.shard, urn_range=self.urn_range).in_shard(urn)
 
 
 @dataclass
@@ -73,14 +87,18 @@ def _progress(request: RebuildRequest, what: str) -> Callable[[int], None] | Non
 def repair_plan(request: RebuildRequest) -> RepairPlan:
     if request.findings is None:
         return RepairPlan()
-    return plan(c for c in request.findings if c.verdict in request.include)
+    repairs = plan(c for c in request.findings if c.verdict in request.include)
+    if request.shard is None:
+        return repairs
+    # a shard repairs its own urns; a window (no urn) is walked by every shard over its range
+    return RepairPlan([a for a in repairs.actions if a.urn is None or request.in_shard(a.urn)])
 
 
 def _scope(request: RebuildRequest, repairs: RepairPlan) -> Selection:
     """The rows a replay walks / the urns a reindex rebuilds, as a selection."""
     if request.selection is not None:
-        return request.selection
-    return Selection(urns=tuple(repairs.urns))
+        return request.sharded(request.selection)
+    return request.sharded(Selection(urns=tuple(repairs.urns)))
 
 
 def rebuild(
@@ -97,24 +115,32 @@ def rebuild(
     windows = repairs.of(RepairKind.REPLAY_WINDOW)
     selections = [scope] if (scope.urns or request.selection is not None) else []
     selections += [
-        Selection(entity_types=(a.entity_type,) if a.entity_type else (), since=a.since) for a in windows
+        request.sharded(Selection(entity_types=(a.entity_type,) if a.entity_type else (), since=a.since))
+        for a in windows
     ]
+    if request.shard is not None:
+        outcome.shard, outcome.urn_range = request.shard, request.urn_range
     outcome.rows = sum(backends.store.count_rows(s) for s in selections)
     if request.rate:
         outcome.estimate_seconds = outcome.rows / request.rate
     if not outcome.applied:
         return outcome
     if request.full:
+        if request.shard is not None:
+            raise ConfigError(
+                "--full loads one fresh index per entity type and swaps it in whole: it is not sharded",
+                hint="drop --shard/--workers (a targeted reindex shards: --all or --entity-type)",
+            )
         return _full(backends, registry, target, request, outcome)
     lock = Lock(
-        request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
+        request.state_dir,
+        target_key(backends.description, target.index_prefix, target.versioned_topic),
+        request.shard,
     )
     lock.acquire(request.break_stale_lock)
     try:
-        path = (
-            request.state_dir
-            / f"rebuild-{scope_fingerprint(request.mode, [s.__dict__ for s in selections])}.json"
-        )
+        walked = scope_fingerprint(request.mode, [s.__dict__ for s in selections])
+        path = request.state_dir / f"rebuild-{walked}{shard_suffix(request.shard)}.json"
         checkpoint = (Checkpoint.load(path) if request.resume else None) or Checkpoint(
             request.mode, path.stem
         )

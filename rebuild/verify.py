@@ -66,7 +66,14 @@ def reaudit_selection(
     """A scan of each selection a filter-based repair walked: (entities scanned, still wrong)."""
     entities, still = 0, []
     for selection in selections:
-        scope = Selection(selection.entity_types, selection.urn_like, selection.since, urns=selection.urns)
+        scope = Selection(
+            selection.entity_types,
+            selection.urn_like,
+            selection.since,
+            shard=selection.shard,
+            urn_range=selection.urn_range,
+            urns=selection.urns,
+        )
         report = Report(
             started_at=datetime.now(UTC),
             scope=scope,

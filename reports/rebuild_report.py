@@ -85,6 +85,9 @@ def to_json(outcome: RebuildOutcome) -> str:
         "notes": outcome.notes,
         "warnings": outcome.warnings,
     }
+    if outcome.shard is not None:  # a shard's outcome: `auditor rebuild merge` combines them
+        data["shard"] = f"{outcome.shard[0]}/{outcome.shard[1]}"
+        data["urn_range"] = list(outcome.urn_range) if outcome.urn_range is not None else None
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 

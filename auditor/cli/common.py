@@ -53,6 +53,21 @@ def shard_of(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
+def shard_range(path: Path | None, shard: tuple[int, int] | None) -> tuple[str | None, str | None] | None:
+    """Shard i's urn range [lo, hi) from a shard plan (`auditor scan --plan-shards N`)."""
+    if path is None:
+        return None
+    from auditor.scan.shards import ShardPlan
+
+    if shard is None:
+        raise ConfigError("--shard-plan needs --shard i/N: which of the plan's shards to cover")
+    plan = ShardPlan.load(path)
+    i, n = shard
+    if plan.shards != n:
+        raise ConfigError(f"--shard {i}/{n}, but the plan {path} has {plan.shards} shards")
+    return plan.urn_range(i)
+
+
 def stdout_console() -> Console:
     """A terminal's own width; 140 columns when piped to a file or a log."""
     probe = Console()

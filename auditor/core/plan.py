@@ -157,6 +157,8 @@ class RebuildOutcome:
     checkpoint: str | None = None
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. a full rebuild's swapped indices
+    shard: tuple[int, int] | None = None  # (i, n): the shard of the urns this repair covered
+    urn_range: tuple[str | None, str | None] | None = None  # its shard plan's range [lo, hi)
 
     @property
     def exit_code(self) -> int:
