@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import gc
-import hashlib
-import heapq
 import logging
-import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,22 +13,19 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from auditor.backends.protocols import Capability
-from auditor.core.model import Selection
-from auditor.core.records import AspectRow, EntityRows, RowsDigest, as_utc
+from auditor.backends.store_order import (  # noqa: F401  (re-exported: the store's public names)
+    BYTE_ORDER_COLLATIONS,
+    COLLATION_PROBE,
+    byte_ordered,
+    prefix_upper_bound,
+)
+from auditor.backends.store_repair import IN_LIST, PAGE_URNS, RepairReads, row_fingerprint  # noqa: F401
+from auditor.backends.store_sql import first_line as _first_line
+from auditor.core.records import AspectRow, EntityRows, as_utc
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
 log = logging.getLogger(__name__)
-
-# urns per IN list: past about 150 values MariaDB's optimizer leaves the primary key's ranges for
-# a scan of every version-0 row (measured on the 786k-row bench table: 100 urns 8 ms, 200 urns 577 ms)
-IN_LIST = 100
-PAGE_URNS = IN_LIST  # urns per IN list when a repair walks a list of urns
-
-
-def _first_line(exc: SQLAlchemyError) -> str:
-    cause = getattr(exc, "orig", None) or exc
-    return f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
 
 
 RESUME_ATTEMPTS = 4  # a row stream's reconnects after a lost connection (backoff 0.5 s .. 4 s)
@@ -63,76 +57,7 @@ def _connection_lost(exc: SQLAlchemyError) -> bool:
     )
 
 
-def row_fingerprint(row: AspectRow) -> tuple[Any, str]:
-    """The fingerprint `MetadataStore.fingerprints` reads for a row, computed from the row itself."""
-    text_ = f"{row.metadata or ''}|{row.systemmetadata or ''}"
-    return row.created, hashlib.md5(text_.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
-def prefix_upper_bound(prefix: str) -> str:
-    """The smallest string greater than every string that starts with `prefix`."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
-# MySQL's and MariaDB's utf8mb4_bin is PAD SPACE: a urn is compared as if padded with spaces, so
-# 'a\t' sorts before 'a' there. Urns without a control character or a trailing space sort the
-# same there as by code point (the index's order); the others are "odd" and are put in place here.
-_ODD = re.compile(r"[\x00-\x1f]| $")
-_PRINTABLE = bytes(range(0x20, 0x100))  # what the partition check deletes: a control is left
-
-
-def _odd(urn: str) -> bool:
-    return _ODD.search(urn) is not None
-
-
-def _maybe_odd(part: Sequence[Any]) -> bool:
-    """Whether a partition holds an odd urn, in C-level passes over its urns (measured: 103 ns a
-    row on ASCII urns, 181 ns on urns with accents)."""
-    urns = [r[0] for r in part]
-    joined = "".join(urns).encode("utf-8")
-    if joined.translate(None, _PRINTABLE):  # a control character in some urn
-        return True
-    return b" " in joined and any(u.endswith(" ") for u in urns)
-
-
-def byte_ordered(parts: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
-    """Partitions of rows in (urn, aspect) code-point order, from partitions in PAD SPACE order.
-
-    An odd urn never arrives after a normal urn that sorts after it by code point (a normal urn
-    that follows it under PAD SPACE is greater by code point too), so an odd urn's rows are
-    held until the first normal row that sorts after them: a buffer of the odd rows only. A
-    partition without an odd urn is handed on as it is (no per-row Python step).
-    """
-    held: list[tuple[tuple[str, str], int, Any]] = []
-    seq = 0
-    for part in parts:
-        if not held and not _maybe_odd(part):
-            yield part
-            continue
-        out = []
-        for row in part:
-            key = (row[0], row[1])
-            if _odd(row[0]):
-                seq += 1
-                heapq.heappush(held, (key, seq, row))
-                continue
-            while held and held[0][0] < key:
-                out.append(heapq.heappop(held)[2])
-            out.append(row)
-        if out:
-            yield out
-    if held:
-        yield [heapq.heappop(held)[2] for _ in range(len(held))]
-
-
-# collations PostgreSQL sorts in byte (code point) order; the C.UTF-8 ones are checked by a probe
-BYTE_ORDER_COLLATIONS = frozenset({"C", "POSIX", "ucs_basic", "C.UTF-8", "C.utf8", "pg_c_utf8"})
-COLLATION_PROBE = tuple(
-    "a B b _ - ~ a_b ab a-b A Z z é Ä a\u0301 \u00ff \u0100 \ufb00 数据 😀 urn:li:a urn:li:A".split()
-) + (" ", "a b", "a\tb")
-
-
-class MetadataStore:
+class MetadataStore(RepairReads):
     """Reads DataHub's aspect table on MySQL, MariaDB or PostgreSQL (read-only)."""
 
     capabilities = frozenset({Capability.READ})
@@ -154,12 +79,6 @@ class MetadataStore:
     def close(self) -> None:
         """Close the pooled connections (a long-lived caller scans again with a new store)."""
         self.engine.dispose()
-
-    # -- query building (dialect only) -------------------------------------------------
-    def _order(self, column: str) -> str:
-        # byte order on both sides of the merge-join: PostgreSQL's collation may not be; where
-        # the columns' own collation is byte order, the primary key serves it (no sort)
-        return f'{column} COLLATE "C"' if self.postgres and not self.sorts_as_bytes() else column
 
     def sorts_as_bytes(self) -> bool:
         """PostgreSQL: do `urn` and `aspect` sort in byte order under their own collation?
@@ -197,69 +116,6 @@ class MetadataStore:
                 return True
         except SQLAlchemyError:
             return False
-
-    def _where(
-        self,
-        prefixes: tuple[str, ...],
-        urn_like: str | None,
-        since: datetime | None,
-        params: dict[str, Any],
-        urns: tuple[str, ...] = (),
-        urn_range: tuple[str | None, str | None] | None = None,
-    ) -> str:
-        clauses = ["version = 0"]
-        if urn_range is not None:
-            clauses.extend(self._range(urn_range, params))
-        if urns:
-            names = []
-            for i, urn in enumerate(urns):
-                params[f"u{i}"] = urn
-                names.append(f":u{i}")
-            clauses.append(f"urn IN ({', '.join(names)})")
-        if prefixes:
-            ranges = []
-            for i, prefix in enumerate(prefixes):
-                params[f"lo{i}"], params[f"hi{i}"] = prefix, prefix_upper_bound(prefix)
-                ranges.append(f"({self._order('urn')} >= :lo{i} AND {self._order('urn')} < :hi{i})")
-            clauses.append("(" + " OR ".join(ranges) + ")")
-        if urn_like:
-            params["urn_like"] = urn_like
-            clauses.append("urn LIKE :urn_like")
-        if since is not None:
-            params["since"] = since.astimezone(UTC).replace(tzinfo=None)
-            clauses.append(f"urn IN (SELECT urn FROM {self.table} WHERE version = 0 AND createdon >= :since)")
-        return " AND ".join(clauses)
-
-    def _range(self, urn_range: tuple[str | None, str | None], params: dict[str, Any]) -> list[str]:
-        """A shard's urns [lo, hi) as an index range. Under PAD SPACE (MySQL/MariaDB) 'lo' + a tab
-        sorts before 'lo' though it follows it by code point: read from one character before lo
-        (a shard plan's bounds have no control character and no trailing space, which makes that
-        enough); the join keeps exactly [lo, hi) by code point."""
-        lo, hi = urn_range
-        urn, clauses = self._order("urn"), []
-        if lo is not None:
-            params["range_lo"] = lo if self.postgres else lo[:-1]
-            clauses.append(f"{urn} >= :range_lo")
-        if hi is not None:
-            params["range_hi"] = hi
-            clauses.append(f"{urn} < :range_hi")
-        return clauses
-
-    def _row_bounds(self, selection: Selection, params: dict[str, Any]) -> str:
-        """A repair's row filters: its aspects, and `since`/`until` on the row's own createdon."""
-        where = ""
-        if selection.aspects:
-            names = []
-            for i, name in enumerate(selection.aspects):
-                params[f"a{i}"] = name
-                names.append(f":a{i}")
-            where += f" AND aspect IN ({', '.join(names)})"
-        for bound, op in (("since", ">="), ("until", "<")):
-            value = getattr(selection, bound)
-            if value is not None:
-                params[bound] = value.astimezone(UTC).replace(tzinfo=None)
-                where += f" AND createdon {op} :{bound}"
-        return where
 
     # -- reading ------------------------------------------------------------------------
     def stream_rows(
@@ -380,120 +236,6 @@ class MetadataStore:
         if current is not None:
             yield EntityRows(current, rows, frozenset(duplicated))
 
-    def _page_where(
-        self,
-        selection: Selection,
-        urns: tuple[str, ...],
-        after: tuple[str, str] | None,
-        last: tuple[str, str] | None,
-        params: dict[str, Any],
-        from_inclusive: bool = False,
-    ) -> tuple[str, str, str]:
-        """The WHERE of a repair's page of `selection` (its urn window `urns`): keys after
-        `after` (or from it, `from_inclusive`) up to `last` (inclusive); and the ORDER BY's
-        two expressions."""
-        prefixes = tuple(f"urn:li:{t}:" for t in sorted(selection.entity_types))
-        where = self._where(prefixes, selection.urn_like, None, params, urns)
-        # PostgreSQL without a urn list: the primary key's own order, an index range scan per
-        # page. Under COLLATE "C" each page was a sequential scan and a sort of the whole table
-        # (measured: 173 ms against 7 ms a page of 1,000 on 786k rows; a walk of the table grew
-        # with its square). No urn list is merged with these pages: they need not be byte order.
-        native = self.postgres and not urns
-        urn, aspect = ("urn", "aspect") if native else (self._order("urn"), self._order("aspect"))
-        for name, key, op in (("after", after, ">=" if from_inclusive else ">"), ("last", last, "<=")):
-            if key is None:
-                continue
-            params[f"{name}_urn"], params[f"{name}_aspect"] = key
-            if native:
-                where += f" AND (urn, aspect) {op} (:{name}_urn, :{name}_aspect)"
-            else:
-                same = f"{urn} = :{name}_urn AND {aspect} {op} :{name}_aspect"
-                where += f" AND ({urn} {op[0]} :{name}_urn OR ({same}))"
-        return where + self._row_bounds(selection, params), urn, aspect
-
-    def page_digest(
-        self,
-        selection: Selection,
-        first: tuple[str, str],
-        last: tuple[str, str],
-        urns: tuple[str, ...],
-        rows: int,
-    ) -> RowsDigest:
-        """The digest of the version-0 rows a page of `page_rows` (of `rows` rows) holds now:
-        the keys from its first to its last, of the page's urns when the selection lists urns.
-        One row from the database, where comparing fingerprints shipped every row again.
-
-        Read in key order with a LIMIT one past the page: a plain range let PostgreSQL's generic
-        plan (psycopg prepares a query run five times) scan the whole table (measured: 170 ms
-        against 6 ms a page); one row more than the page still shows a row inserted in it."""
-        params: dict[str, Any] = {"limit": rows + 1}
-        where, urn, aspect = self._page_where(selection, urns, first, last, params, from_inclusive=True)
-        inner = (
-            f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
-            f"WHERE {where} ORDER BY {urn}, {aspect} LIMIT :limit"
-        )
-        return self._digest(f"({inner}) page", "TRUE", params)
-
-    def urns_digest(self, urns: tuple[str, ...]) -> RowsDigest:
-        """The digest of every version-0 row of `urns` now (in IN lists of PAGE_URNS)."""
-        out = RowsDigest()
-        for i in range(0, len(urns), PAGE_URNS):
-            params: dict[str, Any] = {}
-            where = self._where((), None, None, params, tuple(urns[i : i + PAGE_URNS]))
-            out = out + self._digest(self.table, where, params)
-        return out
-
-    def _digest(self, source: str, where: str, params: dict[str, Any]) -> RowsDigest:
-        text_ = "CONCAT(urn, '|', aspect, '|', COALESCE(metadata, ''), '|', COALESCE(systemmetadata, ''))"
-        if self.postgres:
-            value = f"('x' || LEFT(MD5({text_}), 15))::bit(60)::bigint"
-        else:
-            value = f"CAST(CONV(LEFT(MD5({text_}), 15), 16, 10) AS UNSIGNED)"
-        sql = text(f"SELECT COUNT(*), SUM({value}), MAX(createdon) FROM {source} WHERE {where}")
-        try:
-            with self.engine.connect() as conn:
-                count, total, newest = conn.execute(sql, params).one()
-        except SQLAlchemyError as exc:
-            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
-        return RowsDigest(int(count or 0), int(total or 0), newest)
-
-    def page_rows(
-        self, selection: Selection, after: tuple[str, str] | None, limit: int
-    ) -> list[tuple[str, AspectRow]]:
-        """Up to `limit` version-0 rows after the key `(urn, aspect)`, in (urn, aspect) order
-        (byte order; on PostgreSQL without a urn list, the primary key's collation order).
-
-        Keyset pagination (never OFFSET): each page is one index range scan, however deep.
-        `since`/`until` bound the rows' own `createdon` (as RestoreIndices' gePit/lePit do).
-        """
-        params: dict[str, Any] = {"limit": limit}
-        urns = tuple(sorted(selection.urns))
-        if urns and after is not None:
-            urns = tuple(u for u in urns if u >= after[0])
-        if selection.urns and not urns:
-            return []
-        where, urn, aspect = self._page_where(selection, urns[:PAGE_URNS], after, None, params)
-        sql = (
-            f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
-            f"WHERE {where} ORDER BY {urn}, {aspect} LIMIT :limit"
-        )
-        try:
-            with self.engine.connect() as conn:
-                raw = [(r[0], AspectRow(r[1], r[2], r[3], r[4])) for r in conn.execute(text(sql), params)]
-        except SQLAlchemyError as exc:
-            raise BackendUnavailable(
-                f"metadata store {self.description} failed: {_first_line(exc)}"
-            ) from None
-        found = raw
-        if urns and not self.postgres:  # PAD SPACE: `IN ('b')` also matches 'b '
-            wanted = set(urns)
-            found = [r for r in raw if r[0] in wanted]
-            if raw and not found:  # a page of neighbours only: the next page
-                return self.page_rows(selection, (raw[-1][0], raw[-1][1].aspect), limit)
-        if not found and len(urns) > PAGE_URNS:  # this window of urns is done: the next one
-            return self.page_rows(selection, (urns[PAGE_URNS], ""), limit)
-        return found
-
     def urn_weights(
         self, entity_types: tuple[str, ...] = (), batch: int = 20_000
     ) -> Iterator[tuple[str, int]]:
@@ -513,28 +255,6 @@ class MetadataStore:
             raise BackendUnavailable(
                 f"metadata store {self.description} failed: {_first_line(exc)}"
             ) from None
-
-    def count_rows(self, selection: Selection) -> int:
-        """Version-0 rows a repair of `selection` walks (`since`/`until` on the rows' createdon)."""
-        if selection.urns:
-            return sum(1 for _ in self._pages(selection))
-        params: dict[str, Any] = {}
-        prefixes = tuple(f"urn:li:{t}:" for t in sorted(selection.entity_types))
-        where = self._where(prefixes, selection.urn_like, None, params)
-        where += self._row_bounds(selection, params)
-        try:
-            with self.engine.connect() as conn:
-                found = conn.execute(text(f"SELECT COUNT(*) FROM {self.table} WHERE {where}"), params)
-                total = int(found.scalar() or 0)
-        except SQLAlchemyError as exc:
-            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
-        return total
-
-    def _pages(self, selection: Selection) -> Iterator[tuple[str, AspectRow]]:
-        after: tuple[str, str] | None = None
-        while page := self.page_rows(selection, after, 5000):
-            yield from page
-            after = (page[-1][0], page[-1][1].aspect)
 
     def last_write(self) -> datetime | None:
         """The newest version-0 `createdon` in the table (the database's high-water mark)."""
@@ -564,28 +284,6 @@ class MetadataStore:
                 return int(conn.execute(sql, params).scalar() or 0)
         except SQLAlchemyError as exc:
             raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
-
-    def fingerprints(self, urns: tuple[str, ...]) -> dict[tuple[str, str], tuple[Any, str]]:
-        """(urn, aspect) -> (createdon as the driver returns it, md5 of metadata|systemmetadata).
-
-        What a repair's ordering guard compares with the rows it read, without shipping and
-        parsing every aspect's JSON a second time (`row_fingerprint` is the same digest).
-        """
-        out: dict[tuple[str, str], tuple[Any, str]] = {}
-        wanted = set(urns)
-        digest = "MD5(CONCAT(COALESCE(metadata, ''), '|', COALESCE(systemmetadata, '')))"
-        for i in range(0, len(urns), PAGE_URNS):
-            params: dict[str, Any] = {}
-            where = self._where((), None, None, params, tuple(urns[i : i + PAGE_URNS]))
-            sql = text(f"SELECT urn, aspect, createdon, {digest} FROM {self.table} WHERE {where}")
-            try:
-                with self.engine.connect() as conn:
-                    for urn, aspect, created, md5 in conn.execute(sql, params):
-                        if urn in wanted:  # PAD SPACE: `IN ('b')` also matches 'b '
-                            out[(urn, aspect)] = (created, md5)
-            except SQLAlchemyError as exc:
-                raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
-        return out
 
     def versions(self, urn: str) -> dict[str, tuple[int, str | None]]:
         """Per aspect of one urn: how many versions the table keeps, and who wrote version 0."""
