@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from auditor.core.jdbc import env_bool, jdbc_to_sqlalchemy
+from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.errors import ConfigError
 
 # the placeholders of docs/auditor.example.toml, used for a variable that is not set
@@ -49,9 +50,9 @@ EXAMPLE = {
     "state_file": "/var/lib/auditor/state.sqlite",
 }
 # DataHub's own defaults (application.yaml / the @Values above)
-MCL_VERSIONED = "MetadataChangeLog_Versioned_v1"
-MCL_TIMESERIES = "MetadataChangeLog_Timeseries_v1"
-MAE_GROUP = "generic-mae-consumer-job-client"
+MCL_VERSIONED = MCL_VERSIONED_TOPIC
+MCL_TIMESERIES = MCL_TIMESERIES_TOPIC
+MAE_GROUP = MAE_CONSUMER_GROUP
 
 
 @dataclass
@@ -95,20 +96,39 @@ def _strip_userinfo(url: str) -> tuple[str, bool]:
     return url, False
 
 
+@dataclass
+class _Planning:
+    """What `plan` builds while it reads the environment: the sections, secrets and warnings."""
+
+    env: Mapping[str, str]
+    sections: dict[str, list[Entry]] = field(
+        default_factory=lambda: {
+            k: [] for k in ("", "store", "search", "kafka", "schema_registry", "mcl", "mae")
+        }
+    )
+    secrets: list[Secret] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> str | None:
+        return _get(self.env, name)
+
+    def secret(self, what: str, var: str, also: str) -> None:
+        """A secret left out of the file: where the auditor reads it at run time, and whether it is set."""
+        self.secrets.append(Secret(what, var, also, bool(self.get(var) or self.get(f"{var}_FILE"))))
+
+
 def plan(env: Mapping[str, str]) -> Plan:
-    """What `config init` writes for this environment (nothing secret in it)."""
-    sections: dict[str, list[Entry]] = {
-        k: [] for k in ("", "store", "search", "kafka", "schema_registry", "mcl", "mae")
-    }
-    secrets: list[Secret] = []
-    warnings: list[str] = []
+    """What `config init` writes for this environment (nothing secret in it), section by section."""
+    b = _Planning(env)
+    for section in (_top_level, _store, _search, _kafka, _schema_registry, _topics_and_group):
+        section(b)
+    return Plan(b.sections, b.secrets, b.warnings)
 
-    def secret(what: str, var: str, also: str) -> None:
-        secrets.append(Secret(what, var, also, bool(_get(env, var) or _get(env, f"{var}_FILE"))))
 
-    # top level
-    state = _get(env, "AUDITOR_STATE_FILE")
-    sections[""].append(
+def _top_level(b: _Planning) -> None:
+    """The top level: the state file, the index prefix, the judging defaults."""
+    state = b.get("AUDITOR_STATE_FILE")
+    b.sections[""].append(
         Entry(
             "state_file",
             state,
@@ -118,8 +138,8 @@ def plan(env: Mapping[str, str]) -> Plan:
             example=EXAMPLE["state_file"],
         )
     )
-    prefix = _get(env, "INDEX_PREFIX")
-    sections[""].append(
+    prefix = b.get("INDEX_PREFIX")
+    b.sections[""].append(
         Entry(
             "index_prefix",
             prefix or "",
@@ -130,18 +150,20 @@ def plan(env: Mapping[str, str]) -> Plan:
 
     for key in ("grace_seconds", "sample_window_seconds", "index_visibility_seconds"):
         default = Settings.model_fields[key].default
-        sections[""].append(Entry(key, None, "the auditor's default", example=default))
+        b.sections[""].append(Entry(key, None, "the auditor's default", example=default))
 
-    # store
-    jdbc = _get(env, "EBEAN_DATASOURCE_URL")
-    driver = _get(env, "EBEAN_DATASOURCE_DRIVER")
-    username = _get(env, "EBEAN_DATASOURCE_USERNAME")
+
+def _store(b: _Planning) -> None:
+    """[store]: the JDBC URL read as a SQLAlchemy URL; its password left in the environment."""
+    jdbc = b.get("EBEAN_DATASOURCE_URL")
+    driver = b.get("EBEAN_DATASOURCE_DRIVER")
+    username = b.get("EBEAN_DATASOURCE_USERNAME")
     if jdbc:
         target = jdbc_to_sqlalchemy(jdbc, username, driver)
         used = ["EBEAN_DATASOURCE_URL"] + [
             n for n, v in (("EBEAN_DATASOURCE_USERNAME", username), ("EBEAN_DATASOURCE_DRIVER", driver)) if v
         ]
-        sections["store"].append(Entry("url", target.url, ", ".join(used), list(target.notes)))
+        b.sections["store"].append(Entry("url", target.url, ", ".join(used), list(target.notes)))
     else:
         url = EXAMPLE["store_url"]
         if username:
@@ -149,18 +171,20 @@ def plan(env: Mapping[str, str]) -> Plan:
         src = "EBEAN_DATASOURCE_URL unset: example default" + (
             ", user EBEAN_DATASOURCE_USERNAME" if username else ""
         )
-        sections["store"].append(Entry("url", url, src))
-        warnings.append("EBEAN_DATASOURCE_URL is not set: [store] url is the example's placeholder")
-    sections["store"].append(Entry("table", "metadata_aspect_v2", "DataHub's aspect table"))
-    secret(
+        b.sections["store"].append(Entry("url", url, src))
+        b.warnings.append("EBEAN_DATASOURCE_URL is not set: [store] url is the example's placeholder")
+    b.sections["store"].append(Entry("table", "metadata_aspect_v2", "DataHub's aspect table"))
+    b.secret(
         "database password",
         "EBEAN_DATASOURCE_PASSWORD",
         "AUDITOR_STORE_PASSWORD, EBEAN_DATASOURCE_PASSWORD_FILE=path, [store] password_file",
     )
 
-    # search
-    host, port = _get(env, "ELASTICSEARCH_HOST"), _get(env, "ELASTICSEARCH_PORT")
-    use_ssl, path = _get(env, "ELASTICSEARCH_USE_SSL"), _get(env, "ELASTICSEARCH_PATH_PREFIX")
+
+def _search(b: _Planning) -> None:
+    """[search]: the URL from host, port, TLS and path prefix; kind, user, CA."""
+    host, port = b.get("ELASTICSEARCH_HOST"), b.get("ELASTICSEARCH_PORT")
+    use_ssl, path = b.get("ELASTICSEARCH_USE_SSL"), b.get("ELASTICSEARCH_PATH_PREFIX")
     notes = []
     scheme = "https" if env_bool(use_ssl) else "http"
     if host and "://" in host:
@@ -181,11 +205,11 @@ def plan(env: Mapping[str, str]) -> Plan:
         "ELASTICSEARCH_PORT" if port else "ELASTICSEARCH_PORT unset: 9200",
         "ELASTICSEARCH_USE_SSL" if use_ssl else "ELASTICSEARCH_USE_SSL unset: DataHub's default (false)",
     ] + (["ELASTICSEARCH_PATH_PREFIX"] if path else [])
-    sections["search"].append(Entry("url", search_url, ", ".join(search_src), notes))
+    b.sections["search"].append(Entry("url", search_url, ", ".join(search_src), notes))
     if not host:
-        warnings.append("ELASTICSEARCH_HOST is not set: [search] url is the example's placeholder")
-    impl = _get(env, "ELASTICSEARCH_IMPLEMENTATION")
-    sections["search"].append(
+        b.warnings.append("ELASTICSEARCH_HOST is not set: [search] url is the example's placeholder")
+    impl = b.get("ELASTICSEARCH_IMPLEMENTATION")
+    b.sections["search"].append(
         Entry(
             "kind",
             "auto",
@@ -195,8 +219,8 @@ def plan(env: Mapping[str, str]) -> Plan:
             else [],
         )
     )
-    es_user = _get(env, "ELASTICSEARCH_USERNAME")
-    sections["search"].append(
+    es_user = b.get("ELASTICSEARCH_USERNAME")
+    b.sections["search"].append(
         Entry(
             "username",
             es_user,
@@ -205,9 +229,9 @@ def plan(env: Mapping[str, str]) -> Plan:
         )
     )
     if scheme == "https":
-        truststore = _get(env, "ELASTICSEARCH_SSL_TRUSTSTORE_FILE")
-        sections["search"].append(Entry("verify_certs", True, "https: certificates are verified"))
-        sections["search"].append(
+        truststore = b.get("ELASTICSEARCH_SSL_TRUSTSTORE_FILE")
+        b.sections["search"].append(Entry("verify_certs", True, "https: certificates are verified"))
+        b.sections["search"].append(
             Entry(
                 "ca_certs",
                 None,
@@ -219,14 +243,16 @@ def plan(env: Mapping[str, str]) -> Plan:
             )
         )
     if es_user:
-        secret(
+        b.secret(
             "search password",
             "ELASTICSEARCH_PASSWORD",
             "AUDITOR_SEARCH_PASSWORD, ELASTICSEARCH_PASSWORD_FILE=path, [search] password_file",
         )
 
-    # kafka
-    bootstrap = _get(env, "KAFKA_BOOTSTRAP_SERVER")
+
+def _kafka(b: _Planning) -> None:
+    """[kafka]: the bootstrap servers, the security protocol and SASL (its user only)."""
+    bootstrap = b.get("KAFKA_BOOTSTRAP_SERVER")
     notes = []
     if bootstrap:
         servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
@@ -234,7 +260,7 @@ def plan(env: Mapping[str, str]) -> Plan:
         if bare != servers:
             notes.append("scheme prefixes dropped (librdkafka wants host:port)")
         bootstrap = ",".join(bare)
-    sections["kafka"].append(
+    b.sections["kafka"].append(
         Entry(
             "bootstrap",
             bootstrap or EXAMPLE["kafka_bootstrap"],
@@ -256,11 +282,11 @@ def plan(env: Mapping[str, str]) -> Plan:
             "no SASL",
         ),
     ):
-        name = next((n for n in names if _get(env, n)), None)
-        sections["kafka"].append(
+        name = next((n for n in names if b.get(n)), None)
+        b.sections["kafka"].append(
             Entry(
                 key,
-                _get(env, name) if name else None,
+                b.get(name) if name else None,
                 name or f"{names[0]} unset: {unset}",
                 example=example,
             )
@@ -269,12 +295,12 @@ def plan(env: Mapping[str, str]) -> Plan:
         (
             n
             for n in ("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG", "KAFKA_PROPERTIES_SASL_JAAS_CONFIG")
-            if _get(env, n)
+            if b.get(n)
         ),
         None,
     )
-    jaas_user = re.search(r'username\s*=\s*"([^"]*)"', _get(env, jaas_name) or "") if jaas_name else None
-    sections["kafka"].append(
+    jaas_user = re.search(r'username\s*=\s*"([^"]*)"', b.get(jaas_name) or "") if jaas_name else None
+    b.sections["kafka"].append(
         Entry(
             "sasl_username",
             jaas_user.group(1) if jaas_user else None,
@@ -283,17 +309,19 @@ def plan(env: Mapping[str, str]) -> Plan:
         )
     )
     if jaas_name:
-        secret(
+        b.secret(
             "Kafka SASL password",
             "AUDITOR_KAFKA_SASL_PASSWORD",
             f"AUDITOR_KAFKA_SASL_PASSWORD_FILE=path, [kafka] sasl_password_file; {jaas_name} is not read",
         )
 
-    # schema registry
-    registry = _get(env, "KAFKA_SCHEMAREGISTRY_URL")
-    registry_type = (_get(env, "SCHEMA_REGISTRY_TYPE") or "KAFKA").upper()
+
+def _schema_registry(b: _Planning) -> None:
+    """[schema_registry]: a Confluent-compatible registry's URL (credentials left out)."""
+    registry = b.get("KAFKA_SCHEMAREGISTRY_URL")
+    registry_type = (b.get("SCHEMA_REGISTRY_TYPE") or "KAFKA").upper()
     if registry_type == "AWS_GLUE":
-        sections["schema_registry"].append(
+        b.sections["schema_registry"].append(
             Entry(
                 "url",
                 None,
@@ -313,7 +341,7 @@ def plan(env: Mapping[str, str]) -> Plan:
                 notes.append(
                     "credentials in KAFKA_SCHEMAREGISTRY_URL not written: set the full URL at run time"
                 )
-                secret(
+                b.secret(
                     "schema registry URL with its credentials",
                     "KAFKA_SCHEMAREGISTRY_URL",
                     "KAFKA_SCHEMAREGISTRY_URL_FILE=path, [schema_registry] url_file",
@@ -322,7 +350,7 @@ def plan(env: Mapping[str, str]) -> Plan:
             notes.append(
                 "SCHEMA_REGISTRY_TYPE=INTERNAL: GMS serves it at http://GMS:8080/schema-registry/api/"
             )
-        sections["schema_registry"].append(
+        b.sections["schema_registry"].append(
             Entry(
                 "url",
                 registry or EXAMPLE["schema_registry_url"],
@@ -331,17 +359,19 @@ def plan(env: Mapping[str, str]) -> Plan:
             )
         )
 
-    # topics and the consumer group
+
+def _topics_and_group(b: _Planning) -> None:
+    """[mcl] and [mae]: the change-log topics and the UpdateIndicesHook's group."""
     for key, name, datahub_default in (
         ("versioned_topic", "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME", MCL_VERSIONED),
         ("timeseries_topic", "METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME", MCL_TIMESERIES),
     ):
-        value = _get(env, name)
-        sections["mcl"].append(
+        value = b.get(name)
+        b.sections["mcl"].append(
             Entry(key, value or datahub_default, name if value else f"{name} unset: DataHub's default")
         )
-    base = _get(env, "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID")
-    suffix = _get(env, "UPDATE_INDICES_CONSUMER_GROUP_SUFFIX")
+    base = b.get("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID")
+    suffix = b.get("UPDATE_INDICES_CONSUMER_GROUP_SUFFIX")
     group = (base or MAE_GROUP) + (f"-{suffix}" if suffix else "")
     src = (
         "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID"
@@ -355,8 +385,7 @@ def plan(env: Mapping[str, str]) -> Plan:
             "at run time METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID in the environment (the base) "
             "overrides this: run the auditor without it"
         )
-    sections["mae"].append(Entry("consumer_group", group, src, notes))
-    return Plan(sections, secrets, warnings)
+    b.sections["mae"].append(Entry("consumer_group", group, src, notes))
 
 
 def toml_value(value: str | bool | float) -> str:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.errors import ConfigError
 
 # environment variables, most specific first; DataHub's own names are honoured
@@ -101,9 +102,9 @@ class Settings(BaseModel):
     kafka_sasl_password: SecretStr | None = None
     kafka_ssl_ca_location: str | None = None
     schema_registry_url: str | None = None
-    mcl_versioned_topic: str = "MetadataChangeLog_Versioned_v1"
-    mcl_timeseries_topic: str = "MetadataChangeLog_Timeseries_v1"
-    mae_consumer_group: str = "generic-mae-consumer-job-client"
+    mcl_versioned_topic: str = MCL_VERSIONED_TOPIC
+    mcl_timeseries_topic: str = MCL_TIMESERIES_TOPIC
+    mae_consumer_group: str = MAE_CONSUMER_GROUP
     grace_seconds: float = Field(300.0, ge=0)
     sample_window_seconds: float = Field(10.0, ge=0)
     # a write the consumer committed is searchable this much later: DataHub's bulk processor

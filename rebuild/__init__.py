@@ -1,1 +1,1 @@
-"""Repairs (replay of RESTATE MCLs, reindex from the database): not built yet, see the README."""
+"""Repairs (`auditor rebuild`): replay or reindex from the rows; checkpointed, sharded, verified."""

@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from auditor.core.naming import MAE_CONSUMER_GROUP
 from auditor.errors import ConfigError
 
 
@@ -246,7 +247,7 @@ class Report:
     finished_at: datetime | None = None
     scope: Selection = field(default_factory=Selection)
     index_prefix: str = ""  # DataHub's INDEX_PREFIX the scan read under
-    consumer_group: str = "generic-mae-consumer-job-client"  # the MAE group whose offsets it sampled
+    consumer_group: str = MAE_CONSUMER_GROUP  # the MAE group whose offsets it sampled
     sources: dict[str, str] = field(default_factory=dict)  # descriptions, never credentials
     entities: dict[str, int] = field(default_factory=dict)  # entity type -> entities in the store
     documents: dict[str, int] = field(default_factory=dict)  # index -> docs read

@@ -6,6 +6,10 @@ import base64
 import hashlib
 
 ENTITY_INDEX_SUFFIX = "index_v2"
+# DataHub's change-log topics and the MAE consumer's group (its defaults; each can be configured)
+MCL_VERSIONED_TOPIC = "MetadataChangeLog_Versioned_v1"
+MCL_TIMESERIES_TOPIC = "MetadataChangeLog_Timeseries_v1"
+MAE_CONSUMER_GROUP = "generic-mae-consumer-job-client"
 SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
 GRAPH_INDEX = "graph_service_v1"
 

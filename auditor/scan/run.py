@@ -9,6 +9,7 @@ from datetime import datetime
 from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events, Search, State, Store
 from auditor.core.model import Report, RunSummary, Selection
+from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.core.registry import Registry
 from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
@@ -39,9 +40,9 @@ class ScanTarget:
     """Where a scan looks and how it judges by default (taken from the settings)."""
 
     index_prefix: str = ""
-    versioned_topic: str = "MetadataChangeLog_Versioned_v1"
-    timeseries_topic: str = "MetadataChangeLog_Timeseries_v1"
-    group: str = "generic-mae-consumer-job-client"
+    versioned_topic: str = MCL_VERSIONED_TOPIC
+    timeseries_topic: str = MCL_TIMESERIES_TOPIC
+    group: str = MAE_CONSUMER_GROUP
     grace: float = 300.0
     sample_window: float = 10.0
     visibility: float = 3.0
