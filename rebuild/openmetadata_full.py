@@ -2,12 +2,11 @@
 
 As OpenMetadata's own recreateIndex: a staged `<index>_rebuild_<ms>` with the live index's
 mappings and settings, loaded from every row (the auditor's own document projection), caught
-up with the rows written meanwhile, checked by the scan's own join (a doc per row, none
-without) and by count, then in ONE `_aliases` request the index name and every alias
-(`<clusterAlias>_<entity>`, its parents) move to it and the old index is removed. The server
-keeps writing the live name while the fresh index loads; what it wrote is caught up once
-more after the swap.
-"""
+up with the rows written meanwhile, checked by the scan's own steps (the join, then each
+candidate's row, doc, row again; what differs is rewritten) and by count, then in ONE
+`_aliases` request the index name and every alias (`<clusterAlias>_<entity>`, its parents)
+move to it and the old index is removed. The server keeps writing the live name until the
+swap: every row written since the check began is written again after it."""
 
 from __future__ import annotations
 
@@ -23,10 +22,13 @@ from auditor.core.om_naming import OmEntity
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.rebuild.openmetadata import OmRepair
 from auditor.scan.om_join import OmScanner
+from auditor.scan.om_run import reobserve
 
 log = logging.getLogger(__name__)
 CATCH_UP_SKEW_MS = 5_000  # rows written this long before a mark are caught up too (clock skew)
 LOAD_BATCH = 500
+# rows created between the check and the count (caught up after the swap)
+CATCH_UP_SLACK = 50
 
 
 def _ms() -> int:
@@ -62,14 +64,14 @@ class FullRebuild:
                     "refresh_interval": settings.get("refresh_interval", "1s"),
                 },
             )
+            mark = _ms()
             self._catch_up(entity, fresh, started)
-            self._verify(entity, fresh)
+            self._verify(entity, fresh, mark)
         except Exception:
             self._drop(fresh)
             raise
-        swapped_at = _ms()
         self._swap(entity, live, fresh, old)
-        self._catch_up(entity, fresh, swapped_at)  # what the server wrote to the old index meanwhile
+        self._catch_up(entity, fresh, mark)  # what the server wrote to the old index since the mark
         self.writer.refresh(fresh)
         self.notes.append(
             f"{entity.entity_type}: {loaded} documents loaded into {fresh}; {live} and its aliases now "
@@ -106,27 +108,40 @@ class FullRebuild:
             self.work.rewrite(entity, index, ids[i : i + LOAD_BATCH])
         self.writer.refresh(index)
 
-    def _verify(self, entity: OmEntity, fresh: str) -> None:
-        """The scan's join over the fresh index: repair what it finds once, then it must be clean
-        and hold one document per row."""
+    def _verify(self, entity: OmEntity, fresh: str, mark: int) -> None:
+        """The scan's own steps over the fresh index (join, then each candidate's row, doc, row
+        again): what still differs is rewritten, up to three times; then it must hold a document
+        per readable row. A row written since `mark` (the server writes the old index until the
+        swap) is not a failure: the catch-up after the swap writes everything since the mark."""
         scanner = OmScanner(self.store, self.search)
-        for attempt in range(2):
-            joined = scanner.run([entity], names={entity.entity_type: fresh})
-            wrong = [f for f in joined.findings if f.kind != Kind.MALFORMED_ASPECT]
+        names = {entity.entity_type: fresh}
+        malformed = 0
+        for attempt in range(3):
+            joined = scanner.run([entity], names=names)
+            malformed = sum(1 for f in joined.findings if f.kind == Kind.MALFORMED_ASPECT)
+            candidates = [f for f in joined.findings if f.kind != Kind.MALFORMED_ASPECT]
+            seen = reobserve(scanner, {entity.entity_type: entity}, names, candidates, visibility=0.5)
+            since = datetime.fromtimestamp((mark - CATCH_UP_SKEW_MS) / 1000, UTC)
+            wrong = [
+                f.urn
+                for f, _ in seen.observed
+                if f.kind != Kind.MALFORMED_ASPECT
+                and not (f.changed_at is not None and f.changed_at >= since)
+            ]
             if not wrong:
                 break
-            if attempt == 1:
+            if attempt == 2:
                 raise BackendUnavailable(
-                    f"{fresh}: {len(wrong)} documents still differ from the rows after loading "
-                    "(live writes faster than the load?): not swapped; run again"
+                    f"{fresh}: {len(wrong)} documents still differ from the rows after loading: "
+                    "not swapped; run again"
                 )
-            self.work.rewrite(entity, fresh, [f.urn for f in wrong])
+            self.work.rewrite(entity, fresh, wrong)
             self.writer.refresh(fresh)
-        rows = self.store.count(entity) - sum(1 for f in joined.findings if f.kind == Kind.MALFORMED_ASPECT)
+        rows = self.store.count(entity) - malformed
         docs = self.search.count(fresh)
-        if docs < rows:
+        if docs < rows - CATCH_UP_SLACK:
             raise BackendUnavailable(f"{fresh} holds {docs} documents for {rows} readable rows: not swapped")
-        self.work.add("verified by join and count", 1)
+        self.work.add("verified by the scan's steps and by count", 1)
 
     def _swap(self, entity: OmEntity, live: str, fresh: str, old: list[str]) -> None:
         """One `_aliases` request: every alias of the old index (and the index name) to the fresh

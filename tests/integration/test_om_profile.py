@@ -301,3 +301,19 @@ def _exists(conn: Any, table: str) -> bool:
     except Exception:
         conn.rollback()
         return False
+
+
+def test_a_full_rebuild_while_the_server_keeps_writing_leaves_a_clean_index(world: World) -> None:
+    _inject(world)
+    with LiveWriter(world.server, rate=10.0, seed=11, kinds=("table",)) as writer:
+        time.sleep(0.5)
+        full = rebuild(
+            world.settings(),
+            RebuildRequest("reindex", selection=_sel(types=("table",)), apply=True, full=True),
+        )
+    assert full.exit_code == 0, full.failed
+    assert writer.writes > 5 and not writer.errors
+    world.refresh()
+    after = world.scan(grace=0.0, use_state=False)
+    wrong = [(c.subkind, c.finding.urn) for c in after.findings if c.finding.entity_type == "table"]
+    assert wrong == []
