@@ -249,6 +249,18 @@ def child(what: str, workers: int) -> dict[str, Any]:
             conn.execute(text("SELECT 1"))
             started = time.monotonic()
             out["rows"] = int(conn.execute(text("SELECT COUNT(*) FROM metadata_aspect_v2")).scalar() or 0)
+    elif what.startswith("hash_"):  # one query: every byte of every row through MD5, no segments
+        url = src if what == "hash_pg" else dst
+        engine = make_engine(url)
+        cols = "urn, aspect, version, metadata, systemmetadata, createdon, createdby, createdfor"
+        if what == "hash_pg":
+            value = f"('x' || LEFT(MD5(CONCAT_WS('|', {cols})), 15))::bit(60)::bigint"
+        else:
+            value = f"CAST(CONV(LEFT(MD5(CONCAT_WS('|', {cols})), 15), 16, 10) AS UNSIGNED)"
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+            started = time.monotonic()
+            conn.execute(text(f"SELECT COUNT(*), SUM({value}) FROM metadata_aspect_v2")).one()
     elif what == "drill":  # everything a drill does but the imports: connecting, versions, diff
         from auditor.drill.run import Drill, DrillOptions
         from auditor.drill.spec import METADATA_ASPECT_V2
@@ -329,6 +341,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the seeded databases")
     parser.add_argument("--reuse", action="store_true", help="measure on databases kept by --keep")
     parser.add_argument("--no-peer", action="store_true", help="skip reladiff")
+    parser.add_argument(
+        "--bare-hash",
+        action="store_true",
+        help="also time one whole-table MD5 query per database (the hashing floor)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -348,11 +365,10 @@ def main() -> None:
                 alter(args.rows)
             counts = [measure("count_pg", 1), measure("count_mariadb", 1)]
             raw = max(c["seconds"] for c in counts)
-            found = {
-                "count_pg": counts[0],
-                "count_mariadb": counts[1],
-                "drill": measure("drill", args.workers),
-            }
+            found = {"count_pg": counts[0], "count_mariadb": counts[1]}
+            if args.bare_hash:  # what reading and hashing every byte costs each database, alone
+                found |= {"hash_pg": measure("hash_pg", 1), "hash_mariadb": measure("hash_mariadb", 1)}
+            found["drill"] = measure("drill", args.workers)
             if not args.no_peer:
                 found["reladiff"] = reladiff(args.threads)
             summary[phase] = found
