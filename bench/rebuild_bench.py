@@ -20,6 +20,15 @@
 
 Each measurement runs in a fresh process (peak RSS is its VmHWM). Figures go to stdout, and as
 one JSON line.
+
+    python bench/rebuild_bench.py --rows 40000 --entities 8000 --workers 1,2,4
+
+scales out instead: for each N, the slice is cut into N urn ranges of equal rows (replay) or
+equal entities (reindex), as a shard plan cuts the table, and N processes of the tool (each a
+shard: its range pushed down into its pages) run at once against N processes of the raw limit
+over the same ranges at once. Every process sets up first (the raw ones encode or build
+everything), then all N start together on a barrier; a group's time is its slowest process's.
+The ratio is the tool's N-process throughput to the raw limit's at the same N, in the same run.
 """
 
 from __future__ import annotations
@@ -138,7 +147,21 @@ def consume(search: str, n: int, limit: int) -> dict[str, Any]:
     return {"mode": "consume", "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
 
 
-def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) -> dict[str, Any]:
+def barrier() -> None:
+    """Under `--workers`: say ready once set up, then start when the parent says go."""
+    if os.environ.get("BENCH_BARRIER"):
+        print("ready", flush=True)
+        sys.stdin.readline()
+
+
+def measure(
+    mode: str,
+    store: str,
+    search: str,
+    n: int,
+    consume_limit: int = 0,
+    urn_range: tuple[str | None, str | None] | None = None,
+) -> dict[str, Any]:
     from auditor.backends.connect import kafka_config, open_search, open_store
     from auditor.backends.index_writer import BulkItem, IndexWriter
     from auditor.backends.producer import MclProducer
@@ -161,7 +184,7 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
     path = Path(tempfile.mkdtemp()) / "ck.json"
     if mode in ("replay", "raw-produce"):
         producer = MclProducer(kafka_config(settings), settings.schema_registry_url, TOPIC)
-        source = FirstRows(RowSource(db, Selection()), n)
+        source = FirstRows(RowSource(db, Selection(urn_range=urn_range)), n)
         if mode == "raw-produce":  # the same messages, encoded before the clock starts
             from confluent_kafka import Producer
 
@@ -181,6 +204,7 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
                     "partitioner": "murmur2_random",
                 }
             )
+            barrier()
             started = time.monotonic()
             for key, value, _ in messages:
                 while True:
@@ -193,6 +217,7 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
             raw.flush(120)
             count = len(messages)
         else:
+            barrier()
             started = time.monotonic()
             # a replay of a filter (`--all`): its checkpoint keeps no urn list, as the CLI's
             ck = Checkpoint("replay", "bench", track_touched=False)
@@ -202,7 +227,8 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
         registry = Registry.load()
         search_index = open_search(settings)
         writer = IndexWriter(search_index)
-        urns = list(itertools.islice(RowSource(db, Selection(entity_types=("dataset",))).urns(), n))
+        chosen = Selection(entity_types=("dataset",), urn_range=urn_range)
+        urns = list(itertools.islice(RowSource(db, chosen).urns(), n))
         if mode == "raw-bulk":  # the same documents, built before the clock starts
             sysmeta, graph = system_metadata_index(PREFIX), graph_index(PREFIX)
             items = []
@@ -216,11 +242,13 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
                         items += [BulkItem("index", name, i, e.urn, d) for i, d in docs.items()]
             existing = search_index.indices(f"{PREFIX}_*")
             items = [i for i in items if i.index in existing]  # as the tool: only DataHub's indices
+            barrier()
             started = time.monotonic()
             for i in range(0, len(items), 5000):
                 writer.bulk(items[i : i + 5000])
             count = len(urns)
         else:
+            barrier()
             started = time.monotonic()
             # a reindex of a filter (`--entity-type dataset`): no urn list kept, as the CLI's
             ck = Checkpoint("reindex", "bench", track_touched=False)
@@ -229,6 +257,110 @@ def measure(mode: str, store: str, search: str, n: int, consume_limit: int = 0) 
             count = ck.counts.get("entities", 0)
     seconds = time.monotonic() - started
     return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def child_argv(mode: str, args: argparse.Namespace, n: int) -> list[str]:
+    return [
+        sys.executable, __file__, "--measure", mode, "--store", args.store, "--search", args.search,
+        "--n", str(n), "--consume", str(args.consume),
+    ]  # fmt: skip
+
+
+def ranges(
+    store: str, search: str, entity_types: tuple[str, ...], total: int, by_rows: bool, n: int
+) -> list[Any]:
+    """The first `total` rows (or entities) of the bench table cut into n urn ranges of equal rows
+    (entities): [(rows or entities in the range, (lo, hi))], as a shard plan cuts a table."""
+    from auditor.backends.connect import open_store
+
+    db = open_store(_settings(store, search))
+    cuts: list[tuple[int, tuple[str | None, str | None]]] = []
+    lo: str | None = None
+    done, since_cut = 0, 0
+    for urn, rows in db.urn_weights(entity_types):
+        if done >= total:
+            cuts.append((since_cut, (lo, urn)))
+            break
+        if len(cuts) < n - 1 and done >= total * (len(cuts) + 1) / n:
+            cuts.append((since_cut, (lo, urn)))
+            lo, since_cut = urn, 0
+        weight = rows if by_rows else 1
+        done += weight
+        since_cut += weight
+    else:
+        cuts.append((since_cut, (lo, None)))
+    db.close()
+    return cuts
+
+
+def run_group(mode: str, args: argparse.Namespace, parts: list[Any]) -> dict[str, Any]:
+    """One process per part, set up apart, started together; the group's time is the slowest's."""
+    procs = []
+    for n, urn_range in parts:
+        argv = [*child_argv(mode, args, n), "--range", json.dumps(list(urn_range))]
+        procs.append(
+            subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "BENCH_BARRIER": "1"},
+            )
+        )
+    for proc in procs:  # every one set up
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if line != "ready":
+            raise SystemExit(f"{mode}: a child did not get ready ({line!r}, exit {proc.wait()})")
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    results = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode:
+            raise SystemExit(f"{mode}: a child failed with exit {proc.returncode}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return {
+        "mode": mode,
+        "count": sum(r["count"] for r in results),
+        "seconds": max(r["seconds"] for r in results),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in results),
+    }
+
+
+def scale_out(args: argparse.Namespace) -> dict[str, Any]:
+    """Replay and reindex at N = each of --workers processes, against the raw limit at the same N."""
+    out: dict[str, Any] = {"cores": os.cpu_count()}
+    if args.rows:
+        prepare_topic()
+    try:
+        for n in args.workers:
+            if args.rows:
+                parts = ranges(args.store, args.search, (), args.rows, True, n)
+                raw = run_group("raw-produce", args, parts)
+                tool = run_group("replay", args, parts)
+                out[f"replay_n{n}_rows"] = tool["count"]
+                out[f"replay_n{n}_per_s"] = round(tool["count"] / tool["seconds"])
+                out[f"raw_produce_n{n}_per_s"] = round(raw["count"] / raw["seconds"])
+                out[f"replay_n{n}_ratio_to_raw"] = round(
+                    (tool["count"] / tool["seconds"]) / (raw["count"] / raw["seconds"]), 2
+                )
+            if args.entities:
+                parts = ranges(args.store, args.search, ("dataset",), args.entities, False, n)
+                raw = run_group("raw-bulk", args, parts)
+                tool = run_group("reindex", args, parts)
+                out[f"reindex_n{n}_entities"] = tool["count"]
+                out[f"reindex_n{n}_per_s"] = round(tool["count"] / tool["seconds"])
+                out[f"raw_bulk_n{n}_entities_per_s"] = round(raw["count"] / raw["seconds"])
+                out[f"reindex_n{n}_ratio_to_raw"] = round(
+                    (tool["count"] / tool["seconds"]) / (raw["count"] / raw["seconds"]), 2
+                )
+    finally:
+        if args.rows:
+            drop_topic()
+    return out
 
 
 def run_child(mode: str, args: argparse.Namespace, n: int) -> dict[str, Any]:
@@ -291,11 +423,26 @@ def main() -> int:
         choices=("replay", "reindex"),
         help="run one mode under cProfile and print where its time goes",
     )
+    parser.add_argument(
+        "--workers",
+        type=lambda v: [int(x) for x in v.split(",")],
+        metavar="N,N,...",
+        help="scale out: replay and reindex with N processes each (shards of the slice) against the "
+        "raw limit with N processes, for each N listed",
+    )
+    parser.add_argument("--range", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.store, args.search, args.n, args.consume)))
+        urn_range = tuple(json.loads(args.range)) if args.range else None
+        print(json.dumps(measure(args.measure, args.store, args.search, args.n, args.consume, urn_range)))  # type: ignore[arg-type]
+        return 0
+    if args.workers:
+        result = {"store": args.store, "search": args.search, **scale_out(args)}
+        for key, value in result.items():
+            print(f"{key:32} {value}")
+        print(json.dumps(result))
         return 0
     if args.profile:  # one mode under cProfile, in this process: where its time goes
         import cProfile
