@@ -63,6 +63,9 @@ def scan(
         consumer_group=settings.mae_consumer_group,
         sources=settings.describe(),
     )
+    if settings.kafka_bootstrap:  # the topics it read: a repair of the report defaults to them
+        report.sources["versioned_topic"] = settings.mcl_versioned_topic
+        report.sources["timeseries_topic"] = settings.mcl_timeseries_topic
     with ExitStack() as opened:  # every connection closed after the scan, whatever happens
         store = opened.enter_context(closing(open_store(settings)))
         search = opened.enter_context(closing(open_search(settings)))

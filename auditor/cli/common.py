@@ -147,11 +147,77 @@ RegistryOpt = Annotated[
         help="Schema registry URL (lets the scan read MCL contents).",
     ),
 ]
+IndexPrefixOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--index-prefix",
+        envvar="INDEX_PREFIX",
+        show_envvar=True,
+        help="DataHub's INDEX_PREFIX: indices are <prefix>_<name> (a --from-report repair: the report's).",
+    ),
+]
+TopicOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--topic",
+        help="The versioned change-log topic [default: MetadataChangeLog_Versioned_v1; env "
+        "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME] (a --from-report repair: the report's).",
+    ),
+]
+TimeseriesTopicOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--timeseries-topic",
+        help="The timeseries change-log topic [default: MetadataChangeLog_Timeseries_v1; env "
+        "METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME].",
+    ),
+]
+ConsumerGroupOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--consumer-group",
+        "--mae-group",
+        help="The MAE consumer's group [default: generic-mae-consumer-job-client; env "
+        "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID] (a --from-report repair: the report's).",
+    ),
+]
+PlatformOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--platform",
+        envvar="AUDITOR_PLATFORM",
+        show_envvar=True,
+        help="datahub (default) or openmetadata: whose tables and indices to audit (docs/openmetadata.md).",
+    ),
+]
+ClusterAliasOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster-alias",
+        envvar=["AUDITOR_CLUSTER_ALIAS", "ELASTICSEARCH_CLUSTER_ALIAS"],
+        show_envvar=True,
+        help="OpenMetadata's elasticsearch.clusterAlias: its indices are <alias>_<entity>_search_index.",
+    ),
+]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", envvar="AUDITOR_CONFIG", help="TOML file ([store] url=..., [search] ...)."),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+# The connection vocabulary: every command that reads or writes the indices takes these flags
+# (tests/unit/test_cli_vocabulary.py runs each command's --help through this list).
+CONNECTION_FLAGS = (
+    "--config",
+    "--store-url",
+    "--search-url",
+    "--index-prefix",
+    "--kafka",
+    "--schema-registry",
+    "--topic",
+    "--timeseries-topic",
+    "--consumer-group",
+)
 
 
 def load(
@@ -163,9 +229,17 @@ def load(
     index_prefix: str | None,
     **more: Any,
 ) -> Any:
-    """The settings: flags > environment > the config file > defaults."""
+    """The settings: flags > environment > the config file > defaults. The topics and the group
+    come as `topic`, `timeseries_topic`, `group` (the flags' names)."""
     from auditor.settings import load_settings
 
+    for flag, key in (
+        ("topic", "mcl_versioned_topic"),
+        ("timeseries_topic", "mcl_timeseries_topic"),
+        ("group", "mae_consumer_group"),
+    ):
+        if flag in more:
+            more[key] = more.pop(flag)
     return load_settings(
         config,
         store_url=store_url,

@@ -12,11 +12,15 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     ConfigOpt,
+    ConsumerGroupOpt,
     DebugOpt,
+    IndexPrefixOpt,
     KafkaOpt,
     RegistryOpt,
     SearchUrl,
     StoreUrl,
+    TimeseriesTopicOpt,
+    TopicOpt,
     load,
     run,
     stdout_console,
@@ -51,12 +55,10 @@ def probe(
     kafka: KafkaOpt = None,
     schema_registry: RegistryOpt = None,
     config: ConfigOpt = None,
-    index_prefix: Annotated[
-        str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
-    ] = None,
-    topic: Annotated[
-        str | None, typer.Option(help="The versioned change-log topic (default: settings).")
-    ] = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     slo: Annotated[float, typer.Option(help="Seconds the canary may take to show in the index.")] = 60.0,
     timeout: Annotated[
         float | None, typer.Option(help="Seconds to wait for the index (default: twice --slo).")
@@ -89,7 +91,17 @@ def probe(
             )
         if bool(gms_url) == via_store:
             raise ConfigError("choose the write path: --gms-url URL (DataHub GMS) or --via-store (no GMS)")
-        settings = load(config, store_url, search_url, kafka, schema_registry, index_prefix)
+        settings = load(
+            config,
+            store_url,
+            search_url,
+            kafka,
+            schema_registry,
+            index_prefix,
+            topic=topic,
+            timeseries_topic=timeseries_topic,
+            group=consumer_group,
+        )
         from auditor.watch.probe_session import open_writer, run_probe
 
         with open_writer(settings, gms_url, gms_token, topic) as writer:

@@ -10,12 +10,18 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
+    ClusterAliasOpt,
     ConfigOpt,
+    ConsumerGroupOpt,
     DebugOpt,
+    IndexPrefixOpt,
     KafkaOpt,
+    PlatformOpt,
     RegistryOpt,
     SearchUrl,
     StoreUrl,
+    TimeseriesTopicOpt,
+    TopicOpt,
     err,
     load,
     run,
@@ -25,7 +31,6 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
-from auditor.cli.scan_cmd import ClusterAliasOpt, PlatformOpt
 from auditor.errors import ConfigError
 
 rebuild_app = typer.Typer(
@@ -84,21 +89,24 @@ Workers = Annotated[
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the outcome here.")]
 
 
-def _findings(path: Path | None, include: str) -> tuple[Any, Any]:
+def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]]:
+    """The report's findings, the verdicts to repair, and the report's own scope."""
+    from auditor.cli.scope import report_scope
     from auditor.core.model import Verdict
     from auditor.reports.merge import from_dict
 
     if path is None:
-        return None, frozenset({Verdict.DIVERGED})
+        return None, frozenset({Verdict.DIVERGED}), {}
     try:
-        report = from_dict(json.loads(path.read_text(encoding="utf-8")))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        report = from_dict(data)
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot read report {path}: {exc}") from None
     try:
         verdicts = frozenset(Verdict(v.strip()) for v in include.split(",") if v.strip())
     except ValueError as exc:
         raise ConfigError(f"--include: {exc}", hint="diverged, invalid, stalled, in_flight") from None
-    return report.findings, verdicts
+    return report.findings, verdicts, report_scope(data)
 
 
 def _go(mode: str, opts: dict[str, Any]) -> None:
@@ -114,7 +122,10 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             opts["search_url"],
             opts["kafka"],
             opts["registry"],
-            None,
+            opts["index_prefix"],
+            topic=opts["topic"],
+            timeseries_topic=opts["timeseries_topic"],
+            group=opts["consumer_group"],
             platform=opts.get("platform"),
             cluster_alias=opts.get("cluster_alias"),
         )
@@ -124,7 +135,11 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
         urn_range = shard_range(opts.get("shard_plan"), shard)
         if shard is not None and settings.platform == "openmetadata":
             raise ConfigError("--shard is not supported with --platform openmetadata")
-        findings, verdicts = _findings(opts["from_report"], opts["include"])
+        findings, verdicts, scope = _findings(opts["from_report"], opts["include"])
+        if scope:  # the report's index prefix, topics and group, unless others were given
+            from auditor.cli.scope import with_report_scope
+
+            settings = with_report_scope(settings, scope, opts["from_report"])
         stores = sorted({n for c in findings or () for n in (c.finding.store or "").split(",") if n})
         if stores and mode != "plan":  # each row lives in one store of several: not supported yet
             raise ConfigError(
@@ -197,6 +212,10 @@ def plan_cmd(
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     config: ConfigOpt = None,
     rate: Rate = None,
     json_out: JsonOut = False,
@@ -234,6 +253,10 @@ def replay_cmd(
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOut = False,
     output: Output = None,
@@ -288,6 +311,10 @@ def reindex_cmd(
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOut = False,
     output: Output = None,
@@ -319,6 +346,10 @@ def after_restore_cmd(
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     config: ConfigOpt = None,
     debug: DebugOpt = False,
 ) -> None:
@@ -337,7 +368,17 @@ def after_restore_cmd(
 
         if mode not in ("replay", "reindex"):
             raise ConfigError(f"--mode {mode!r}: use replay or reindex")
-        settings = load(config, store_url, search_url, kafka, registry, None)
+        settings = load(
+            config,
+            store_url,
+            search_url,
+            kafka,
+            registry,
+            index_prefix,
+            topic=topic,
+            timeseries_topic=timeseries_topic,
+            group=consumer_group,
+        )
         found = after_restore(
             settings, mode=mode, apply=apply, since=since_of(since), rate=rate, wait_seconds=wait
         )

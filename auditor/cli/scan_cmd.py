@@ -9,13 +9,19 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
+    ClusterAliasOpt,
     ConfigOpt,
+    ConsumerGroupOpt,
     DebugOpt,
     Format,
+    IndexPrefixOpt,
     KafkaOpt,
+    PlatformOpt,
     RegistryOpt,
     SearchUrl,
     StoreUrl,
+    TimeseriesTopicOpt,
+    TopicOpt,
     emit,
     err,
     load,
@@ -24,24 +30,7 @@ from auditor.cli.common import (
     since_of,
 )
 
-PlatformOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--platform",
-        envvar="AUDITOR_PLATFORM",
-        show_envvar=True,
-        help="datahub (default) or openmetadata: whose tables and indices to audit (docs/openmetadata.md).",
-    ),
-]
-ClusterAliasOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--cluster-alias",
-        envvar=["AUDITOR_CLUSTER_ALIAS", "ELASTICSEARCH_CLUSTER_ALIAS"],
-        show_envvar=True,
-        help="OpenMetadata's elasticsearch.clusterAlias: its indices are <alias>_<entity>_search_index.",
-    ),
-]
+__all__ = ["ClusterAliasOpt", "PlatformOpt", "scan"]  # the OpenMetadata options, as B's modules import them
 
 
 @app.command()
@@ -60,9 +49,10 @@ def scan(
     since: Annotated[
         str | None, typer.Option(help="Only entities changed since (ISO time, or 30m / 6h / 2d).")
     ] = None,
-    index_prefix: Annotated[
-        str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
-    ] = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     shard: Annotated[
         str | None, typer.Option(help="Scan shard i of N (i/N); merge with `auditor report merge`.")
     ] = None,
@@ -151,6 +141,9 @@ def scan(
             schema_registry,
             index_prefix,
             state_file=state_file,
+            topic=topic,
+            timeseries_topic=timeseries_topic,
+            group=consumer_group,
             platform=platform,
             cluster_alias=cluster_alias,
             stores=store or None,

@@ -9,12 +9,16 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     ConfigOpt,
+    ConsumerGroupOpt,
     DebugOpt,
     Format,
+    IndexPrefixOpt,
     KafkaOpt,
     RegistryOpt,
     SearchUrl,
     StoreUrl,
+    TimeseriesTopicOpt,
+    TopicOpt,
     load,
     run,
     stdout_console,
@@ -36,9 +40,10 @@ def triage(
     kafka: KafkaOpt = None,
     schema_registry: RegistryOpt = None,
     config: ConfigOpt = None,
-    index_prefix: Annotated[
-        str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
-    ] = None,
+    index_prefix: IndexPrefixOpt = None,
+    topic: TopicOpt = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    consumer_group: ConsumerGroupOpt = None,
     fmt: Annotated[
         Format,
         typer.Option("--format", "-f", help="console (a table on a terminal) or json (schema triage/1)."),
@@ -86,7 +91,17 @@ def triage(
         from auditor.api import triage as run_triage
         from auditor.reports.triage_report import render_console, render_json
 
-        settings = load(config, store_url, search_url, kafka, schema_registry, index_prefix)
+        settings = load(
+            config,
+            store_url,
+            search_url,
+            kafka,
+            schema_registry,
+            index_prefix,
+            topic=topic,
+            timeseries_topic=timeseries_topic,
+            group=consumer_group,
+        )
         result = run_triage(settings, urn, grace, settle)
         if fmt == Format.json:
             write(None, render_json(result, settings.mae_consumer_group))

@@ -13,10 +13,14 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     ConfigOpt,
+    ConsumerGroupOpt,
     DebugOpt,
+    IndexPrefixOpt,
     KafkaOpt,
     RegistryOpt,
     SearchUrl,
+    StoreUrl,
+    TimeseriesTopicOpt,
     load,
     run,
     stdout_console,
@@ -26,13 +30,12 @@ from auditor.cli.common import (
 
 @app.command()
 def watch(
+    store_url: StoreUrl = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     schema_registry: RegistryOpt = None,
     config: ConfigOpt = None,
-    index_prefix: Annotated[
-        str | None, typer.Option(envvar="INDEX_PREFIX", help="DataHub's INDEX_PREFIX.")
-    ] = None,
+    index_prefix: IndexPrefixOpt = None,
     group: Annotated[
         str,
         typer.Option(help="The watch's own consumer group (never the MAE consumer's: refused)."),
@@ -41,9 +44,8 @@ def watch(
         list[str] | None,
         typer.Option(help="Change-log topic to tail (repeat; default: the versioned MCL topic)."),
     ] = None,
-    mae_group: Annotated[
-        str | None, typer.Option(help="The MAE consumer's group, sampled for verdicts (default: settings).")
-    ] = None,
+    timeseries_topic: TimeseriesTopicOpt = None,
+    mae_group: ConsumerGroupOpt = None,  # the MAE consumer's group, sampled for verdicts
     slo: Annotated[float, typer.Option(help="Seconds an event may take to show in the index.")] = 60.0,
     objective: Annotated[
         float, typer.Option(help="Share of events that must show within --slo (the SLO's target).")
@@ -110,7 +112,16 @@ def watch(
         from auditor.watch.run import WatchConfig
         from auditor.watch.session import open_watch
 
-        settings = load(config, None, search_url, kafka, schema_registry, index_prefix)
+        settings = load(
+            config,
+            store_url,
+            search_url,
+            kafka,
+            schema_registry,
+            index_prefix,
+            timeseries_topic=timeseries_topic,
+            group=mae_group,
+        )
         if not 0 < objective < 1:
             from auditor.errors import ConfigError
 
