@@ -134,6 +134,7 @@ def compare(
         from auditor.drill.spec import table_specs
         from auditor.errors import AuditorError
         from auditor.reports import drill_report
+        from auditor.reports.escape import console_markup
 
         sides = (
             _side("source", source, source_search, source_kafka, source_prefix),
@@ -146,12 +147,12 @@ def compare(
             workers=workers,
             counts=not no_counts,
         )
-        echo = (
-            (lambda line: err.print(f"[dim]{line}[/]", highlight=False, markup=True))
-            if fmt is Format.console
-            else (lambda _: None)
-        )
-        drill = Drill(*sides, options, echo=lambda line: echo(line.replace("[", "\\[")))
+
+        def echo(line: str) -> None:  # progress on stderr on a terminal run; data escaped
+            if fmt is Format.console:
+                err.print(f"[dim]{console_markup(line)}[/]", highlight=False)
+
+        drill = Drill(*sides, options, echo=echo)
         try:
             result = drill.run()
         except AuditorError:

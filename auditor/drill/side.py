@@ -79,7 +79,7 @@ class Side:
             first = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
             raise BackendUnavailable(
                 f"{self.role} database {self.description} failed: {first}",
-                hint="the drill is read-only; run it again once the server is back",
+                hint="check that side's URL and that its server is up; the drill only reads, run it again",
             ) from None
 
     def version(self) -> str:
