@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from auditor.backends.connect import open_events, open_search, open_state, open_store
-from auditor.core.model import Report, Selection
+from auditor.core.model import Classified, Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.registry import Registry
 from auditor.core.triage import TriageResult
@@ -256,6 +256,7 @@ def om_rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     types = selection.entity_types if selection is not None else ()
     if request.findings is not None:
         types = tuple(sorted({c.finding.entity_type for c in request.findings}))
+        settings = _report_cluster_alias(settings, request.findings)
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_om_store(settings)))
         search = opened.enter_context(closing(open_om_search(settings)))
@@ -285,6 +286,28 @@ def om_rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
             progress=request.progress,
         )
         return repair(store, search, writer, om_request)
+
+
+def _report_cluster_alias(settings: Settings, findings: Sequence[Classified]) -> Settings:
+    """A repair of a report writes under the report's cluster alias (read off its index names);
+    another one given is a usage error naming both."""
+    from auditor.core.om_naming import ENTITIES
+
+    seen: set[str] = set()
+    for c in findings:
+        known = ENTITIES.get(c.finding.entity_type)
+        index = c.finding.index or ""
+        if known is not None and index.endswith(known.index):
+            seen.add(index[: -len(known.index)].removesuffix("_"))
+    if len(seen) != 1:
+        return settings
+    (alias,) = seen
+    if settings.cluster_alias and settings.cluster_alias != alias:
+        raise ConfigError(
+            f"the report was scanned under the cluster alias {alias!r}, not {settings.cluster_alias!r}",
+            hint="drop --cluster-alias (the report's is used) or repair with a report of that cluster",
+        )
+    return settings.model_copy(update={"cluster_alias": alias})
 
 
 def after_restore(

@@ -174,13 +174,14 @@ def test_an_unknown_entity_table_is_a_usage_error_naming_it(world: World) -> Non
     assert "Traceback" not in done.stderr and "datahub" not in done.stderr
 
 
-def _cli(w: World, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(w: World, *args: str, alias: str | None = "") -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process; `alias`: the cluster alias to set ("" the world's, None none)."""
     env = {
         **os.environ,
         "AUDITOR_STORE_URL": w.store_url,
         "AUDITOR_SEARCH_URL": w.search_url,
         "AUDITOR_PLATFORM": "openmetadata",
-        "ELASTICSEARCH_CLUSTER_ALIAS": w.alias,
+        "ELASTICSEARCH_CLUSTER_ALIAS": w.alias if alias == "" else alias or "",
         "AUDITOR_STATE_FILE": str(w.state),
         "AUDITOR_INDEX_VISIBILITY_SECONDS": "1.5",
     }
@@ -202,8 +203,10 @@ def test_targeted_repair_from_the_report_leads_to_a_clean_rescan(world: World, t
     planned = _cli(world, "rebuild", "plan", "--from-report", str(report))
     assert planned.returncode == 0 and "rewrite the whole entity doc" in planned.stdout
     applied = _cli(world, "rebuild", "reindex", "--from-report", str(report), "--include",
-                   "diverged,in_flight", "--apply")  # fmt: skip
-    assert applied.returncode == 0, applied.stdout + applied.stderr
+                   "diverged,in_flight", "--apply", alias=None)  # fmt: skip
+    assert applied.returncode == 0, applied.stdout + applied.stderr  # the report's cluster alias
+    other = _cli(world, "rebuild", "reindex", "--from-report", str(report), "--apply", alias="elsewhere")
+    assert other.returncode == 2 and "elsewhere" in other.stderr and world.alias in other.stderr
     assert "verified" in applied.stdout
     after = world.scan(grace=0.0, use_state=False)
     assert after.findings == [] and after.exit_code == 0
