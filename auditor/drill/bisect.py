@@ -41,6 +41,7 @@ class DrillSide(Protocol):
     ) -> Mapping[int, Checksummed]: ...
     def keys_in(self, spec: TableSpec, lo: Bound, hi: Bound) -> list[str]: ...
     def sample_keys(self, spec: TableSpec, wanted: int) -> list[str]: ...
+    def ranges_use_index(self, spec: TableSpec) -> bool: ...
     def row_hashes(
         self,
         spec: TableSpec,
@@ -53,6 +54,10 @@ class DrillSide(Protocol):
     def rows_for(
         self, spec: TableSpec, keys: list[tuple[Any, ...]], divisors: dict[str, int]
     ) -> dict[tuple[Any, ...], dict[str, str]]: ...
+
+
+SCAN_BUCKET_ROWS = 256  # rows per hash bucket when the table is read in one pass
+MAX_BUCKETS = 65_536  # the bucket is 16 bits of MD5(key)
 
 
 @dataclass(frozen=True)
@@ -104,16 +109,26 @@ def diff_table(
 ) -> tuple[list[RowDiff], TableStats]:
     """Every row that differs between the two sides' copies of `spec`, and how it was found."""
     started = time.monotonic()
-    wanted = min(max(estimate // options.segment_rows, 1), options.max_segments)
-    cuts = boundaries(source.sample_keys(spec, wanted * 8), wanted) if wanted > 1 else []
-    say(f"{spec.name}: {len(cuts) + 1} first-level segments from a sample of {source.role}")
+    scan = not (source.ranges_use_index(spec) and target.ranges_use_index(spec))
+    if scan:  # a key range would be a full scan on one side: one pass, hash buckets only
+        cuts: list[str] = []
+        first = min(max(estimate // SCAN_BUCKET_ROWS, options.factor), MAX_BUCKETS)
+        say(
+            f"{spec.name}: one pass in {first} hash buckets "
+            "(no index serves byte ranges of the key on one side)"
+        )
+    else:
+        wanted = min(max(estimate // options.segment_rows, 1), options.max_segments)
+        cuts = boundaries(source.sample_keys(spec, wanted * 8), wanted) if wanted > 1 else []
+        first = options.factor
+        say(f"{spec.name}: {len(cuts) + 1} first-level segments from a sample of {source.role}")
     progress = _Progress()
     rows = [0, 0]
     level = segments_of(cuts)
     depth = 0
-    b = options.factor
     while level:
         depth += 1
+        b = first if depth == 1 else options.factor
         progress.segments += len(level)
         sums = [
             (
@@ -137,7 +152,9 @@ def diff_table(
             differ += 1
             size = max(max(_pair(a.get(k))[0], _pair(t.get(k))[0]) for k in buckets)
             parts = (
-                boundaries(_keys_of_bigger(spec, source, target, seg), b) if size > options.threshold else []
+                boundaries(_keys_of_bigger(spec, source, target, seg), options.factor)
+                if size > options.threshold
+                else []
             )
             if parts:
                 level.extend(segments_of(parts, *seg))

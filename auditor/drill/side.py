@@ -177,12 +177,16 @@ class Side:
         return " AND ".join(clauses) or "1 = 1"
 
     def bucket(self, spec: TableSpec, buckets: int) -> str:
-        """SQL for a row's bucket inside a segment: the first byte of MD5(key) modulo `buckets`
-        (the same number on both engines, so a segment's buckets pair up)."""
+        """SQL for a row's bucket: the first 16 bits of MD5(key) modulo `buckets` (the same
+        number on both engines, so the sides' buckets pair up)."""
         c = spec.segment_column
         if self.postgres:
-            return f"(get_byte(decode(MD5({c}), 'hex'), 0) % {buckets})"
-        return f"(CONV(LEFT(MD5({c}), 2), 16, 10) % {buckets})"
+            return f"(('x' || LEFT(MD5({c}), 4))::bit(16)::int % {buckets})"
+        return f"(CONV(LEFT(MD5({c}), 4), 16, 10) % {buckets})"
+
+    def ranges_use_index(self, spec: TableSpec) -> bool:
+        """Does an index serve this side's byte ranges of the key (else each range scans)?"""
+        return self.sorts_as_bytes(spec)
 
     def checksums(
         self, spec: TableSpec, lo: Bound, hi: Bound, divisors: dict[str, int], buckets: int

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from drill_world import ODD_URNS, DrillWorld, catalog_rows, drill_world
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from auditor.core.drill import RowChange
@@ -250,3 +251,34 @@ def test_a_server_lost_mid_run_is_exit_3_naming_it(world: DrillWorld) -> None:
     assert message.startswith("target database") and f":{proxy.port}/" in message
     assert "datahub:datahub" not in message
     assert run.result.log[-1].split(" ", 1)[1].startswith("INCOMPLETE: target database")
+
+
+def test_a_postgresql_key_in_a_linguistic_collation_is_read_in_one_pass(endpoints: Endpoints) -> None:
+    """DataHub's PostgreSQL image runs en_US: no index serves byte ranges of `urn`, so the drill
+    reads each table once in hash buckets; the alterations are still found exactly."""
+    with drill_world(endpoints) as w:
+        with w.pg.begin() as conn:  # the same table, its urn in ICU's English collation
+            conn.execute(
+                text('ALTER TABLE metadata_aspect_v2 ALTER COLUMN urn TYPE varchar(500) COLLATE "en-x-icu"')
+            )
+        rows = catalog_rows(60)
+        w.seed(rows)
+        gone, edited = rows[3], ODD_URNS[1]
+        w.execute(
+            w.mysql,
+            "DELETE FROM metadata_aspect_v2 WHERE urn = :u AND aspect = :a AND version = :v",
+            u=gone["urn"],
+            a=gone["aspect"],
+            v=gone["version"],
+        )
+        w.execute(w.mysql, "UPDATE metadata_aspect_v2 SET createdfor = NULL WHERE urn = :u", u=edited)
+        run = drill(w.pg_url, w.mysql_url)
+        lines: list[str] = []
+        run.echo = lines.append
+        result = run.run()
+    assert {(d.key, d.change, d.columns) for d in result.rows} == {
+        ((gone["urn"], gone["aspect"], gone["version"]), RowChange.REMOVED, ()),
+        ((edited, "tagProperties", 0), RowChange.CHANGED, ("createdfor",)),
+    }
+    assert any("one pass in" in line for line in lines)
+    assert any("level 1: 1 segments" in line for line in lines)  # the whole table, once per side

@@ -29,9 +29,10 @@ class Sum:
 class FakeSide:
     """A table in memory: (urn, aspect, version) -> metadata; ranges compared as code points."""
 
-    def __init__(self, role: str, rows: dict[Key, str]) -> None:
+    def __init__(self, role: str, rows: dict[Key, str], indexed: bool = True) -> None:
         self.role = role
         self.rows = rows
+        self.indexed = indexed
         self.checksummed: list[tuple[str | None, str | None]] = []
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -49,8 +50,11 @@ class FakeSide:
         return hashlib.md5(f"{key}|{value}".encode()).hexdigest()
 
     @staticmethod
-    def bucket(urn: str, buckets: int) -> int:  # as the databases compute it: MD5(urn)'s first byte
-        return hashlib.md5(urn.encode()).digest()[0] % buckets
+    def bucket(urn: str, buckets: int) -> int:  # as the databases compute it: MD5(urn)'s first 16 bits
+        return int.from_bytes(hashlib.md5(urn.encode()).digest()[:2], "big") % buckets
+
+    def ranges_use_index(self, spec: Any) -> bool:
+        return self.indexed
 
     def checksums(
         self, spec: Any, lo: str | None, hi: str | None, divisors: Any, buckets: int
@@ -150,6 +154,19 @@ def test_a_bucket_past_the_threshold_has_its_segment_cut_again() -> None:
     assert stats.levels >= 3 and stats.leaf_rows <= 2 * 2 * 40
     # each level below the first cuts only the one differing segment
     assert stats.segments <= 2 + (stats.levels - 1) * options.factor
+
+
+def test_without_an_index_for_ranges_on_one_side_the_table_is_read_in_one_pass_of_hash_buckets() -> None:
+    src = _table(3000)
+    dst = {
+        k: (v + " " if k[0] in ("urn:li:tag:t00007", "urn:li:tag:t02500") and k[1] == "status" else v)
+        for k, v in src.items()
+    }
+    a, b = FakeSide("source", src), FakeSide("target", dst, indexed=False)
+    diffs, stats = diff_table(METADATA_ASPECT_V2, a, b, {}, 6000, BisectOptions(threshold=300))
+    assert {d.key for d in diffs} == {("urn:li:tag:t00007", "status", 0), ("urn:li:tag:t02500", "status", 0)}
+    assert a.checksummed == b.checksummed == [(None, None)]  # one query each: no range scanned twice
+    assert stats.levels == 1 and stats.leaf_rows <= 2 * 2 * 300
 
 
 def test_thresholds_decide_pass_and_fail() -> None:
