@@ -149,7 +149,14 @@ class Drill:
             for kind, fn in kinds
         ]
         for kind, futures in pending:
-            self._add_counts(kind, futures["source"].result(), futures["target"].result())
+            try:
+                found = futures["source"].result(), futures["target"].result()
+            except BackendUnavailable as exc:  # PostgreSQL refuses the whole count over one bad row
+                if kind != "lineage" or "json" not in str(exc).lower():
+                    raise
+                self.result.warnings.append(f"lineage counts skipped: a row is not JSON ({exc})")
+                continue
+            self._add_counts(kind, *found)
         self.say(f"{table}: entity, aspect and lineage counts in {time.monotonic() - started:.2f} s")
 
     def _search_counts(self) -> None:

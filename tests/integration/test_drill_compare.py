@@ -282,3 +282,33 @@ def test_a_postgresql_key_in_a_linguistic_collation_is_read_in_one_pass(endpoint
     }
     assert any("one pass in" in line for line in lines)
     assert any("level 1: 1 segments" in line for line in lines)  # the whole table, once per side
+
+
+def test_a_row_that_is_not_json_skips_the_lineage_counts_with_a_warning(endpoints: Endpoints) -> None:
+    """PostgreSQL refuses `metadata::json` over the whole count for one bad row: the drill warns,
+    leaves the lineage counts out and still reports that row as a difference."""
+    with drill_world(endpoints) as w:
+        rows = catalog_rows(20)
+        w.seed(rows)
+        lineage = next(r for r in rows if r["aspect"] == "upstreamLineage")
+        for engine in (w.pg, w.mysql):
+            w.execute(
+                engine,
+                "UPDATE metadata_aspect_v2 SET metadata = '{not json' WHERE urn = :u AND aspect = :a",
+                u=lineage["urn"],
+                a=lineage["aspect"],
+            )
+        w.execute(
+            w.mysql,
+            "UPDATE metadata_aspect_v2 SET metadata = '{not json!' WHERE urn = :u AND aspect = :a "
+            "AND version = 0",
+            u=lineage["urn"],
+            a=lineage["aspect"],
+        )
+        result = drill(w.pg_url, w.mysql_url).run()
+    assert [(d.key, d.columns) for d in result.rows] == [
+        ((lineage["urn"], "upstreamLineage", 0), ("metadata",))
+    ]
+    assert not any(c.kind == "lineage" for c in result.counts)
+    assert any(w.startswith("lineage counts skipped: a row is not JSON") for w in result.warnings)
+    assert any(c.kind == "entities" for c in result.counts)
