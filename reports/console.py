@@ -19,6 +19,7 @@ from auditor.reports.summary import (
     repair_commands,
     sorted_findings,
     totals,
+    weak_evidence_text,
     worst,
 )
 
@@ -129,8 +130,8 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
         console.print(_stores_table(report))
     if report.partitions:
         console.print(_partitions_table(report))
-    elif not report.kafka_available:
-        console.print("[yellow]Kafka not available: verdicts rest on time and history only.[/]")
+    elif note := weak_evidence_text(report):
+        console.print(f"[yellow]{note}.[/]")
 
     if line := reobservation_text(report):
         _say(console, line, style="dim")

@@ -29,6 +29,7 @@ from auditor.reports.summary import (
     repair_commands,
     sorted_findings,
     totals,
+    weak_evidence_text,
 )
 
 STYLE = """
@@ -126,8 +127,8 @@ def _header(report: Report) -> list[str]:
         "<ul>",
     ]
     out += [f"<li>{text(name)}: <code>{text(value)}</code></li>" for name, value in report.sources.items()]
-    if not report.kafka_available:
-        out.append("<li>Kafka: not available, verdicts are weaker (time and history only)</li>")
+    if note := weak_evidence_text(report):
+        out.append(f"<li>{note}</li>")
     if report.finished_at:
         seconds = (report.finished_at - report.started_at).total_seconds()
         out.append(f"<li>took {seconds:.1f} s</li>")

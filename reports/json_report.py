@@ -31,6 +31,7 @@ def plain(value: Any) -> Any:
 def finding_json(c: Classified, report: Report) -> dict[str, Any]:
     f = c.finding
     commands = finding_commands(c, group=report.consumer_group, until=report.started_at)
+    openmetadata = f.details.get("platform") == "openmetadata"
     return {
         "key": f.key,
         "check": f.check,
@@ -47,7 +48,10 @@ def finding_json(c: Classified, report: Report) -> dict[str, Any]:
         "evidence": plain(c.evidence),
         "repairs": [k.value for k in f.repairs],
         "repair": finding_rebuild(c),
-        "repair_datahub": " ; ".join(commands) if commands else None,
+        # the platform's own tools (DataHub's, or OpenMetadata's for its findings)
+        "repair_platform": " ; ".join(commands) if commands else None,
+        # kept for readers of schema v1: DataHub's tools, null for an OpenMetadata finding
+        "repair_datahub": " ; ".join(commands) if commands and not openmetadata else None,
     }
 
 

@@ -15,6 +15,7 @@ from auditor.reports.summary import (
     repair_commands,
     sorted_findings,
     totals,
+    weak_evidence_text,
 )
 
 
@@ -26,8 +27,8 @@ def render(report: Report, limit: int = 50) -> str:
     lines += [f"Result: {verdict} (exit code {report.exit_code}).", ""]
     for name, value in report.sources.items():
         lines.append(f"- {md_text(name)}: {md_code(value)}")
-    if not report.kafka_available:
-        lines.append("- Kafka: not available, verdicts are weaker (time and history only)")
+    if note := weak_evidence_text(report):
+        lines.append(f"- {note}")
     lines.append("")
     counts = totals(report)
     if counts:

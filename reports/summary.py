@@ -92,6 +92,18 @@ def reobservation_text(report: Report) -> str:
     )
 
 
+def weak_evidence_text(report: Report) -> str | None:
+    """Why the verdicts rest on time and history, if they do (None: Kafka evidence was read)."""
+    if report.sources.get("platform") == "openmetadata":
+        return (
+            "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
+            "queue, the change's age and earlier scans"
+        )
+    if not report.kafka_available:
+        return "Kafka not available: verdicts rest on time and history only"
+    return None
+
+
 def eta_text(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"

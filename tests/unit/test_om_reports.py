@@ -38,3 +38,20 @@ def test_an_in_flight_finding_needs_no_command() -> None:
     assert found is not None
     c = Classified(found, Verdict.IN_FLIGHT, "in_flight", Evidence("x", kafka=False))
     assert finding_rebuild(c) is None and finding_commands(c, group="") == []
+
+
+def test_an_openmetadata_report_says_why_its_verdicts_rest_on_time_and_keeps_datahub_out() -> None:
+    from datetime import UTC, datetime
+
+    from auditor.core.model import Report
+    from auditor.reports import json_report, markdown
+
+    data = {"id": A, "name": "t", "fullyQualifiedName": "s.d.c.t", "version": 0.2, "updatedAt": 5}
+    stale = _diverged(OmRow(A, data, 5, False), OmDoc(A, "i", {**data, "version": 0.1}))
+    report = Report(started_at=datetime.now(UTC), sources={"platform": "openmetadata"}, findings=[stale])
+    text = markdown.render(report)
+    assert "OpenMetadata writes search synchronously" in text and "Kafka not available" not in text
+    (entry,) = json_report.to_dict(report)["findings"]
+    assert "SearchIndexingApplication" in entry["repair_platform"] and entry["repair_datahub"] is None
+    datahub = Report(started_at=datetime.now(UTC))
+    assert "Kafka not available" in markdown.render(datahub)
