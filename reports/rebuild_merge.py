@@ -74,6 +74,8 @@ def render_console(merged: dict[str, Any], console: Console) -> None:
     for label in merged["missing_shards"]:
         console.print(f"[red]  shard {label}: no outcome[/]", highlight=False)
     done = ", ".join(f"{k} {v}" for k, v in sorted(merged["counts"].items()))
+    if not merged["applied"]:
+        done = "dry run (nothing written; add --apply)"
     console.print(f"  {merged['rows']:,} rows in scope; done: {done or 'nothing'}", highlight=False)
     if merged["consumer_caught_up"] is not None:
         caught = "passed" if merged["consumer_caught_up"] else "did NOT pass"
