@@ -19,6 +19,12 @@ def _key(diff: RowDiff) -> str:
     return " ".join(visible(str(k)) for k in diff.key)
 
 
+def _columns(diff: RowDiff) -> str:
+    """The columns that changed, a JSON column compared by value with its changed paths."""
+    text = ", ".join(diff.columns)
+    return text + (f" ({', '.join(diff.paths)})" if diff.paths else "")
+
+
 def to_dict(result: DrillResult) -> dict[str, Any]:
     """The whole result, JSON-ready: every difference with its `explanation` slot."""
     return {
@@ -41,6 +47,7 @@ def to_dict(result: DrillResult) -> dict[str, Any]:
                 "key": list(d.key),
                 "change": d.change.value,
                 "columns": list(d.columns),
+                "paths": list(d.paths),
                 "source": d.source,
                 "target": d.target,
                 "explanation": d.explanation,
@@ -91,7 +98,7 @@ def render_console(result: DrillResult, console: Console) -> None:
                 console_markup(d.table),
                 console_markup(_key(d)),
                 d.change.value,
-                console_markup(", ".join(d.columns)),
+                console_markup(_columns(d)),
             )
         console.print(table)
         if len(result.rows) > SHOWN:
@@ -154,7 +161,7 @@ def render_markdown(result: DrillResult) -> str:
         for d in result.rows[:SHOWN]:
             lines.append(
                 f"| {md_text(d.table)} | {md_code(_key(d), table=True)} | {d.change.value} | "
-                f"{md_text(', '.join(d.columns))} |"
+                f"{md_text(_columns(d))} |"
             )
     failing = {(c.kind, c.name) for c in result.count_failures()}
     differing = [c for c in result.counts if c.delta != 0]

@@ -26,6 +26,7 @@ class RowDiff:
     source: dict[str, str | None] = field(default_factory=dict)
     target: dict[str, str | None] = field(default_factory=dict)
     explanation: str = ""  # the operator's slot: why this difference is expected (or not)
+    paths: tuple[str, ...] = ()  # a JSON column compared by value: where it changed (`json.description`)
 
 
 @dataclass(frozen=True)

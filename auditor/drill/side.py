@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.store import BYTE_ORDER_COLLATIONS, COLLATION_PROBE
-from auditor.drill.spec import TableSpec, column_text, row_hash60, row_text
+from auditor.drill.spec import ColumnKind, TableSpec, column_text, row_hash60, row_text, value_sql
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
@@ -270,3 +270,46 @@ class Side:
                 if key in wanted:
                     out[key] = {col.name: str(v) for col, v in zip(spec.columns, r[n:], strict=True)}
         return out
+
+    # -- rows read out, for a comparison outside the database --------------------------
+    def byte_order(self, spec: TableSpec) -> str:
+        """ORDER BY the key as bytes (UTF-8 byte order is Python's str order)."""
+        parts = []
+        for name in spec.key:
+            column = spec.column(name)
+            if column.kind is not ColumnKind.TEXT:
+                parts.append(name)
+            elif self.postgres:
+                indexed = name == spec.segment_column and self.sorts_as_bytes(spec)
+                parts.append(name if indexed else f'{name} COLLATE "C"')
+            else:  # CAST AS BINARY: no PAD SPACE, no case folding (utf8mb4_unicode_ci ids)
+                parts.append(f"CAST({name} AS BINARY)")
+        return ", ".join(parts)
+
+    def stream_rows(self, spec: TableSpec, divisors: dict[str, int], batch: int) -> Iterator[Sequence[Any]]:
+        """Every row, in key byte order, `batch` rows at a time from one streamed query (a
+        server-side cursor: memory holds one batch): the key, then each column's value, a JSON
+        column as its text (`jsonb::text` on PostgreSQL), the others as `value_sql` gives them."""
+        with self._lock:
+            self.queries += 1
+        values = []
+        for column in spec.columns:
+            if column.kind is ColumnKind.JSON:
+                values.append(f"{column.name}::text" if self.postgres else column.name)
+            else:
+                values.append(value_sql(column, self.postgres, divisors.get(column.name, 1)))
+        sql = (
+            f"SELECT {', '.join(spec.key)}, {', '.join(values)} FROM {spec.name} "
+            f"ORDER BY {self.byte_order(spec)}"
+        )
+        try:
+            with self.engine.connect() as conn:
+                result = conn.execution_options(stream_results=True, yield_per=batch).execute(text(sql))
+                yield from result.partitions(batch)
+        except SQLAlchemyError as exc:
+            cause = getattr(exc, "orig", None) or exc
+            first = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+            raise BackendUnavailable(
+                f"{self.role} database {self.description} failed: {first}",
+                hint="check that side's URL and that its server is up; the drill only reads, run it again",
+            ) from None
