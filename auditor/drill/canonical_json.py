@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 MAX_INT_DIGITS = 400  # an integral value with more digits stays a Decimal (no giant ints)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 INVALID = "\x00invalid-json:"  # prefix of a text that does not parse (compared as it is)
 
 
@@ -38,7 +39,8 @@ class Canonical:
     def parse(self, text: str) -> tuple[Any, bool]:
         """The value and whether it holds a number only a Decimal keeps (raises ValueError)."""
         self._inexact = False
-        value = json.loads(text, parse_float=self._number, parse_int=self._number)
+        # an integer literal is exact as a Python int; only fractions and exponents need a look
+        value = json.loads(text, parse_float=self._number)
         return value, self._inexact
 
     def text(self, raw: str | None) -> tuple[str | None, Any]:
@@ -51,7 +53,7 @@ class Canonical:
             return INVALID + raw, _Unparsed(raw)
         if inexact:
             return _write(value), value
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), value
+        return _ENCODER.encode(value), value
 
 
 class _Unparsed(str):
