@@ -109,7 +109,8 @@ def compare(
         list[str] | None,
         typer.Option(
             help="Table to compare (repeatable): metadata_aspect_v2 (default), an OpenMetadata entity "
-            "table such as table_entity, or openmetadata for all of them (across engines their JSON is compared by value, outside the databases)."
+            "table such as table_entity, or openmetadata for all of them (across engines their JSON "
+            "is compared by value, outside the databases)."
         ),
     ] = None,
     no_counts: Annotated[
