@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from auditor.core.lag_table import CommitWindow, LagTable
 from auditor.core.model import Classified
+from auditor.core.naming import MAE_CONSUMER_GROUP
 from auditor.core.records import OffsetSample
 from auditor.core.registry import Registry
 from auditor.core.slo import GOOGLE_30D, BurnRate, BurnWindow, LatencyHistogram
@@ -47,7 +48,7 @@ class WatchConfig:
     bucket_seconds: float = 60.0
     windows: tuple[BurnWindow, ...] = GOOGLE_30D
     index_prefix: str = ""
-    mae_group: str = "generic-mae-consumer-job-client"
+    mae_group: str = MAE_CONSUMER_GROUP
     sample_interval: float = 5.0
     commit_interval: float = 5.0
     visibility_seconds: float = 3.0  # after the MAE group passed an event, search shows it within
