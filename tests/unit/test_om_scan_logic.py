@@ -17,11 +17,14 @@ from auditor.scan.om_run import judge, reobserve
 
 TABLE = entity("table")
 A, B, C = (f"{c * 8}-0000-4000-8000-000000000000" for c in "abc")
-NOW_MS = int(datetime.now(UTC).timestamp() * 1000)
+def now_ms() -> int:
+    """The wall clock now, read at each use: the judge compares with its own now (a module-level
+    constant went stale when the whole suite ran for 40 minutes before this file)."""
+    return int(datetime.now(UTC).timestamp() * 1000)
 
 
 def row(i: str, **more) -> OmRow:
-    updated, deleted = more.pop("updatedAt", NOW_MS), more.pop("deleted", False)
+    updated, deleted = more.pop("updatedAt", now_ms()), more.pop("deleted", False)
     data = {"id": i, "name": i[:1], "fullyQualifiedName": f"s.d.c.{i[:1]}", "version": 0.1,
             "updatedAt": updated, "deleted": deleted, **more}  # fmt: skip
     return OmRow(i, data, data["updatedAt"], data["deleted"])
@@ -29,7 +32,7 @@ def row(i: str, **more) -> OmRow:
 
 def doc(i: str, **more) -> OmDoc:
     source = {"id": i, "name": i[:1], "fullyQualifiedName": f"s.d.c.{i[:1]}", "version": 0.1,
-              "updatedAt": more.pop("updatedAt", NOW_MS), "deleted": False, **more}  # fmt: skip
+              "updatedAt": more.pop("updatedAt", now_ms()), "deleted": False, **more}  # fmt: skip
     return OmDoc(i, "table_search_index", source)
 
 
@@ -109,7 +112,7 @@ def test_a_difference_gone_on_the_re_read_converged_during_the_scan() -> None:
 
 
 def test_a_row_changing_under_every_re_read_stays_in_flight() -> None:
-    changing = [{A: row(A, updatedAt=NOW_MS + n)} for n in range(7)]
+    changing = [{A: row(A, updatedAt=now_ms() + n)} for n in range(7)]
     candidate = check(TABLE, "t", row(A), None)
     seen = _reobserve(FakeStore(changing), FakeSearch({}), [candidate])
     assert len(seen.unsettled) == 1 and seen.rounds == 3
@@ -124,15 +127,15 @@ def _observed(updated_ms: int):
 
 
 def test_a_fresh_change_is_in_flight_an_old_one_diverged_without_kafka() -> None:
-    fresh = judge(_observed(NOW_MS), {}, None, grace=300)[0]
+    fresh = judge(_observed(now_ms()), {}, None, grace=300)[0]
     assert fresh.verdict == Verdict.IN_FLIGHT and "grace" in fresh.evidence.reason
     assert fresh.evidence.kafka is False
-    old = judge(_observed(NOW_MS - 3_600_000), {}, None, grace=300)[0]
+    old = judge(_observed(now_ms() - 3_600_000), {}, None, grace=300)[0]
     assert old.verdict == Verdict.DIVERGED and old.subkind == "missing_document"
 
 
 def test_seen_again_past_the_grace_is_diverged_even_when_fresh() -> None:
-    seen = _observed(NOW_MS)
+    seen = _observed(now_ms())
     key = seen.observed[0][0].key
     earlier = History(datetime.now(UTC) - timedelta(seconds=400), 1)
     again = judge(seen, {key: earlier}, None, grace=300)[0]
@@ -140,7 +143,7 @@ def test_seen_again_past_the_grace_is_diverged_even_when_fresh() -> None:
 
 
 def test_a_pending_retry_row_is_in_flight_with_that_evidence_and_failed_is_diverged() -> None:
-    seen = _observed(NOW_MS - 3_600_000)
+    seen = _observed(now_ms() - 3_600_000)
     pending = judge(seen, {}, {A: RetryRow(A, "s.d.c.a", "PENDING_RETRY_1", 1)}, grace=300)[0]
     assert pending.verdict == Verdict.IN_FLIGHT and "search_index_retry_queue" in pending.evidence.reason
     by_fqn = judge(seen, {}, {"s.d.c.a": RetryRow("", "s.d.c.a", "PENDING")}, grace=300)[0]
