@@ -12,27 +12,15 @@ from typing import Any
 
 import yaml
 from test_schedules import DEPLOY, check, containers, k8s_docs, k8s_invocations, shell_invocations
+from test_schedules import dag_namespace as scan_dag_namespace
 
 JOB = DEPLOY / "kubernetes" / "sharded-rebuild-job.yaml"
 DAG = DEPLOY / "airflow" / "auditor_rebuild_dag.py"
 
 
 def dag_namespace() -> dict[str, Any]:
-    """The DAG file's constants and *_command functions, from its AST: no Airflow needed."""
-    tree = ast.parse(DAG.read_text(), filename=str(DAG))
-    keep = [
-        node
-        for node in tree.body
-        if (isinstance(node, ast.FunctionDef) and node.name.endswith("_command"))
-        or (
-            isinstance(node, ast.Assign)
-            and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
-        )
-        or (isinstance(node, ast.ImportFrom) and node.module in ("__future__", "datetime"))
-    ]
-    namespace: dict[str, Any] = {}
-    exec(compile(ast.Module(body=keep, type_ignores=[]), str(DAG), "exec"), namespace)
-    return namespace
+    """The repair DAG's constants and *_command functions (as the scan DAG's are read)."""
+    return scan_dag_namespace(DAG)
 
 
 def value(argv: list[str], *names: str) -> str:

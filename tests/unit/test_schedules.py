@@ -158,9 +158,9 @@ def k8s_invocations(path: Path) -> list[tuple[list[str], dict[str, Any], dict[st
     return found
 
 
-def dag_namespace() -> dict[str, Any]:
-    """The DAG file's constants and *_command functions, compiled from its AST: no Airflow."""
-    tree = ast.parse(DAG.read_text(), filename=str(DAG))
+def dag_namespace(dag: Path = DAG) -> dict[str, Any]:
+    """A DAG file's constants and *_command functions, compiled from its AST: no Airflow."""
+    tree = ast.parse(dag.read_text(), filename=str(dag))
     keep = [
         node
         for node in tree.body
@@ -172,7 +172,7 @@ def dag_namespace() -> dict[str, Any]:
         or (isinstance(node, ast.ImportFrom) and node.module in ("__future__", "datetime"))
     ]
     namespace: dict[str, Any] = {}
-    exec(compile(ast.Module(body=keep, type_ignores=[]), str(DAG), "exec"), namespace)
+    exec(compile(ast.Module(body=keep, type_ignores=[]), str(dag), "exec"), namespace)
     return namespace
 
 
