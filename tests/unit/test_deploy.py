@@ -24,7 +24,7 @@ from auditor.core.model import (
 from auditor.reports.prometheus import render
 
 ROOT = Path(__file__).resolve().parents[2]
-METRIC = re.compile(r"\b(auditor_[a-z_]+)\b")
+METRIC = re.compile(r"\b(auditor_[a-z0-9_]+)\b")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"')
 
 

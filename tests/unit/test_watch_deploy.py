@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import yaml
+from test_deploy import MATCHER, METRIC, check_expr
 
 from auditor.core.lag_table import GroupStatus
 from auditor.core.slo import GOOGLE_30D, BurnRate, LatencyHistogram
@@ -15,8 +16,6 @@ from auditor.core.watch_model import Outcome, PartitionWatch, ProbeResult, Watch
 from auditor.reports.watch_metrics import render, render_probe
 
 ROOT = Path(__file__).resolve().parents[2]
-METRIC = re.compile(r"\b(auditor_[a-z0-9_]+)\b")
-MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"')
 
 
 def snapshot() -> WatchSnapshot:
@@ -67,14 +66,7 @@ def test_the_watch_alert_rules_parse_and_use_emitted_metrics() -> None:
             assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule), rule
             assert re.fullmatch(r"\d+[smh]", rule["for"]), rule["for"]
             assert rule["labels"]["severity"] in {"info", "warning", "critical"}
-            expr = rule["expr"]
-            used = set(METRIC.findall(expr))
-            assert used and used <= names, f"{expr!r} uses what the watch does not emit: {used - names}"
-            assert expr.count("(") == expr.count(")") and expr.count("{") == expr.count("}"), expr
-            for label, op, value in MATCHER.findall(expr):
-                if label in values:
-                    wanted = value.split("|") if op in ("=~", "!~") else [value]
-                    assert set(wanted) <= values[label], f"{expr!r}: {label} has no value {value}"
+            check_expr(rule["expr"], names, values)
             seen.append(rule["alert"])
     assert len(seen) == len(set(seen)) >= 5
 
