@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.avro_wire import WireDecoder, is_framed
+from auditor.backends.commit_log import COMMITS_TOPIC, commits_partition, trailing_runs
 from auditor.backends.protocols import Capability
-from auditor.core.records import MclHit, OffsetSample
+from auditor.core.records import CommitRun, MclHit, OffsetSample
 from auditor.errors import AccessRefused, BackendUnavailable
 from auditor.settings import redact_url
 
@@ -207,6 +208,36 @@ class EventLog:
         except Exception as exc:
             raise self._fail(f"offsets for time on {topic}[{partition}]", exc) from None
         return found[0].offset if found and found[0].offset >= 0 else None
+
+    def commit_times(
+        self, group: str, wanted: set[tuple[str, int]], lookback: float, cap: int = 50_000
+    ) -> dict[tuple[str, int], CommitRun] | None:
+        """Since when each wanted partition's committed offset has held its value, from the
+        broker's `__consumer_offsets` (the last `lookback` seconds of the group's partition of
+        it). None when that topic cannot be read (not ours to see, or too busy to read in
+        `cap` records): the caller then knows only its own samples."""
+        from confluent_kafka import TopicPartition
+
+        window_start = time.time() - lookback
+        try:
+            n = self.partitions(COMMITS_TOPIC)
+            if not n or not wanted:
+                return None
+            p = commits_partition(group, n)
+            begin = self.offset_for_time(COMMITS_TOPIC, p, _ts(int(window_start * 1000)))
+            _low, end = self.consumer.get_watermark_offsets(
+                TopicPartition(COMMITS_TOPIC, p), timeout=self.timeout
+            )
+            begin = end if begin is None else begin
+            if end - begin > cap:
+                return None
+            records = [
+                (m.key(), m.value(), m.timestamp()[1] / 1000)
+                for m in self._read(COMMITS_TOPIC, p, begin, end, cap)
+            ]
+        except Exception:  # no ACL for the internal topic, a read refused: not evidence
+            return None
+        return trailing_runs(records, group, wanted, window_start)
 
     def find(
         self,

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from auditor.core.classify import History
 from auditor.core.model import Finding, RunSummary
-from auditor.core.records import EntityRows, MclHit, OffsetSample, RowsDigest
+from auditor.core.records import CommitRun, EntityRows, MclHit, OffsetSample, RowsDigest
 
 
 class Capability(StrEnum):
@@ -95,6 +95,10 @@ class Events(Protocol):
     def find(
         self, topic: str, partition: int, urns: set[str], start: int, stop: int, cap: int
     ) -> tuple[list[MclHit], bool]: ...
+
+    def commit_times(
+        self, group: str, wanted: set[tuple[str, int]], lookback: float
+    ) -> dict[tuple[str, int], CommitRun] | None: ...
 
     def close(self) -> None: ...
 

@@ -80,6 +80,16 @@ class OffsetSample:
 
 
 @dataclass(frozen=True)
+class CommitRun:
+    """Since when a partition's committed offset has held its value, as the broker's log of the
+    group's commits (`__consumer_offsets`) shows it. `offset` None: no commit in the window read,
+    so whatever the offset is now it was before `since` (the window's start); -1: deleted."""
+
+    offset: int | None
+    since: float  # epoch seconds, the broker's clock
+
+
+@dataclass(frozen=True)
 class MclHit:
     """An MCL found on a partition for a urn of interest."""
 

@@ -41,6 +41,10 @@ from auditor.scan.evidence import ConsumerView, close_window, gather
 from auditor.scan.join import Scanner
 
 BATCH = 1000  # candidate urns re-read together (one IN list / terms query per 1000 urns)
+# how far back the broker's log of the group's commits is read, and the clock difference between
+# the broker and this process allowed for (NTP keeps them far closer)
+COMMIT_LOOKBACK = 30.0
+COMMIT_CLOCK_MARGIN = 1.0
 MAX_ROUNDS = 3  # re-reads of an entity whose rows keep changing before it is left in flight
 
 
@@ -278,6 +282,9 @@ class Observer:
 
         Committed offsets only move forward: a partition whose committed offset equals an
         earlier sample's consumed nothing since, so its writes have been visible since then.
+        The earlier samples are this observer's, the window's and the last scan's (the state
+        file); when they would still mean a wait, the broker's own log of the group's commits
+        (`__consumer_offsets`) is asked when the sampled value was first committed.
         """
         k = self.kafka
         if k is None or not k.partitions:
@@ -287,7 +294,7 @@ class Observer:
             k.previous,
             *({(s.topic, s.partition): s for s in x} for x in [k.view.first, *self._earlier]),
         ]
-        since = 0.0
+        best: dict[tuple[str, int], float] = {}
         for p in {urn_partition(u, k.partitions) for u in urns}:
             key = (k.topic, p)
             current = now.get(key)
@@ -298,8 +305,13 @@ class Observer:
                 for e in earlier
                 if key in e and e[key].committed == current.committed and e[key].taken_at <= sampled
             ]
-            since = max(since, min(times, default=sampled))
-        return since
+            best[key] = min(times, default=sampled)
+        if best and max(best.values()) + self.visibility > sampled:
+            runs = k.events.commit_times(k.view.group, set(best), max(COMMIT_LOOKBACK, 2 * self.visibility))
+            for key, run in (runs or {}).items():
+                if run.offset is None or run.offset == now[key].committed:
+                    best[key] = min(best[key], run.since + COMMIT_CLOCK_MARGIN)
+        return max(best.values(), default=0.0)
 
     def _lost_kafka(self, exc: BackendUnavailable) -> None:
         """Kafka went away: the comparison goes on, the verdicts rest on time and history."""

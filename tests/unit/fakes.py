@@ -11,7 +11,7 @@ from typing import Any
 from auditor.backends.protocols import Capability
 from auditor.core.classify import History
 from auditor.core.model import Finding, RunSummary
-from auditor.core.records import AspectRow, EntityRows, MclHit, OffsetSample, RowsDigest
+from auditor.core.records import AspectRow, CommitRun, EntityRows, MclHit, OffsetSample, RowsDigest
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 TOPIC = "MetadataChangeLog_Versioned_v1"
@@ -160,10 +160,20 @@ class FakeEvents:
     decode_error: str | None = None
     not_mcl = 0
 
-    def __init__(self, committed: int, end: int, hits: Sequence[MclHit] = (), log: list[str] | None = None):
+    def __init__(
+        self,
+        committed: int,
+        end: int,
+        hits: Sequence[MclHit] = (),
+        log: list[str] | None = None,
+        committed_since: float | None = None,
+    ):
         self.committed, self.end = committed, end
         self.hits = list(hits)
         self.log = log if log is not None else []
+        # when the broker's log of the group's commits says the committed offset got its value
+        # (None: that log cannot be read, as without an ACL on __consumer_offsets)
+        self.committed_since = committed_since
 
     def partitions(self, topic: str) -> int:
         return 1 if topic == TOPIC else 0
@@ -183,6 +193,14 @@ class FakeEvents:
         self, topic: str, partition: int, urns: set[str], start: int, stop: int, cap: int
     ) -> tuple[list[MclHit], bool]:
         return [h for h in self.hits if h.urn in urns and start <= h.offset < stop], True
+
+    def commit_times(
+        self, group: str, wanted: set[tuple[str, int]], lookback: float
+    ) -> dict[tuple[str, int], CommitRun] | None:
+        self.log.append("commit log")
+        if self.committed_since is None:
+            return None
+        return {w: CommitRun(self.committed, self.committed_since) for w in wanted}
 
     def close(self) -> None:
         pass

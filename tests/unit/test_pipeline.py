@@ -148,6 +148,28 @@ def test_a_would_be_divergence_waits_for_visibility_unless_nothing_was_consumed_
     assert max(sleeps) > 4.5, sleeps
 
 
+def test_the_brokers_log_of_commits_spares_the_wait_when_the_offset_is_old(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def hits() -> list[MclHit]:
+        return [consumed(A, tag("a"), 5)]
+
+    # the broker says the group committed offset 10 a minute ago: nothing consumed since
+    events = FakeEvents(10, 10, hits(), committed_since=time.time() - 60)
+    report, sleeps = waited_scan(registry, events, FakeState(), monkeypatch)
+    assert report.findings[0].verdict == Verdict.DIVERGED
+    assert not [s for s in sleeps if s > 0.5], sleeps
+    assert "commit log" in events.log
+    # committed a second ago: what it consumed may not be searchable yet, the wait stays
+    events = FakeEvents(10, 10, hits(), committed_since=time.time() - 1)
+    report, sleeps = waited_scan(registry, events, FakeState(), monkeypatch)
+    assert report.findings[0].verdict == Verdict.DIVERGED
+    assert 2.5 < max(sleeps) <= 5.0, sleeps
+    # the broker's log cannot be read (no ACL): the full wait, as before
+    report, sleeps = waited_scan(registry, FakeEvents(10, 10, hits()), FakeState(), monkeypatch)
+    assert max(sleeps) > 4.5, sleeps
+
+
 def test_a_doc_the_consumer_writes_during_the_scan_converges(registry: Registry) -> None:
     store = FakeStore([rows(A, tag("a", "new"))])
     search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})

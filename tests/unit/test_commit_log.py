@@ -1,0 +1,71 @@
+"""The broker's log of a group's commits (`__consumer_offsets`): Kafka's byte layout decoded."""
+
+from __future__ import annotations
+
+import struct
+
+from auditor.backends.commit_log import (
+    commits_partition,
+    committed_offset,
+    java_hash,
+    offset_key,
+    trailing_runs,
+)
+from auditor.core.records import CommitRun
+
+TOPIC = "MetadataChangeLog_Versioned_v1"
+GROUP = "generic-mae-consumer-job-client"
+
+
+def _s(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return struct.pack(">h", len(raw)) + raw
+
+
+def key(group: str, topic: str, partition: int, version: int = 1) -> bytes:
+    return struct.pack(">h", version) + _s(group) + _s(topic) + struct.pack(">i", partition)
+
+
+def value(offset: int, version: int = 3) -> bytes:
+    # v3: offset, leader epoch, metadata, commit timestamp (the offset comes first in every version)
+    return struct.pack(">hqi", version, offset, 7) + _s("") + struct.pack(">q", 1_700_000_000_000)
+
+
+def test_java_string_hash_and_the_groups_partition() -> None:
+    # values of Java's "...".hashCode()
+    assert java_hash("") == 0
+    assert java_hash("a") == 97
+    assert java_hash("hello") == 99162322
+    assert java_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE: Utils.abs makes it 0
+    assert commits_partition("polygenelubricants", 50) == 0
+    assert java_hash("é") == 233  # UTF-16 code units, not UTF-8 bytes
+    assert java_hash("😀") == 31 * 0xD83D + 0xDE00  # a surrogate pair: two code units
+    h = java_hash(GROUP)
+    assert commits_partition(GROUP, 50) == abs(h) % 50
+
+
+def test_offset_commit_keys_and_values_are_read_and_other_records_ignored() -> None:
+    assert offset_key(key(GROUP, TOPIC, 3)) == (GROUP, TOPIC, 3)
+    assert offset_key(key(GROUP, TOPIC, 3, version=0)) == (GROUP, TOPIC, 3)
+    assert offset_key(struct.pack(">h", 2) + _s(GROUP)) is None  # group metadata
+    assert offset_key(b"\x00") is None and offset_key(None) is None
+    assert offset_key(struct.pack(">h", 1) + b"\x00\x09ab") is None  # truncated
+    assert committed_offset(value(21741)) == 21741
+    assert committed_offset(value(5, version=1)) == 5
+    assert committed_offset(None) is None  # a tombstone
+
+
+def test_the_trailing_run_of_the_current_value_dates_it() -> None:
+    wanted = {(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)}
+    records = [
+        (key(GROUP, TOPIC, 0), value(10), 100.0),
+        (key("another-group", TOPIC, 0), value(99), 101.0),
+        (key(GROUP, TOPIC, 0), value(12), 102.0),
+        (key(GROUP, TOPIC, 0), value(12), 104.0),  # re-committed unchanged: still since 102
+        (key(GROUP, TOPIC, 1), value(7), 103.0),
+        (key(GROUP, TOPIC, 1), None, 105.0),  # deleted
+    ]
+    runs = trailing_runs(records, GROUP, wanted, window_start=90.0)
+    assert runs[(TOPIC, 0)] == CommitRun(12, 102.0)
+    assert runs[(TOPIC, 1)] == CommitRun(-1, 105.0)
+    assert runs[(TOPIC, 2)] == CommitRun(None, 90.0)  # no commit in the window: older than it
