@@ -10,6 +10,8 @@ from pathlib import Path
 PG_URL = "postgresql+psycopg://datahub:datahub@127.0.0.1:15432/datahub"
 MYSQL_URL = "mysql+pymysql://datahub:datahub@127.0.0.1:13306/datahub"
 KAFKA = "127.0.0.1:19092"
+# the stack's second broker (`kafka2`): the test suite's second worker uses it (tests/conftest.py)
+KAFKA2 = "127.0.0.1:19094"
 REGISTRY = "http://127.0.0.1:18081/apis/ccompat/v7"
 OPENSEARCH = "http://127.0.0.1:19200"
 # OpenSearch 3.x (Java 21+): the engine OpenMetadata's runbook names; DataHub's tests use 2.19

@@ -162,6 +162,7 @@ def test_skip_index_write_consumes_and_commits_without_the_doc(
     assert "tags" not in consumer.store.get(INDEX, kept_id)
 
 
+@pytest.mark.alone  # drops and restores the unprefixed dataset index other tests write to
 @pytest.mark.parametrize("search", ["opensearch", "elasticsearch"])
 def test_restore_from_an_old_snapshot(
     search: str,

@@ -328,6 +328,7 @@ def _service_pid(name: str) -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.alone  # kills the OpenSearch node
 def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path: Path) -> None:
     world = World("mariadb", "opensearch", tmp_path, n=120)
     try:
@@ -362,6 +363,7 @@ def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path
 
 
 @pytest.mark.integration
+@pytest.mark.alone  # kills the broker
 def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     world = World("postgres", "opensearch", tmp_path, n=120)
     try:

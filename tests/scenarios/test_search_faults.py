@@ -24,7 +24,8 @@ from auditor.api import ScanOptions, scan
 from auditor.core.model import Selection, Verdict
 from auditor.errors import BackendUnavailable
 
-pytestmark = pytest.mark.integration
+# the module kills the OpenSearch node: nothing may run beside it (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 OPTIONS = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0)
 
