@@ -1,7 +1,9 @@
 """The test suite on two workers (`scripts/test`): what each worker has of its own.
 
 `scripts/test` runs the suite in two phases. Phase 1 runs every test not marked `alone` on two
-pytest-xdist workers, a test file per worker at a time. The scenario worlds empty DataHub's
+pytest-xdist workers (`--dist worksteal`: a worker that runs out takes tests from the other's
+queue; a module's fixtures are set up on each worker that runs one of its tests). The
+scenario worlds empty DataHub's
 aspect table, move the MAE group and consume the change-log topics, so the two workers must not
 share those: worker `gw0` uses the stack's defaults (database `datahub`, the broker on 19092);
 worker `gw1` gets a database `datahub_gw1` on each server (created here, DataHub's DDL is

@@ -226,14 +226,16 @@ def test_a_stalled_consumer_fires_the_burn_alert_and_its_events_are_stalled(worl
         firing = {w.name for w, _, _, f in snap.burn_rates() if f}
         assert "page-1h" in firing, snap.burn_rates()
         # Burrow's STALL needs the group's offset still over its whole window (10 samples, 5 s
-        # here): events late before that are in flight, those late after it are stalled
-        world.write(3)
-        # every event written since the stall is late, once its deadline has passed (events
-        # written together pass it a few ms apart: over more than one round of checks)
+        # here, longer on a loaded machine): events late before that are in flight, those late
+        # after it are stalled. An event a second until one is; every event written since the
+        # stall is late once its deadline has passed (a few ms apart: over more than one round)
         def stalled_and_late(s: WatchSnapshot) -> bool:
             return s.outcomes[Outcome.LATE] >= 10 and any(f.verdict == Verdict.STALLED for f in s.findings)
 
-        snap = running.until(stalled_and_late, 20)
+        deadline = time.monotonic() + 60
+        while not stalled_and_late(snap := w.snapshot()) and time.monotonic() < deadline:
+            world.write(1)
+            running.until(stalled_and_late, 1.0)
         running.stop()
     assert snap.outcomes[Outcome.LATE] >= 10, snap.outcomes
     verdicts = [f.verdict for f in snap.findings]

@@ -24,8 +24,7 @@ from auditor.api import ScanOptions, scan
 from auditor.core.model import Selection, Verdict
 from auditor.errors import BackendUnavailable
 
-# the module kills the OpenSearch node: nothing may run beside it (tests/conftest.py)
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.integration
 
 OPTIONS = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0)
 
@@ -86,6 +85,7 @@ def test_a_slow_cluster_hits_the_configured_timeout_and_fails_clearly(broken) ->
     assert patient.complete and diverged(patient) == targets
 
 
+@pytest.mark.alone  # kills the OpenSearch node: nothing may run beside it (tests/conftest.py)
 def test_the_node_killed_mid_scan_ends_it_with_exit_3_and_no_report(broken, tmp_path: Path) -> None:
     world, targets = broken
     killed: list[int] = []
@@ -119,6 +119,7 @@ def test_the_node_killed_mid_scan_ends_it_with_exit_3_and_no_report(broken, tmp_
     assert again.complete and diverged(again) == targets
 
 
+@pytest.mark.alone  # kills the OpenSearch node
 def test_the_node_killed_mid_verification_keeps_the_checkpoint_and_resume_verifies(
     broken, tmp_path: Path
 ) -> None:
