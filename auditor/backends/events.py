@@ -62,6 +62,7 @@ class EventLog:
         self.decode_error: str | None = None
         self.not_mcl = 0  # messages keyed by a urn of interest that are not Confluent-framed Avro
         self._counted: set[tuple[str, int, int]] = set()  # each such message counted once
+        self.read_whole = True  # whether the last `_read` reached its end (not a timeout)
         if registry_url:
             self._decode = WireDecoder(registry_url, timeout)
             self.description += f" (registry {redact_url(registry_url)})"
@@ -165,6 +166,7 @@ class EventLog:
         """Messages of one partition from `start` up to (not including) `stop`, at most `cap`."""
         from confluent_kafka import TopicPartition
 
+        self.read_whole = True  # False when a read ends on a timeout, short of `stop`
         if start >= stop:
             return
         self.consumer.assign([TopicPartition(topic, partition, start)])
@@ -175,6 +177,7 @@ class EventLog:
                 # consume() waits for the whole batch or the timeout: never ask for more than is left
                 batch = self.consumer.consume(num_messages=min(500, want - seen), timeout=self.timeout)
                 if not batch:
+                    self.read_whole = False
                     return
                 for msg in batch:
                     error = msg.error()
@@ -237,6 +240,8 @@ class EventLog:
             ]
         except Exception:  # no ACL for the internal topic, a read refused: not evidence
             return None
+        if not self.read_whole:  # a commit missed would read as "none since": no evidence at all
+            return None
         return trailing_runs(records, group, wanted, window_start)
 
     def find(
@@ -273,5 +278,5 @@ class EventLog:
                     self._counted.add(where)
                     self.decode_error = self.decode_error or str(exc)[:200]
             hits.append(MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload))
-        # the read stops early only at the cap (or at the end of the log)
-        return hits, read < cap
+        # the read stops early at the cap, at the end of the log, or on a timeout (not whole)
+        return hits, read < cap and self.read_whole

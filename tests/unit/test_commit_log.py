@@ -69,3 +69,69 @@ def test_the_trailing_run_of_the_current_value_dates_it() -> None:
     assert runs[(TOPIC, 0)] == CommitRun(12, 102.0)
     assert runs[(TOPIC, 1)] == CommitRun(-1, 105.0)
     assert runs[(TOPIC, 2)] == CommitRun(None, 90.0)  # no commit in the window: older than it
+
+
+class _Msg:
+    def __init__(self, offset: int, key: bytes, value: bytes, at_ms: int) -> None:
+        self._offset, self._key, self._value, self._at = offset, key, value, at_ms
+
+    def error(self) -> None:
+        return None
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return self._key
+
+    def value(self) -> bytes:
+        return self._value
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._at)
+
+
+class _Consumer:
+    """Serves `batches` in turn, then nothing (as a consume() that timed out)."""
+
+    def __init__(self, batches: list[list[_Msg]], end: int) -> None:
+        self.batches, self.end = batches, end
+
+    def assign(self, partitions: object) -> None:
+        pass
+
+    def unassign(self) -> None:
+        pass
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Msg]:
+        return self.batches.pop(0) if self.batches else []
+
+    def get_watermark_offsets(self, tp: object, timeout: float) -> tuple[int, int]:
+        return 0, self.end
+
+    def offsets_for_times(self, tps: list, timeout: float) -> list:
+        class Found:
+            offset = 0
+
+        return [Found()]
+
+
+def _events(consumer: _Consumer):
+    from auditor.backends.events import EventLog
+
+    events = EventLog.__new__(EventLog)  # no broker: the reads are what is tested
+    events.consumer, events.timeout, events.read_whole = consumer, 0.01, True
+    events._partitions = {"__consumer_offsets": 1}
+    return events
+
+
+def test_a_read_cut_short_by_a_timeout_is_no_evidence_of_no_commit() -> None:
+    import time as clock
+
+    now = int(clock.time() * 1000)
+    commit = _Msg(0, key(GROUP, TOPIC, 0), value(12), now - 500)
+    # the log holds 2 records, the read gets 1 and then times out: the second could be a newer commit
+    assert _events(_Consumer([[commit]], end=2)).commit_times(GROUP, {(TOPIC, 0)}, 30) is None
+    # read to its end: the commit dates the offset
+    runs = _events(_Consumer([[commit]], end=1)).commit_times(GROUP, {(TOPIC, 0)}, 30)
+    assert runs is not None and runs[(TOPIC, 0)].offset == 12
