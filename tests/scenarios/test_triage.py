@@ -143,9 +143,12 @@ def test_triage_names_the_boundary_verdict_and_repair_of_each_state(pair: str, t
         # in flight behind a consumer that was paused and catches up slowly: an ETA
         world.consumer.pause()
         behind = datasets[3]
-        for j in range(30):
+        # 60 at 4/s: about 15 s behind, committing at least every second (a slower cadence on a
+        # loaded machine could leave the triage's 1.5 s window without a commit: see the note on
+        # MAX_WINDOW_SECONDS in auditor/triage/walk.py)
+        for j in range(60):
             world.writer.write(behind, "globalTags", _tags(f"backlog-{j}"))
-        world.consumer.rate(2.0)
+        world.consumer.rate(4.0)
         world.consumer.resume()
         time.sleep(1.5)
         code, out = triage(world, behind)
