@@ -43,8 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
                 else:
                     charset = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"  # as sandbox/stack makes `datahub`
                     conn.execute(text(f"CREATE DATABASE IF NOT EXISTS {name} {charset}"))
-        except Exception:
-            continue  # the server is down: the tests that need it fail, naming it
+        except Exception as exc:  # never fall back on gw0's database: the workers would collide
+            where = url.split("@")[-1]  # no credentials in the message
+            why = f"worker {worker}: cannot create database {name} at {where}: {exc}"
+            raise pytest.UsageError(why) from None
         finally:
             admin.dispose()
         os.environ[var] = make_url(url).set(database=name).render_as_string(hide_password=False)
