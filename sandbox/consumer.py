@@ -94,6 +94,7 @@ class MaeConsumer:
         self._paused = False
         self._stalled = False
         self._rate: float | None = None
+        self._commit_every = COMMIT_INTERVAL_S
         self._skip: SkipPredicate | None = None
         self._next_slot = 0.0
 
@@ -168,10 +169,12 @@ class MaeConsumer:
         with self._lock:
             self._stalled = True
 
-    def rate(self, per_second: float | None) -> None:
-        """Throttle to `per_second` messages per second (None: unthrottled)."""
+    def rate(self, per_second: float | None, commit_every: float = COMMIT_INTERVAL_S) -> None:
+        """Throttle to `per_second` messages per second (None: unthrottled), committing what is
+        done every `commit_every` seconds (Kafka's auto-commit cadence is 5 s)."""
         with self._lock:
             self._rate = per_second if per_second else None
+            self._commit_every = commit_every
             self._next_slot = 0.0
 
     def skip_index_write(self, which: SkipPredicate | Iterable[str] | None) -> None:
@@ -255,7 +258,7 @@ class MaeConsumer:
             self._handle(msg)
             topic, partition, offset = _position(msg)
             done[(topic, partition)] = offset + 1
-            if self._rate and time.monotonic() - last_commit >= COMMIT_INTERVAL_S:
+            if self._rate and time.monotonic() - last_commit >= self._commit_every:
                 self._commit(consumer, done)
                 done = {}
                 last_commit = time.monotonic()

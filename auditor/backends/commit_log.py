@@ -74,7 +74,8 @@ def trailing_runs(
     window_start: float,
 ) -> dict[tuple[str, int], CommitRun]:
     """Per wanted (topic, partition): the last committed value in `records` (key, value, time,
-    in log order) and the time of the first record of its trailing run."""
+    in log order), the time of the first record of its trailing run, and the value before it
+    with the time of its own first record."""
     runs: dict[tuple[str, int], CommitRun] = {}
     for key, value, at in records:
         parsed = offset_key(key)
@@ -86,5 +87,8 @@ def trailing_runs(
         if offset is None:  # a tombstone: nothing is known to have held since
             runs[where] = CommitRun(-1, at)
         elif run is None or run.offset != offset:
-            runs[where] = CommitRun(offset, at)
+            if run is not None and run.offset is not None and run.offset >= 0:
+                runs[where] = CommitRun(offset, at, run.offset, run.since)
+            else:
+                runs[where] = CommitRun(offset, at)
     return {w: runs.get(w, CommitRun(None, window_start)) for w in wanted}

@@ -83,10 +83,16 @@ class OffsetSample:
 class CommitRun:
     """Since when a partition's committed offset has held its value, as the broker's log of the
     group's commits (`__consumer_offsets`) shows it. `offset` None: no commit in the window read,
-    so whatever the offset is now it was before `since` (the window's start); -1: deleted."""
+    so whatever the offset is now it was before `since` (the window's start); -1: deleted.
+    `before`: the value the run replaced, when the window read shows one (None: the run may be
+    older than the window, or follows a deletion), so the group moved from it at `since`;
+    `before_since`: when that value was first committed in the window read (the start of the
+    window read at the earliest: the step between the two is the group's commit cadence, or less)."""
 
     offset: int | None
     since: float  # epoch seconds, the broker's clock
+    before: int | None = None
+    before_since: float | None = None
 
 
 @dataclass(frozen=True)

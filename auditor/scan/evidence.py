@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from auditor.backends.protocols import Events
 from auditor.core.classify import CHANGE_KINDS, CLOCK_SKEW_SECONDS, KafkaEvidence
 from auditor.core.consumer import owner_of, owner_rates, position
-from auditor.core.model import Finding, Kind, PartitionPosition
+from auditor.core.model import Finding, Kind, PartitionHealth, PartitionPosition
 from auditor.core.records import MclHit, OffsetSample, json_loads
 from auditor.core.urns import urn_partition
 
@@ -92,7 +92,43 @@ def close_window(
         owner = owner_of(s)
         owner_rate = rates.get(owner, 0.0) / lagging[owner] if owner in lagging else None
         view.positions[key] = position(first.get(key, s), s, previous.get(key), at, owner_rate)
+    _moved_before_window(events, view, first)
     return view
+
+
+# how far back the broker's log of the group's commits is read for a partition that did not
+# move in the window: a consumer that commits every few seconds (Kafka's auto-commit: 5 s)
+# while it works through a backlog is lagging, not stalled
+STALL_LOOKBACK_SECONDS = 15.0
+
+
+def _moved_before_window(
+    events: Events, view: ConsumerView, first: dict[tuple[str, int], OffsetSample]
+) -> None:
+    """A partition that looks stalled, re-judged on the group's recent commits (after Burrow,
+    which judges on a window of commits, not of samples): if the broker logged it moving to the
+    offset it holds while a backlog waited (the message at that offset is older than the move),
+    and that last move is no older than twice the step between its last two moves (the group's
+    cadence), it is lagging; that commit is the earlier sample the window lacked (the rate is
+    its step over the time since). A consumer that had caught up at its last move and has not
+    taken what arrived since, one that moved often and then stopped, or one whose moves the log
+    does not show, stays stalled."""
+    stuck = {k for k, p in view.positions.items() if p.health == PartitionHealth.STALLED}
+    if not stuck:
+        return
+    runs = events.commit_times(view.group, stuck, STALL_LOOKBACK_SECONDS) or {}
+    last = {(s.topic, s.partition): s for s in view.last}
+    for key in stuck:
+        run, s = runs.get(key), last[key]
+        if run is None or run.before is None or run.before_since is None or run.offset != s.committed:
+            continue
+        waiting_since = view.positions[key].position_time
+        if waiting_since is None or waiting_since.timestamp() >= run.since:
+            continue  # caught up at its last move: what arrived since is not being taken
+        if s.taken_at - run.since > 2 * (run.since - run.before_since):
+            continue  # quiet for longer than its cadence explains
+        earlier = replace(s, committed=run.before, taken_at=run.since)
+        view.positions[key] = position(first.get(key, s), s, earlier, waiting_since)
 
 
 def same_value(hit: MclHit, metadata: str | None) -> bool:

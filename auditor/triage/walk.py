@@ -34,8 +34,8 @@ from auditor.triage.near import near_matches
 from auditor.triage.place import place
 
 # a triage samples the group once more if a lagging partition did not move, up to this long; a
-# consumer that commits less often than this while lagging is called stalled (a known limit: the
-# broker's log of its commits, `__consumer_offsets`, could show it moved a little earlier)
+# consumer that commits less often than this is judged on the broker's log of its commits
+# (`auditor.scan.evidence.STALL_LOOKBACK_SECONDS`): stalled only if it did not move there either
 MAX_WINDOW_SECONDS = 1.5
 
 

@@ -47,6 +47,9 @@ def test_commit_times_date_the_groups_committed_offsets(kafka: str) -> None:
         committer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)  # moved on
         runs = events.commit_times(group, wanted, lookback=30)
         assert runs is not None and runs[(topic, 0)].offset == 3 and runs[(topic, 0)].since > first
+        assert runs[(topic, 0)].before == 2  # the value it moved from, first committed then:
+        assert runs[(topic, 0)].before_since is not None and runs[(topic, 0)].before_since <= first + 1
+        assert runs[(topic, 1)].before is None  # its first commit: moved from nothing the log shows
         # the offsets a sample reads are the ones the log ends with
         sampled = {(s.topic, s.partition): s.committed for s in events.sample([topic], group)}
         assert sampled == {(topic, 0): 3, (topic, 1): 3}

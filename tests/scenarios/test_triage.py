@@ -140,26 +140,8 @@ def test_triage_names_the_boundary_verdict_and_repair_of_each_state(pair: str, t
         assert code == 0 and boundary(out, "MCL published")["status"] == "unchecked", out
         assert any("MCL published" in u for u in out["unchecked"])
 
-        # in flight behind a consumer that was paused and catches up slowly: an ETA
-        world.consumer.pause()
-        behind = datasets[3]
-        # 60 at 4/s: about 15 s behind, committing at least every second (a slower cadence on a
-        # loaded machine could leave the triage's 1.5 s window without a commit: see the note on
-        # MAX_WINDOW_SECONDS in auditor/triage/walk.py)
-        for j in range(60):
-            world.writer.write(behind, "globalTags", _tags(f"backlog-{j}"))
-        world.consumer.rate(4.0)
-        world.consumer.resume()
-        time.sleep(1.5)
-        code, out = triage(world, behind)
-        expect(out, 0, code, "in_flight", "in_flight", "consumed", "pending")
-        (finding,) = [f for f in out["findings"] if f["verdict"] == "in_flight"][:1]
-        assert finding["evidence"]["eta_seconds"], finding
-        assert out["repair"] == []
-        world.consumer.rate(None)
-        assert world.consumer.drain(60)
-
-        # behind a stalled consumer (alive, polling, not committing)
+        # behind a stalled consumer (alive, polling, not committing; its last commits are older
+        # than the broker's log the triage reads back, so nothing says it still moves)
         world.consumer.stall()
         time.sleep(0.5)
         stuck = datasets[4]
@@ -168,6 +150,30 @@ def test_triage_names_the_boundary_verdict_and_repair_of_each_state(pair: str, t
         expect(out, 4, code, "stalled", "stalled", "consumed", "broken")
         assert boundary(out, "consumed")["facts"]["health"] == "stalled", boundary(out, "consumed")
         assert any("restart" in r.lower() for r in out["repair"]), out["repair"]
+        world.consumer.resume()
+        assert world.consumer.drain(60)
+
+        # in flight behind a consumer that was paused and catches up slowly, committing every
+        # 4 s (the triage's window is 1.5 s: the broker's log of the group's commits shows it
+        # moving): an ETA, not "stalled"
+        world.consumer.pause()
+        behind = datasets[3]
+        for j in range(120):  # 30 s of backlog at 4/s
+            world.writer.write(behind, "globalTags", _tags(f"backlog-{j}"))
+        world.consumer.rate(4.0, commit_every=4.0)
+        commits = world.consumer.stats.commits
+        world.consumer.resume()
+        deadline = time.monotonic() + 30
+        while world.consumer.stats.commits < commits + 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # two commits: the log shows the value the last one moved from
+        assert world.consumer.stats.commits >= commits + 2
+        code, out = triage(world, behind)
+        expect(out, 0, code, "in_flight", "in_flight", "consumed", "pending")
+        (finding,) = [f for f in out["findings"] if f["verdict"] == "in_flight"][:1]
+        assert finding["evidence"]["eta_seconds"], finding
+        assert out["repair"] == []
+        world.consumer.rate(None)
+        assert world.consumer.drain(60)
     finally:
         world.close()
 

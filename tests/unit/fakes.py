@@ -167,13 +167,16 @@ class FakeEvents:
         hits: Sequence[MclHit] = (),
         log: list[str] | None = None,
         committed_since: float | None = None,
+        committed_before: tuple[int, float] | None = None,
     ):
         self.committed, self.end = committed, end
         self.hits = list(hits)
         self.log = log if log is not None else []
         # when the broker's log of the group's commits says the committed offset got its value
-        # (None: that log cannot be read, as without an ACL on __consumer_offsets)
+        # (None: that log cannot be read, as without an ACL on __consumer_offsets), and the
+        # value it had before then, with when that was committed
         self.committed_since = committed_since
+        self.committed_before = committed_before
 
     def partitions(self, topic: str) -> int:
         return 1 if topic == TOPIC else 0
@@ -200,7 +203,12 @@ class FakeEvents:
         self.log.append("commit log")
         if self.committed_since is None:
             return None
-        return {w: CommitRun(self.committed, self.committed_since) for w in wanted}
+        window_start = time.time() - lookback
+        if self.committed_since < window_start:  # as the broker's log read back `lookback`
+            return {w: CommitRun(None, window_start) for w in wanted}
+        before, before_since = self.committed_before or (None, None)
+        run = CommitRun(self.committed, self.committed_since, before, before_since)
+        return {w: run for w in wanted}
 
     def close(self) -> None:
         pass

@@ -66,9 +66,14 @@ def test_the_trailing_run_of_the_current_value_dates_it() -> None:
         (key(GROUP, TOPIC, 1), None, 105.0),  # deleted
     ]
     runs = trailing_runs(records, GROUP, wanted, window_start=90.0)
-    assert runs[(TOPIC, 0)] == CommitRun(12, 102.0)
+    assert runs[(TOPIC, 0)] == CommitRun(12, 102.0, before=10, before_since=100.0)
     assert runs[(TOPIC, 1)] == CommitRun(-1, 105.0)
     assert runs[(TOPIC, 2)] == CommitRun(None, 90.0)  # no commit in the window: older than it
+    # the first commit in the window replaced a value the window does not show
+    assert trailing_runs(records[:1], GROUP, wanted, 90.0)[(TOPIC, 0)] == CommitRun(10, 100.0)
+    # after a deletion there is no earlier value to have moved from
+    again = [*records, (key(GROUP, TOPIC, 1), value(3), 106.0)]
+    assert trailing_runs(again, GROUP, wanted, 90.0)[(TOPIC, 1)] == CommitRun(3, 106.0)
 
 
 class _Msg:

@@ -130,6 +130,38 @@ def test_a_pending_mcl_is_judged_without_the_visibility_wait(
     assert not [s for s in sleeps if s > 0.5], sleeps
 
 
+def arrived_after(events: FakeEvents) -> FakeEvents:
+    """The message at the committed offset was produced after the group's last move (a second ago)."""
+    events.message_time = lambda *_: datetime.now(UTC) - timedelta(seconds=1)  # type: ignore[method-assign]
+    return events
+
+
+def test_a_group_the_window_saw_still_is_lagging_if_the_broker_logged_it_moving_at_its_cadence(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def events(moved_ago: float, before: tuple[int, float] | None) -> FakeEvents:
+        hits = [consumed(A, tag("a"), 7)]
+        return FakeEvents(5, 10, hits, committed_since=time.time() - moved_ago, committed_before=before)
+
+    # a consumer committing every 4 s looks still in a 1.5 s window: it moved 3 s ago
+    moved = events(3, (2, time.time() - 7))
+    report, _ = waited_scan(registry, moved, FakeState(), monkeypatch)
+    (c,) = report.findings
+    assert c.verdict == Verdict.IN_FLIGHT, c.evidence
+    assert "commit log" in moved.log
+    (pos,) = report.partitions  # the rate is its step over the time since: 3 offsets in ~3 s
+    assert pos.rate is not None and 0.5 < pos.rate < 1.5, pos.rate
+    for quiet in (
+        events(60, (2, time.time() - 64)),  # its last move is older than the log read back
+        events(3, None),  # the log shows no value before the one it holds
+        events(3, (6, time.time() - 7)),  # it moved backwards
+        events(3, (2, time.time() - 3.5)),  # it committed every half second, then nothing for 3 s
+        arrived_after(events(3, (2, time.time() - 7))),  # caught up then; what came since waits
+    ):
+        report, _ = waited_scan(registry, quiet, FakeState(), monkeypatch)
+        assert report.findings[0].verdict == Verdict.STALLED, quiet.committed_before
+
+
 def test_a_would_be_divergence_waits_for_visibility_unless_nothing_was_consumed_since(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
