@@ -62,31 +62,14 @@ class OmSearch:
     def _scroll(self, name: str, source: Sequence[str] | bool) -> Iterator[tuple[str, str, dict[str, Any]]]:
         body: dict[str, Any] = {"size": PAGE, "sort": ["_doc"], "query": {"match_all": {}}}
         body["_source"] = source if isinstance(source, bool) else list(source)
-        call = self.search._call
         try:
-            response = call(self.client.search, index=name, body=body, scroll="5m")
+            for hit in self.search.scroll_hits(name, body):
+                self.docs_read += 1
+                yield hit["_id"], hit["_index"], hit.get("_source") or {}
+        except BackendUnavailable:
+            raise
         except Exception as exc:
             raise self._fail(f"reading {name}", exc) from None
-        scroll_id = response.get("_scroll_id")
-        try:
-            while True:
-                hits = response["hits"]["hits"]
-                self.docs_read += len(hits)
-                for hit in hits:
-                    yield hit["_id"], hit["_index"], hit.get("_source") or {}
-                if not hits or not scroll_id:
-                    return
-                try:
-                    response = call(self.client.scroll, body={"scroll_id": scroll_id, "scroll": "5m"})
-                except Exception as exc:
-                    raise self._fail(f"reading {name}", exc) from None
-                scroll_id = response.get("_scroll_id") or scroll_id
-        finally:
-            if scroll_id:
-                try:
-                    self.client.clear_scroll(body={"scroll_id": scroll_id})
-                except Exception:
-                    pass
 
     def stream_sorted(
         self, name: str, source: Sequence[str] | bool = DOC_SOURCE, ids: frozenset[str] | None = None

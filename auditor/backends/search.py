@@ -371,14 +371,19 @@ class SearchIndex:
             raise self._fail(f"reading {index}", exc) from None
 
     def _scroll(self, index: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        for hit in self.scroll_hits(index, body):
+            yield hit["_id"], hit.get("_source") or {}
+
+    def scroll_hits(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every hit of `body` over `index`, page by page through a scroll that is cleared
+        however the reading ends (errors are the client's, unwrapped)."""
         response = self._call(self.client.search, index=index, body=body, scroll="5m")
         scroll_id = response.get("_scroll_id")
         try:
             while True:
                 hits = response["hits"]["hits"]
                 self.docs_read += len(hits)
-                for hit in hits:
-                    yield hit["_id"], hit.get("_source") or {}
+                yield from hits
                 if not hits or not scroll_id:
                     return
                 response = self._call(self.client.scroll, body={"scroll_id": scroll_id, "scroll": "5m"})
