@@ -62,7 +62,7 @@ def test_scans_during_live_writes_find_no_divergence(pair: str, tmp_path: Path) 
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("pair", PAIRS[1:])  # each fault on each pair: test_scenarios.py
 def test_faults_under_live_writes_are_still_found(pair: str, tmp_path: Path) -> None:
     store, search = pair.split("/")
     world = World(store, search, tmp_path, n=150)
