@@ -66,9 +66,7 @@ class OmSearch:
             for hit in self.search.scroll_hits(name, body):
                 self.docs_read += 1
                 yield hit["_id"], hit["_index"], hit.get("_source") or {}
-        except BackendUnavailable:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # scroll_hits raises the client's own errors
             raise self._fail(f"reading {name}", exc) from None
 
     def stream_sorted(
