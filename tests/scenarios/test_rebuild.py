@@ -144,7 +144,7 @@ def test_a_replay_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
             world, tmp_path, "replay", "--all", "--rate", "40", "--batch-size", "20", "--wait", "60"
         )
         first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(4.0)
+        wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("produced", 0) >= 20, run=first)
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         checkpoints = list(tmp_path.glob("rebuild-*.json"))
@@ -175,7 +175,7 @@ def test_a_reindex_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
         assert sum(diverged(world.scan()).values()) >= 30
         args, env = rebuild_cli(world, tmp_path, "reindex", "--all", "--rate", "20", "--batch-size", "20")
         first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("entities", 0) >= 20)
+        wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("entities", 0) >= 20, run=first)
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         killed = json.loads(next(tmp_path.glob("rebuild-*.json")).read_text())  # as the kill left it
@@ -198,16 +198,25 @@ def resumed_clean(world: World, args: list[str], env: dict[str, str]) -> tuple[d
     return outcome, world.scan()
 
 
-def wait_for_checkpoint(tmp: Path, ready: Callable[[dict[str, Any]], bool], timeout: float = 120) -> None:
-    """Until `ready` holds for the repair's checkpoint (read as the running repair writes it)."""
+def wait_for_checkpoint(
+    tmp: Path,
+    ready: Callable[[dict[str, Any]], bool],
+    run: subprocess.Popen[Any],
+    timeout: float = 120,
+) -> None:
+    """Until `ready` holds for the running repair's checkpoint, and it is not done: the moment to
+    kill something mid-run (a fixed sleep is too short on a loaded machine, where the process
+    takes seconds to import and plan before its first batch)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if run.poll() is not None:
+            raise AssertionError(f"the repair ended (exit {run.returncode}) before the checkpoint got there")
         for path in tmp.glob("rebuild-*.json"):
             try:
                 ck = json.loads(path.read_text())
             except ValueError:  # replaced as we read it
                 continue
-            if ready(ck):
+            if ready(ck) and not ck.get("done"):
                 return
         time.sleep(0.1)
     raise AssertionError(f"no checkpoint got there within {timeout:.0f}s")
@@ -339,7 +348,7 @@ def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path
         run = subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        time.sleep(5.0)
+        wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("entities", 0) >= 5, run=run)
         os.kill(_service_pid("opensearch"), signal.SIGKILL)  # the search node dies mid-run
         _, stderr = run.communicate(timeout=300)
         assert run.returncode == 3, stderr  # could not complete: not a report that looks done
@@ -373,7 +382,7 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
         run = subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        time.sleep(4.0)
+        wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("produced", 0) >= 20, run=run)
         os.kill(_service_pid("kafka"), signal.SIGKILL)  # the broker dies mid-replay, then comes back
         up = subprocess.run(
             [str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, text=True, timeout=300
