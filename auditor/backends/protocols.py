@@ -70,6 +70,7 @@ class Search(Protocol):
         query: dict[str, Any] | None = None,
         source: Sequence[str] | bool = True,
         page: int = 2000,
+        few: bool = False,
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...

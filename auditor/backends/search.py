@@ -323,11 +323,14 @@ class SearchIndex:
         query: dict[str, Any] | None = None,
         source: Sequence[str] | bool = True,
         page: int = 2000,
+        few: bool = False,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """`(_id, _source)` of every matching doc, ordered by the keyword fields in `sort`.
 
         A point in time + search_after gives one consistent view; a cluster without PIT is
-        read with a sorted scroll instead.
+        read with a sorted scroll instead. `few` (the query names a handful of urns): one
+        plain search first, which is the whole answer (and one view) when it fits in a page;
+        only a full page goes on to the point in time (3 requests an index become 1).
         """
         body: dict[str, Any] = {
             "size": page,
@@ -335,29 +338,20 @@ class SearchIndex:
             "query": query or {"match_all": {}},
             "_source": source if isinstance(source, bool) else list(source),
         }
-        pit = self._open_pit(index)
         try:
-            if pit is None:
-                yield from self._scroll(index, body)
-                return
-            body["track_total_hits"] = False
-            after: list[Any] | None = None
-            try:
-                while True:
-                    if after is not None:
-                        body["search_after"] = after
-                    body["pit"] = {"id": pit, "keep_alive": "5m"}
-                    response = self._call(self.client.search, body=body)
-                    pit = response.get("pit_id") or pit
-                    hits = response["hits"]["hits"]
+            if few:
+                body["track_total_hits"] = False
+                hits = self._call(self.client.search, index=index, body=body)["hits"]["hits"]
+                if len(hits) < page:
                     self.docs_read += len(hits)
                     for hit in hits:
                         yield hit["_id"], hit.get("_source") or {}
-                    if len(hits) < page:
-                        return
-                    after = hits[-1]["sort"]
-            finally:
-                self._close_pit(pit)
+                    return
+            pit = self._open_pit(index)
+            if pit is None:
+                yield from self._scroll(index, body)
+                return
+            yield from self._pit_pages(pit, body, page)
         except BackendUnavailable:
             raise
         except Exception as exc:
@@ -369,6 +363,27 @@ class SearchIndex:
                     f"{', '.join(sort)} is not a keyword field there (not DataHub's mapping?)"
                 ) from None
             raise self._fail(f"reading {index}", exc) from None
+
+    def _pit_pages(self, pit: str, body: dict[str, Any], page: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The pages of one point in time, by search_after; the point in time closed after."""
+        body["track_total_hits"] = False
+        after: list[Any] | None = None
+        try:
+            while True:
+                if after is not None:
+                    body["search_after"] = after
+                body["pit"] = {"id": pit, "keep_alive": "5m"}
+                response = self._call(self.client.search, body=body)
+                pit = response.get("pit_id") or pit
+                hits = response["hits"]["hits"]
+                self.docs_read += len(hits)
+                for hit in hits:
+                    yield hit["_id"], hit.get("_source") or {}
+                if len(hits) < page:
+                    return
+                after = hits[-1]["sort"]
+        finally:
+            self._close_pit(pit)
 
     def _scroll(self, index: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         for hit in self.scroll_hits(index, body):

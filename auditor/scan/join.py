@@ -111,11 +111,12 @@ class Scanner:
 
         def all_docs() -> Iterator[tuple[str, SearchDoc]]:
             query = urn_filter("urn", selection)
+            few = bool(selection.urns)  # a triage or a confirmation: one request an index
             for t in plan.types:
                 index = indices.get(t)
                 if index is None:
                     continue
-                for doc_id, source in self.search.stream(index, ["urn"], query=query):
+                for doc_id, source in self.search.stream(index, ["urn"], query=query, few=few):
                     urn = source.get("urn")
                     if not isinstance(urn, str):  # sorted by the index where no urn string is
                         plan.misshapen.setdefault(index, []).append(doc_id)
@@ -133,7 +134,8 @@ class Scanner:
 
         def docs() -> Iterator[tuple[str, dict[str, Any]]]:
             query = urn_filter(key_field, plan.selection)
-            for doc_id, source in self.search.stream(index, sort, query=query):
+            few = bool(plan.selection.urns)
+            for doc_id, source in self.search.stream(index, sort, query=query, few=few):
                 key = source.get(outer)
                 if inner:
                     key = key.get(inner) if isinstance(key, dict) else None

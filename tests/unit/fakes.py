@@ -135,6 +135,7 @@ class FakeSearch:
         query: dict[str, Any] | None = None,
         source: Sequence[str] | bool = True,
         page: int = 2000,
+        few: bool = False,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         self.log.append(f"docs {index}")
         terms, prefixes = _wanted(query)
