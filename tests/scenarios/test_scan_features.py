@@ -128,14 +128,15 @@ def test_since_and_confirm(tmp_path: Path) -> None:
         since = time.time()
         urns = [e.urn for e in world.of_type("dataset")[:3]]
         world.consumer.pause()
-        for urn in urns:
-            world.writer.write(urn, "globalTags", {"tags": [{"tag": "urn:li:tag:late"}]})
-        world.consumer.rate(1.0)
+        for round_ in range(4):  # each urn's last value 9-11 s after the resume: after the join
+            for urn in urns:
+                world.writer.write(urn, "globalTags", {"tags": [{"tag": f"urn:li:tag:late{round_}"}]})
+        world.consumer.rate(1.0)  # moving every second: in flight, not stalled
         world.consumer.resume()
         from datetime import UTC, datetime
 
         selection = Selection(since=datetime.fromtimestamp(since - 0.5, UTC))
-        report = world.scan(selection=selection, confirm=8.0)
+        report = world.scan(selection=selection, confirm=20.0)
     finally:
         world.close()
     assert sum(report.entities.values()) == len(urns)
@@ -170,3 +171,24 @@ def test_scroll_reads_what_point_in_time_reads(broken: tuple[World, set[str]]) -
     assert [d[1]["urn"] for d in with_pit if "dataset" in d[1]["urn"]] == sorted(
         d[1]["urn"] for d in with_pit if "dataset" in d[1]["urn"]
     )
+
+
+def test_a_read_of_a_few_urns_is_what_the_point_in_time_reads(broken: tuple[World, set[str]]) -> None:
+    """A triage's read (`few`: one plain search an index) finds the same docs in the same order
+    as the point in time, when they fit in a page and when they do not (then it goes on to it)."""
+    from auditor.backends.connect import open_search
+    from auditor.backends.search import urn_filter
+    from auditor.core.model import Selection
+
+    world, _ = broken
+    client = open_search(world.settings())
+    index = f"{world.prefix}_datasetindex_v2"
+    urns = sorted(d[1]["urn"] for d in client.stream(index, ["urn"]))[:5]
+    query = urn_filter("urn", Selection(urns=tuple(urns)))
+    with_pit = list(client.stream(index, ["urn"], query=query))
+    assert [d[1]["urn"] for d in with_pit] == urns
+    for page in (2000, 5, 2):  # fits; exactly a page (goes on); over a page (goes on)
+        read_before = client.docs_read
+        few = list(client.stream(index, ["urn"], query=query, page=page, few=True))
+        assert few == with_pit, page
+        assert client.docs_read - read_before == len(urns)  # a full first page is not counted twice
