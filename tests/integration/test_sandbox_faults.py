@@ -117,12 +117,14 @@ def test_rate_throttles_consumption(
 ) -> None:
     consumer = mae("opensearch")
     assert consumer.drain(30)
+    consumer.pause()  # the 15 are all on the topic before the throttled consumer starts
     consumer.rate(10)
     writer = writer_for(pg_engine)
-    started = time.monotonic()
     for i in range(15):
         writer.write(dataset(prefix, f"t{i}")[0], "datasetProperties", {"name": str(i)}, wait=False)
     writer.flush()
+    started = time.monotonic()
+    consumer.resume()
     time.sleep(0.5)
     seen_early = sum(consumer.store.get(INDEX, dataset(prefix, f"t{i}")[1]) is not None for i in range(15))
     assert seen_early < 15

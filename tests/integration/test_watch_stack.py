@@ -213,7 +213,8 @@ def test_a_slowed_consumer_moves_the_percentiles(world: World) -> None:
 
 
 def test_a_stalled_consumer_fires_the_burn_alert_and_its_events_are_stalled(world: World) -> None:
-    fast = config(world, slo_seconds=2.0, windows=scaled(GOOGLE_30D, 0.002), bucket_seconds=0.2)
+    # the objective leaves a loaded machine room (a healthy event shows in ~1-2 s; 2 late of 10 fire)
+    fast = config(world, slo_seconds=5.0, windows=scaled(GOOGLE_30D, 0.002), bucket_seconds=0.2)
     with open_watch(world.settings(), fast, world.group()) as w:
         running = Running(w)
         running.wait_assigned()
@@ -222,9 +223,10 @@ def test_a_stalled_consumer_fires_the_burn_alert_and_its_events_are_stalled(worl
         assert not any(f for *_, f in w.snapshot().burn_rates())
         world.consumer.stall()
         world.write(10)
-        snap = running.until(lambda s: any(f for *_, f in s.burn_rates()), 20)
+        snap = running.until(lambda s: any(f for *_, f in s.burn_rates()), 30)
         firing = {w.name for w, _, _, f in snap.burn_rates() if f}
         assert "page-1h" in firing, snap.burn_rates()
+
         # Burrow's STALL needs the group's offset still over its whole window (10 samples, 5 s
         # here, longer on a loaded machine): events late before that are in flight, those late
         # after it are stalled. An event a second until one is; every event written since the
@@ -275,7 +277,7 @@ def test_the_cli_exits_1_with_the_alert_in_its_metrics_while_the_consumer_is_sta
             "--interval",
             "0.25",
             "--window-scale",
-            "0.002",
+            "0.01",  # a 3 s short window: a write every 0.3 s (slower on a loaded machine) stays in it
             "--duration",
             "8",
             "--every",
@@ -329,7 +331,8 @@ def test_a_restart_resumes_from_its_commits_without_losing_or_counting_twice(wor
         world.writer.write(urn, "tagProperties", {"name": f"r{i}", "description": "zero"})
     assert world.consumer.drain(60)
     world.consumer.skip_index_write({held})  # its doc is never written: it stays open
-    with open_watch(world.settings(), config(world), group) as w:
+    # the held event waits through both watches: an objective it cannot miss on a slow machine
+    with open_watch(world.settings(), config(world, slo_seconds=300.0), group) as w:
         running = Running(w)
         running.wait_assigned()
         for i, urn in enumerate(urns):
@@ -339,7 +342,7 @@ def test_a_restart_resumes_from_its_commits_without_losing_or_counting_twice(wor
         first = running.stop()  # commits: below the held event, the settled ones listed above it
     world.consumer.skip_index_write(None)
     world.writer.restate(held, "tagProperties")  # a newer MCL for it, after the restart point
-    with open_watch(world.settings(), config(world), group) as w:
+    with open_watch(world.settings(), config(world, slo_seconds=300.0), group) as w:
         running = Running(w)
         second = running.until(settled(2), 30)
         time.sleep(1.0)

@@ -86,8 +86,8 @@ def restore_snapshot(world: World) -> set[str]:
 def backlog(world: World) -> set[str]:
     world.consumer.pause()
     urns = set(_datasets(world, 12))
-    for i, urn in enumerate(sorted(urns)):
-        for j in range(5):  # 60 MCLs in all
+    for j in range(5):  # 60 MCLs in all, in rounds: each urn's last value is in the last 12
+        for i, urn in enumerate(sorted(urns)):  # (at 3/s, 16 s after the resume at the soonest)
             world.writer.write(urn, "globalTags", _tags(f"backlog-{i}-{j}"))
     world.consumer.rate(3.0)
     world.consumer.resume()

@@ -88,7 +88,7 @@ class SecureKafka:
     for, on exit. `plaintext`: the super user's listener; `sasl_ssl`: the secured one; `ca`: the
     CA file the clients verify the broker's certificate with."""
 
-    def __init__(self, root: Path, timeout: float = 90.0) -> None:
+    def __init__(self, root: Path, timeout: float = 180.0) -> None:  # a JVM beside five others
         self.root, self.timeout = root, timeout
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds = 0.0
@@ -189,7 +189,7 @@ class SecureKafka:
         with self.log.open("ab") as log:
             subprocess.run(
                 self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)),
-                stdout=log, stderr=subprocess.STDOUT, check=True, timeout=60,
+                stdout=log, stderr=subprocess.STDOUT, check=True, timeout=120,
             )  # fmt: skip
             self.process = subprocess.Popen(
                 self._java("kafka.Kafka", str(props)),

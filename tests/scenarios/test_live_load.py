@@ -14,6 +14,7 @@ from auditor.core.model import RepairKind, Report, Verdict
 from auditor.core.urns import urn_partition
 from auditor.reports.commands import finding_commands
 from sandbox.naming import MCL_VERSIONED_TOPIC, TOPIC_PARTITIONS
+from sandbox.writer import WriteResult
 
 PAIRS = ["postgres/opensearch", "mariadb/elasticsearch"]
 RATE = 15.0  # writes per second (the issue asks for at least 10)
@@ -33,6 +34,17 @@ def _assert_real_load(load: LiveLoad) -> None:
     partitions = TOPIC_PARTITIONS[MCL_VERSIONED_TOPIC]
     hit = {urn_partition(u, partitions) for u in load.stats.urns}
     assert hit == set(range(partitions)), f"the load reached partitions {sorted(hit)} only"
+
+
+def committed_past(world: World, writes: list[WriteResult], timeout: float = 60.0) -> None:
+    """Until the consumer has committed past each write's MCL (however slowly it runs under load)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        committed = dict(world.consumer.stats.committed)
+        if all(committed.get((w.topic, w.partition or 0), -1) > (w.offset or 0) for w in writes):
+            return
+        assert time.monotonic() < deadline, f"the consumer did not commit past the faults in {timeout:.0f}s"
+        time.sleep(0.1)
 
 
 @pytest.mark.integration
@@ -72,13 +84,15 @@ def test_faults_under_live_writes_are_still_found(pair: str, tmp_path: Path) -> 
     try:
         with LiveLoad(world, rate=RATE, exclude=faults) as load:
             world.consumer.skip_index_write({skipped, soft})
-            world.writer.write(skipped, "globalTags", {"tags": [{"tag": "urn:li:tag:skipped"}]})
-            world.writer.soft_delete(soft)
+            published = [
+                world.writer.write(skipped, "globalTags", {"tags": [{"tag": "urn:li:tag:skipped"}]}),
+                world.writer.soft_delete(soft),
+            ]
             world.writer.write(
                 dropped, "globalTags", {"tags": [{"tag": "urn:li:tag:dropped"}]}, drop_mcl=True
             )
             assert world.writer.hard_delete_rows(deleted) > 0
-            time.sleep(1.0)
+            committed_past(world, published)  # the skips are done: persistent, not in flight
             reports = [world.scan() for _ in range(2)]
     finally:
         world.close()

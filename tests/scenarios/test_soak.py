@@ -43,7 +43,7 @@ def test_scans_under_continuous_writes_find_nothing_and_stay_flat(tmp_path: Path
     keys = ("rss_mb", "state_bytes", "seconds", "candidates", "in_flight")
     summary = {k: [s[k] for s in scans] for k in keys}
     print(json.dumps({"writes": load.stats.writes, "errors": load.stats.errors, **summary}))
-    assert len(scans) >= max(3, int(SECONDS // INTERVAL) - 1), scans
+    assert len(scans) >= max(3, int(SECONDS // INTERVAL) - 2), scans  # a scan may outlast its interval
     assert load.stats.writes >= RATE * SECONDS * 0.5 and load.stats.errors == 0, load.stats
     for s in scans:
         assert s["complete"] and s["diverged"] == [] and s["exit_code"] == 0, s
