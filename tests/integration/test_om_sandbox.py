@@ -45,8 +45,7 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
     try:
         search.client.info()
     except Exception as exc:
-        pytest.fail(f"{search_name} unreachable at {endpoints.search_url(search_name)}: {exc}",
-                    pytrace=False)
+        pytest.fail(f"{search_name} unreachable at {endpoints.search_url(search_name)}: {exc}", pytrace=False)
     alias = f"om{uuid.uuid4().hex[:8]}"
     with scratch_database(store, endpoints) as engine:
         create_schema(engine)
@@ -66,11 +65,11 @@ def small_catalog(s: OmServer) -> dict[str, OmEntity]:
     svc = s.create("databaseService", "pg", serviceType="Postgres")
     db = s.create("database", "sales", svc)
     sch = s.create("databaseSchema", "public", db, owners=[team])
-    t1 = s.create("table", "orders", sch, description="orders", owners=[user],
-                  tags=[tag_label(tag.fqn)], columns=[])
+    t1 = s.create(
+        "table", "orders", sch, description="orders", owners=[user], tags=[tag_label(tag.fqn)], columns=[]
+    )
     t2 = s.create("table", "customers", sch, columns=[])
-    return {"user": user, "team": team, "tag": tag, "svc": svc, "db": db, "sch": sch,
-            "t1": t1, "t2": t2}
+    return {"user": user, "team": team, "tag": tag, "svc": svc, "db": db, "sch": sch, "t1": t1, "t2": t2}
 
 
 def bool_of(value: object) -> bool:
@@ -84,9 +83,12 @@ def test_generated_columns_hold_what_oms_do(world: World) -> None:
     create_schema(s.store.engine)  # a second call changes nothing
     s.soft_delete(c["t2"])
     with s.store.engine.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT id, name, updatedAt, updatedBy, deleted, fqnHash, databaseSchemaHash "
-            "FROM table_entity ORDER BY name")).all()
+        rows = conn.execute(
+            text(
+                "SELECT id, name, updatedAt, updatedBy, deleted, fqnHash, databaseSchemaHash "
+                "FROM table_entity ORDER BY name"
+            )
+        ).all()
         user = conn.execute(text("SELECT name, email, nameHash FROM user_entity")).one()
         svc = conn.execute(text("SELECT serviceType, nameHash FROM dbservice_entity")).one()
         tag = conn.execute(text("SELECT classificationHash, fqnHash FROM tag")).one()
@@ -107,16 +109,22 @@ def test_relationships_and_tag_usage_rows(world: World) -> None:
     s = world.server
     c = small_catalog(s)
     with s.store.engine.connect() as conn:
-        rel = {tuple(r) for r in conn.execute(text(
-            "SELECT fromId, toId, fromEntity, toEntity, relation FROM entity_relationship"))}
-        usage = conn.execute(text("SELECT source, tagFQN, tagFQNHash, targetFQNHash, labelType, "
-                                  "state FROM tag_usage")).all()
+        rel = {
+            tuple(r)
+            for r in conn.execute(
+                text("SELECT fromId, toId, fromEntity, toEntity, relation FROM entity_relationship")
+            )
+        }
+        usage = conn.execute(
+            text("SELECT source, tagFQN, tagFQNHash, targetFQNHash, labelType, state FROM tag_usage")
+        ).all()
     assert (c["sch"].id, c["t1"].id, "databaseSchema", "table", 0) in rel
     assert (c["svc"].id, c["db"].id, "databaseService", "database", 0) in rel
     assert (c["user"].id, c["t1"].id, "user", "table", 8) in rel
     assert (c["team"].id, c["sch"].id, "team", "databaseSchema", 8) in rel
-    assert [tuple(u) for u in usage] == [(0, "PII.Sensitive", fqn.fqn_hash("PII.Sensitive"),
-                                          c["t1"].fqn_hash, 0, 1)]
+    assert [tuple(u) for u in usage] == [
+        (0, "PII.Sensitive", fqn.fqn_hash("PII.Sensitive"), c["t1"].fqn_hash, 0, 1)
+    ]
     row = s.row(c["t1"])
     assert row is not None and "owners" not in row and "tags" not in row  # OM keeps them out
 
@@ -128,8 +136,17 @@ def test_seeded_entities_become_docs_under_their_uuid_and_aliases_resolve(world:
     elapsed = time.monotonic() - started
     assert len(catalog.entities) == 300 and len(s.entities) == 300
     indices.refresh_all(s.search, world.alias)
-    for kind in ("table", "databaseSchema", "dashboard", "topic", "pipeline", "glossaryTerm",
-                 "user", "team", "tag"):
+    for kind in (
+        "table",
+        "databaseSchema",
+        "dashboard",
+        "topic",
+        "pipeline",
+        "glossaryTerm",
+        "user",
+        "team",
+        "tag",
+    ):
         expected = {e.id for e in catalog.of_type(kind)}
         index = indices.index_name(kind, world.alias)
         ids = {doc_id for doc_id, _ in s.search.scan(index)}
@@ -142,12 +159,23 @@ def test_seeded_entities_become_docs_under_their_uuid_and_aliases_resolve(world:
     assert doc is not None and doc["id"] == table.id and doc["entityType"] == "table"
     assert doc["fqnHash"] == table.fqn_hash and doc["deleted"] is False
     assert doc["service"]["type"] == "databaseService" and "changeDescription" not in doc
-    assets = sum(len(catalog.of_type(k)) for k in
-                 ("table", "dashboard", "topic", "pipeline", "glossaryTerm", "database",
-                  "databaseSchema", "tag"))
+    assets = sum(
+        len(catalog.of_type(k))
+        for k in (
+            "table",
+            "dashboard",
+            "topic",
+            "pipeline",
+            "glossaryTerm",
+            "database",
+            "databaseSchema",
+            "tag",
+        )
+    )
     assert s.search.count(f"{world.alias}_dataAsset") == assets
     assert s.search.count(f"{world.alias}_databaseSchema") == (
-        len(catalog.of_type("table")) + len(catalog.of_type("databaseSchema")))
+        len(catalog.of_type("table")) + len(catalog.of_type("databaseSchema"))
+    )
     print(f"seeded 300 entities in {elapsed:.2f}s on {world.store}")
 
 
@@ -173,7 +201,8 @@ def test_search_write_failure_is_logged_and_the_commit_stands(world: World) -> N
     s.update(c["t2"], description="queued", fault=Fault.SEARCH_WRITE_FAILS_QUEUED)
     queue = s.store.retry_queue()
     assert [(q["entityId"], q["entityFqn"], q["status"], q["entityType"]) for q in queue] == [
-        (c["t2"].id, c["t2"].fqn, "PENDING", "table")]
+        (c["t2"].id, c["t2"].fqn, "PENDING", "table")
+    ]
     assert "description" not in s.doc(c["t2"])  # type: ignore[operator]
     assert [f[0] for f in s.search_failures] == [c["t1"].id, c["t2"].id]
 
@@ -183,8 +212,14 @@ def test_stale_owner_update_never_reaches_search(world: World) -> None:
     c = small_catalog(s)
     s.update(c["t1"], owners=[c["team"]], fault=Fault.STALE_UPDATE)
     with s.store.engine.connect() as conn:
-        owners = conn.execute(text("SELECT fromId FROM entity_relationship WHERE toId = :t "
-                                   "AND relation = 8"), {"t": c["t1"].id}).scalars().all()
+        owners = (
+            conn.execute(
+                text("SELECT fromId FROM entity_relationship WHERE toId = :t AND relation = 8"),
+                {"t": c["t1"].id},
+            )
+            .scalars()
+            .all()
+        )
     assert owners == [c["team"].id]
     assert [o["id"] for o in s.doc(c["t1"])["owners"]] == [c["user"].id]  # type: ignore[index]
     assert s.row(c["t1"])["version"] == 0.2 and s.doc(c["t1"])["version"] == 0.1  # type: ignore
@@ -231,10 +266,18 @@ def test_hard_delete_removes_rows_and_docs_or_leaves_an_orphan(world: World) -> 
     assert s.store.read(t1.et, t1.id) is None
     assert s.doc(t1) is not None and s.doc(t1)["id"] == t1.id  # type: ignore[index]
     with s.store.engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM entity_relationship WHERE toId = :i "
-                                 "OR fromId = :i"), {"i": t1.id}).scalar() == 0
-        assert conn.execute(text("SELECT count(*) FROM tag_usage WHERE targetFQNHash = :h"),
-                            {"h": t1.fqn_hash}).scalar() == 0
+        assert (
+            conn.execute(
+                text("SELECT count(*) FROM entity_relationship WHERE toId = :i OR fromId = :i"), {"i": t1.id}
+            ).scalar()
+            == 0
+        )
+        assert (
+            conn.execute(
+                text("SELECT count(*) FROM tag_usage WHERE targetFQNHash = :h"), {"h": t1.fqn_hash}
+            ).scalar()
+            == 0
+        )
     s.hard_delete(c["sch"])
     assert s.store.read(t2.et, t2.id) is None and s.doc(t2) is None
     assert s.doc(c["sch"]) is None

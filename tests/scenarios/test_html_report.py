@@ -99,9 +99,7 @@ def test_the_page_loads_clean_and_draws_the_scan(scanned, browser) -> None:
     rows = visible_rows(browser)
     urns = {r.find_element(By.CSS_SELECTOR, "td.urn").get_attribute("textContent") for r in rows}
     assert urns == {u.replace("\n", "\\n") for u in targets}
-    assert all(r.find_elements(By.CSS_SELECTOR, "td.repair code") for r in rows), (
-        "a row without its repair"
-    )
+    assert all(r.find_elements(By.CSS_SELECTOR, "td.repair code") for r in rows), "a row without its repair"
     browser.save_screenshot(str(artifacts() / "html-report.png"))
     assert (artifacts() / "html-report.png").stat().st_size > 10_000
 

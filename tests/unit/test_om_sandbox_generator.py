@@ -35,8 +35,19 @@ def test_same_seed_same_catalog_and_exactly_n() -> None:
     assert [e.json for e in a.created] == [e.json for e in b.created]
     assert [e.id for e in a.created] != [e.id for e in c.created]
     kinds = {e.type for e in a.created}
-    assert {"table", "databaseSchema", "database", "databaseService", "dashboard", "topic",
-            "pipeline", "glossaryTerm", "user", "team", "tag"} <= kinds
+    assert {
+        "table",
+        "databaseSchema",
+        "database",
+        "databaseService",
+        "dashboard",
+        "topic",
+        "pipeline",
+        "glossaryTerm",
+        "user",
+        "team",
+        "tag",
+    } <= kinds
     for e in a.created:  # every child follows its parent and names it in its FQN
         if e.parent_id:
             parent = a.entities[e.parent_id]

@@ -35,15 +35,21 @@ def test_fqn_rejects_bad_names() -> None:
 
 def test_fqn_parts_exclude_the_entity_name() -> None:
     assert fqn.fqn_parts("s.d.c.t") == sorted(
-        {"s", "d", "c", "s.d", "s.d.c", "s.d.c.t", "d.c", "d.c.t", "c.t"})
+        {"s", "d", "c", "s.d", "s.d.c", "s.d.c.t", "d.c", "d.c.t", "c.t"}
+    )
 
 
 def test_index_names_and_aliases_take_the_cluster_alias() -> None:
     assert indices.index_name("table") == "table_search_index"
     assert indices.index_name("table", "prod") == "prod_table_search_index"
     assert indices.aliases("table", "prod") == [
-        "prod_table", "prod_database", "prod_databaseSchema", "prod_databaseService", "prod_all",
-        "prod_dataAsset"]
+        "prod_table",
+        "prod_database",
+        "prod_databaseSchema",
+        "prod_databaseService",
+        "prod_all",
+        "prod_dataAsset",
+    ]
     assert indices.aliases("user") == ["user"]
     assert "table" in indices.child_aliases("databaseSchema")
 

@@ -17,6 +17,8 @@ from auditor.scan.om_run import judge, reobserve
 
 TABLE = entity("table")
 A, B, C = (f"{c * 8}-0000-4000-8000-000000000000" for c in "abc")
+
+
 def now_ms() -> int:
     """The wall clock now, read at each use: the judge compares with its own now (a module-level
     constant went stale when the whole suite ran for 40 minutes before this file)."""
