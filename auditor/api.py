@@ -197,6 +197,10 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         c.finding.details.get("platform") == "openmetadata" for c in findings
     ):
         return om_rebuild(settings, request)
+    if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
+        from auditor.rebuild.federation import rebuild_federation
+
+        return rebuild_federation(settings, request, rebuild)
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_store(settings)))
         search = opened.enter_context(closing(open_search(settings)))

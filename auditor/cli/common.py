@@ -181,6 +181,14 @@ ConsumerGroupOpt = Annotated[
         "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID] (a --from-report repair: the report's).",
     ),
 ]
+Stores = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--store",
+        help="A federation: NAME=URL of one of several stores feeding one index (repeatable; "
+        "env AUDITOR_STORES='a=URL b=URL'; see docs/federation.md).",
+    ),
+]
 PlatformOpt = Annotated[
     str | None,
     typer.Option(

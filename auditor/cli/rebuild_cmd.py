@@ -19,6 +19,7 @@ from auditor.cli.common import (
     PlatformOpt,
     RegistryOpt,
     SearchUrl,
+    Stores,
     StoreUrl,
     TimeseriesTopicOpt,
     TopicOpt,
@@ -128,7 +129,13 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             group=opts["consumer_group"],
             platform=opts.get("platform"),
             cluster_alias=opts.get("cluster_alias"),
+            stores=opts.get("store") or None,
         )
+        if opts.get("workers") and settings.stores:
+            raise ConfigError(
+                "--workers is not supported on a federation",
+                hint="one process repairs the stores one after another",
+            )
         if opts.get("workers"):
             return _workers(mode, opts, settings)
         shard = shard_of(opts.get("shard"))
@@ -141,12 +148,11 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
 
             settings = with_report_scope(settings, scope, opts["from_report"])
         stores = sorted({n for c in findings or () for n in (c.finding.store or "").split(",") if n})
-        if stores and mode != "plan":  # each row lives in one store of several: not supported yet
+        if stores and not settings.stores:  # each row lives in one of several stores: name them
             raise ConfigError(
-                f"the report is of a federation (stores {', '.join(stores)}): replay and reindex "
-                "of a federation are not supported yet",
-                hint="`auditor rebuild plan` shows the repairs; repair one store at a time with "
-                "--store-url and --urn (docs/federation.md)",
+                f"the report is of a federation (stores {', '.join(stores)}): configure its stores",
+                hint="--store NAME=URL for each (or AUDITOR_STORES), as the scan had them "
+                "(docs/federation.md)",
             )
         filters = (
             opts["entity_type"],
@@ -209,6 +215,7 @@ def plan_cmd(
     until: Until = None,
     all_rows: All = False,
     store_url: StoreUrl = None,
+    store: Stores = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,
@@ -250,6 +257,7 @@ def replay_cmd(
     shard_plan: ShardPlanOpt = None,
     workers: Workers = None,
     store_url: StoreUrl = None,
+    store: Stores = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,
@@ -308,6 +316,7 @@ def reindex_cmd(
     shard_plan: ShardPlanOpt = None,
     workers: Workers = None,
     store_url: StoreUrl = None,
+    store: Stores = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     registry: RegistryOpt = None,

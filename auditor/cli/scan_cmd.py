@@ -19,6 +19,7 @@ from auditor.cli.common import (
     PlatformOpt,
     RegistryOpt,
     SearchUrl,
+    Stores,
     StoreUrl,
     TimeseriesTopicOpt,
     TopicOpt,
@@ -90,14 +91,7 @@ def scan(
         bool, typer.Option("--no-state", help="Neither read nor write the state file.")
     ] = False,
     max_findings: Annotated[int, typer.Option(help="Findings kept in detail (all are counted).")] = 10_000,
-    store: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--store",
-            help="A federation: NAME=URL of one of several stores feeding one index (repeatable; "
-            "env AUDITOR_STORES='a=URL b=URL'; see docs/federation.md).",
-        ),
-    ] = None,
+    store: Stores = None,
     platform: PlatformOpt = None,
     cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,

@@ -16,6 +16,7 @@ from auditor.cli.common import (
     KafkaOpt,
     RegistryOpt,
     SearchUrl,
+    Stores,
     StoreUrl,
     TimeseriesTopicOpt,
     TopicOpt,
@@ -36,6 +37,7 @@ def triage(
         ),
     ],
     store_url: StoreUrl = None,
+    store: Stores = None,
     search_url: SearchUrl = None,
     kafka: KafkaOpt = None,
     schema_registry: RegistryOpt = None,
@@ -101,6 +103,7 @@ def triage(
             topic=topic,
             timeseries_topic=timeseries_topic,
             group=consumer_group,
+            stores=store or None,
         )
         result = run_triage(settings, urn, grace, settle)
         if fmt == Format.json:

@@ -30,7 +30,7 @@ from sandbox.database import make_engine
 from sandbox.endpoints import Endpoints
 from sandbox.generator import CatalogEntity
 from sandbox.generator import seed as seed_catalog
-from sandbox.naming import ASPECT_TABLE
+from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index
 from sandbox.search import SearchStore, connect
 from sandbox.topics import admin_client
 from sandbox.writer import GmsWriter
@@ -143,7 +143,8 @@ class Federation:
         self.refresh()
         return scan(self.settings(), options=ScanOptions(grace=300.0, settle=0.5, sample_window=2.0))
 
-    def cli(self, *args: str, stores: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    def env(self) -> dict[str, str]:
+        """The environment of a command run against the federation (the stores given as flags)."""
         e = self.endpoints
         env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
         env.update(
@@ -156,27 +157,24 @@ class Federation:
             AUDITOR_MCL_TIMESERIES_TOPIC=self.timeseries,
             AUDITOR_MAE_CONSUMER_GROUP=self.group,
         )
+        return env
+
+    def command(self, *args: str, stores: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+        """`auditor ARGS --store a=URL --store b=URL`."""
         given = stores if stores is not None else [f"{s.name}={s.url}" for s in self.stores]
         flags = [x for s in given for x in ("--store", s)]
         return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "auditor.cli",
-                "scan",
-                *flags,
-                "--settle",
-                "0.5",
-                "--sample-window",
-                "2",
-                *args,
-            ],
-            env=env,
+            [sys.executable, "-m", "auditor.cli", *args, *flags],
+            env=self.env(),
             capture_output=True,
             text=True,
             timeout=300,
             check=False,
         )
+
+    def cli(self, *args: str, stores: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+        """`auditor scan` of the federation."""
+        return self.command("scan", "--settle", "0.5", "--sample-window", "2", *args, stores=stores)
 
 
 def _entities_in(store: Store) -> int:
@@ -368,21 +366,59 @@ def test_a_store_that_goes_away_mid_run_stops_the_scan_naming_it(
         engine.dispose()
 
 
-def test_rebuild_refuses_to_replay_a_federated_report(
-    federation: Federation, faults: dict[str, str], tmp_path: Path
-) -> None:
-    report = tmp_path / "fed.json"
-    done = federation.cli("-f", "json", "-o", str(report))
-    assert done.returncode == 1, done.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
-    env["AUDITOR_STORES"] = " ".join(f"{s.name}={s.url}" for s in federation.stores)
-    env["AUDITOR_SEARCH_URL"] = federation.endpoints.opensearch
-    replay = subprocess.run(
-        [sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--from-report", str(report)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert replay.returncode == 2 and "federation (stores a, b)" in replay.stderr, replay.stderr
+def test_a_federated_report_is_repaired_store_by_store_and_the_conflict_left(tmp_path: Path) -> None:
+    """Replay, then reindex, a federated report: each store's findings from its own rows, the
+    orphan (no store holds it) deleted, the urn in both stores left for a person; a re-scan then
+    finds the conflict only. A report of a federation needs its stores configured."""
+    fed = Federation(tmp_path)
+    try:
+        a, b = fed.store("a"), fed.store("b")
+        datasets = [e.urn for e in a.entities if dict(e.aspects).get("datasetProperties")]
+        stale, orphan = datasets[0], datasets[1]
+        missing = f"urn:li:dataset:(urn:li:dataPlatform:hive,{fed.prefix}.b_missing,PROD)"
+        both = f"urn:li:dataset:(urn:li:dataPlatform:hive,{fed.prefix}.in_both,PROD)"
+        fed.consumer.skip_index_write({missing})
+        b.writer.write(missing, "datasetProperties", {"name": "b_missing", "customProperties": {}})
+        assert fed.consumer.drain(60)
+        fed.consumer.skip_index_write(None)
+        a.writer.write(both, "datasetProperties", {"name": "in_both_a", "customProperties": {}})
+        b.writer.write(both, "datasetProperties", {"name": "in_both_b", "customProperties": {}})
+        assert fed.consumer.drain(60)
+        index = entity_index("dataset", fed.prefix)
+        fed.search.upsert(index, entity_doc_id(stale), {"name": "renamed behind DataHub's back"})
+        assert a.writer.hard_delete_rows(orphan) > 0
+        time.sleep(1.0)  # older than the scan's settle: the changes are not in flight
+        fed.refresh()
+        report = tmp_path / "fed.json"
+        scanned = fed.cli("-f", "json", "-o", str(report))
+        assert scanned.returncode == 1, scanned.stderr
+        found = {(f["urn"], f["subkind"]): f["store"] for f in json.loads(report.read_text())["findings"]}
+        assert found[(stale, "stale_fields")] == "a" and found[(missing, "missing_document")] == "b"
+        assert found[(orphan, "orphan_document")] is None and found[(both, "store_conflict")] == "a,b"
+
+        alone = subprocess.run(  # the report's stores are not configured: a usage error
+            [sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--from-report", str(report)],
+            env=fed.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert alone.returncode == 2 and "federation (stores a, b)" in alone.stderr, alone.stderr
+        repair = ("--from-report", str(report), "--apply", "--json")
+        replay = fed.command("rebuild", "replay", *repair, "--wait", "60")
+        assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
+        replayed = json.loads(replay.stdout)
+        assert replayed["counts"]["produced"] >= 2 and replayed["still_wrong"] == []
+        assert replayed["elsewhere"].get("fix_row") == 1  # the conflict, not written
+        assert any(n.startswith("store a: ") for n in replayed["notes"])
+        assert any(n.startswith("store b: ") for n in replayed["notes"])
+        reindex = fed.command("rebuild", "reindex", *repair)
+        assert reindex.returncode == 0, reindex.stdout[-2000:] + reindex.stderr[-2000:]
+        reindexed = json.loads(reindex.stdout)
+        assert reindexed["counts"].get("deleted", 0) >= 1 and reindexed["still_wrong"] == []
+        after = fed.scan()
+    finally:
+        fed.close()
+    left = {(c.finding.urn, c.subkind) for c in after.findings if c.verdict == Verdict.DIVERGED}
+    assert {u for u, _ in left} == {both} and (both, "store_conflict") in left, left

@@ -52,6 +52,21 @@ def leaf(path: list[str]) -> object:
     return command, ctx
 
 
+FEDERATION_COMMANDS = [
+    ["scan"],
+    ["triage"],
+    ["rebuild", "plan"],
+    ["rebuild", "replay"],
+    ["rebuild", "reindex"],
+]
+
+
+@pytest.mark.parametrize("path", FEDERATION_COMMANDS, ids=" ".join)
+def test_every_command_that_works_on_a_federation_takes_its_stores(path: list[str]) -> None:
+    shown = CliRunner().invoke(app, [*path, "--help"], terminal_width=250, env={"COLUMNS": "250"})
+    assert shown.exit_code == 0 and "--store " in shown.output and "NAME=URL" in shown.output, shown.output
+
+
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
 def test_every_command_that_touches_the_indices_takes_the_connection_flags(path: list[str]) -> None:
     shown = CliRunner().invoke(app, [*path, "--help"], terminal_width=250, env={"COLUMNS": "250"})
