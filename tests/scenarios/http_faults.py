@@ -1,6 +1,7 @@
 """A small HTTP proxy in front of the real search node, breaking it the ways clusters break:
-429 / 503 answers, slow answers, and the node killed while a request is on its way; or
-fronting it the way managed clusters do, with TLS and basic authentication."""
+429 / 503 answers, slow answers, and the node gone while a request is on its way (DIE: that
+request and every later one get their connection closed unanswered, as a dead node's peers
+see it); or fronting it the way managed clusters do, with TLS and basic authentication."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from types import TracebackType
 from urllib.parse import urlsplit
 
 # (request number from 1, method, path) -> an HTTP status to answer instead, a float to wait that
-# long first, or None to forward as it is
-Decide = Callable[[int, str, str], int | float | None]
+# long first, DIE, or None to forward as it is
+Decide = Callable[[int, str, str], int | float | str | None]
+DIE = "die"  # the node is gone from here on: no request is answered again
 
 
 class FaultyProxy:
@@ -37,6 +39,7 @@ class FaultyProxy:
         self.expected = "Basic " + base64.b64encode(auth.encode()).decode() if auth else None
         self.refused = 0  # requests answered 401
         self.requests = 0
+        self.dead = False
         self.injected: list[tuple[int, str, str, int | float]] = []
         self._lock = threading.Lock()
         proxy = self
@@ -47,7 +50,13 @@ class FaultyProxy:
             def log_message(self, *args: object) -> None:  # quiet
                 pass
 
+            def _hang_up(self) -> None:
+                self.close_connection = True
+                self.connection.close()
+
             def _any(self) -> None:
+                if proxy.dead:
+                    return self._hang_up()
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 with proxy._lock:
@@ -66,6 +75,9 @@ class FaultyProxy:
                 action = proxy.decide(n, self.command, self.path)
                 if action is not None:
                     proxy.injected.append((n, self.command, self.path, action))
+                if action == DIE:
+                    proxy.dead = True
+                    return self._hang_up()
                 if isinstance(action, float):
                     time.sleep(action)
                 elif isinstance(action, int):
@@ -84,9 +96,7 @@ class FaultyProxy:
                     answer = upstream.getresponse()
                     data = answer.read()
                 except OSError:  # the node is gone: so is this connection, as the client would see it
-                    self.close_connection = True
-                    self.connection.close()
-                    return
+                    return self._hang_up()
                 self.send_response(answer.status)
                 for key, value in answer.getheaders():
                     if key.lower() not in ("transfer-encoding", "connection", "content-length"):
