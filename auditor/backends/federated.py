@@ -215,7 +215,8 @@ class FederatedStore:
         if name.startswith("_"):
             raise AttributeError(name)
         raise FederationUnsupported(
-            f"a federation of stores cannot be repaired or restored from yet (needs {name})",
-            hint="`auditor rebuild plan` works; replay/reindex one store at a time with --store-url "
-            "and the urns of its findings (--urn), see docs/federation.md",
+            f"this needs one aspect table, not a federation of stores (needs {name})",
+            hint="a federated report is repaired with `auditor rebuild replay|reindex --from-report`; "
+            "filters, after-restore and shard plans work on one store at a time (--store-url), "
+            "see docs/federation.md",
         )

@@ -241,7 +241,7 @@ def test_a_federation_refuses_what_only_one_table_can_do() -> None:
     from auditor.backends.store import MetadataStore
 
     store = FederatedStore([("a", MetadataStore("sqlite://"))])
-    with pytest.raises(FederationUnsupported, match="cannot be repaired"):
+    with pytest.raises(FederationUnsupported, match="needs one aspect table"):
         store.page_rows  # noqa: B018
     with pytest.raises(FederationUnsupported, match="shard plan"):
         next(iter(store.urn_weights()))
