@@ -45,7 +45,7 @@ def rows_step(backends: ScanBackends, rows: EntityRows | None, has_doc: bool) ->
         "soft_deleted": removed,
     }
     detail = (
-        f"{len(rows.rows)} aspects at version 0; newest {newest.aspect} "
+        f"{len(rows.rows)} aspects at version 0{_where(rows, facts)}; newest {newest.aspect} "
         f"at {newest.createdon.isoformat(timespec='seconds')}"
         f" by {facts['createdby'] or '?'}"
         + (f", runId {meta['runId']}" if meta.get("runId") else "")
@@ -53,6 +53,19 @@ def rows_step(backends: ScanBackends, rows: EntityRows | None, has_doc: bool) ->
         + ("; soft-deleted (status.removed = true)" if removed else "")
     )
     return Step(Boundary.ROWS, Status.OK, detail, facts)
+
+
+def _where(rows: EntityRows, facts: dict[str, Any]) -> str:
+    """A federation's rows: the store holding them (the newest writer's when two do)."""
+    holders: tuple[str, ...] = getattr(rows, "holders", ())
+    store: str = getattr(rows, "store", "")
+    if not store:
+        return ""
+    facts["stores"] = list(holders)
+    if len(holders) == 1:
+        return f" in store {store}"
+    others = ", ".join(h for h in holders if h != store)
+    return f" of store {store} (the newest writer; also held by {others}: a conflict)"
 
 
 def _json(text: str | None) -> dict[str, Any]:

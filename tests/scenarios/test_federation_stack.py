@@ -396,6 +396,11 @@ def test_a_federated_report_is_repaired_store_by_store_and_the_conflict_left(tmp
         assert found[(stale, "stale_fields")] == "a" and found[(missing, "missing_document")] == "b"
         assert found[(orphan, "orphan_document")] is None and found[(both, "store_conflict")] == "a,b"
 
+        for urn, stores, said in ((missing, ["b"], "in store b"), (both, ["a", "b"], "also held by a")):
+            traced = fed.command("triage", urn, "-f", "json", "--settle", "1")  # names the store
+            rows_seen = json.loads(traced.stdout)["boundaries"][0]
+            assert rows_seen["facts"]["stores"] == stores and said in rows_seen["detail"], traced.stdout
+
         alone = subprocess.run(  # the report's stores are not configured: a usage error
             [sys.executable, "-m", "auditor.cli", "rebuild", "replay", "--from-report", str(report)],
             env=fed.env(),
