@@ -80,6 +80,39 @@ def scan(
         return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
 
 
+def _om_state(settings: Settings) -> Settings:
+    """The default state file is DataHub's: OpenMetadata's history is kept beside it."""
+    if settings.state_file == Settings.model_fields["state_file"].default:
+        own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
+        return settings.model_copy(update={"state_file": own})
+    return settings
+
+
+def om_triage(
+    settings: Settings, text: str, entity_types: tuple[str, ...] = (), grace: float | None = None
+) -> TriageResult:
+    """OpenMetadata's "I can't find my table": one entity (its fully qualified name or id) from
+    its row through the retry queue to its document. Read-only (the state file is only read)."""
+    from auditor.backends.connect import open_om_search, open_om_store
+    from auditor.backends.state import ScanState
+    from auditor.core.om_naming import entities
+    from auditor.scan.om_run import OmScanOptions
+    from auditor.triage.om_walk import om_walk
+
+    chosen = entities(entity_types)
+    settings = _om_state(settings)
+    options = OmScanOptions(
+        grace=settings.grace_seconds if grace is None else grace,
+        visibility=settings.index_visibility_seconds,
+        use_state=False,
+    )
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_om_store(settings)))
+        search = opened.enter_context(closing(open_om_search(settings)))
+        state = opened.enter_context(closing(ScanState(settings.state_file, read_only=True)))
+        return om_walk(store, search, state, chosen, text, options)
+
+
 def om_scan(
     settings: Settings,
     selection: Selection | None = None,
@@ -104,9 +137,7 @@ def om_scan(
                 hint="select with --entity-type (an entity type or its table)",
             )
     chosen = entities(selection.entity_types)
-    if settings.state_file == Settings.model_fields["state_file"].default:  # never DataHub's history
-        own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
-        settings = settings.model_copy(update={"state_file": own})
+    settings = _om_state(settings)
     report = Report(
         started_at=datetime.now(UTC),
         scope=selection,

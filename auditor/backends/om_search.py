@@ -108,16 +108,26 @@ class OmSearch:
         for i in range(0, len(ids), 1000):
             chunk = list(ids[i : i + 1000])
             body: dict[str, Any] = {"size": len(chunk) * 2, "query": {"ids": {"values": chunk}}}
-            body["_source"] = source if isinstance(source, bool) else list(source)
-            try:
-                found = self.search._call(self.client.search, index=name, body=body)
-            except Exception as exc:
-                if "index_not_found" in str(exc):
-                    return {}
-                raise self._fail(f"reading {name}", exc) from None
-            for hit in found["hits"]["hits"]:
-                self.docs_read += 1
-                out[hit["_id"]] = OmDoc(hit["_id"], hit["_index"], hit.get("_source") or {})
+            out.update(self._query(name, body, source))
+        return out
+
+    def find_by_fqn(self, name: str, fqn: str) -> dict[str, OmDoc]:
+        """The docs behind `name` whose fullyQualifiedName is `fqn` (a triage of an orphan: no row)."""
+        return self._query(name, {"size": 10, "query": {"term": {"fullyQualifiedName": fqn}}}, DOC_SOURCE)
+
+    def _query(self, name: str, body: dict[str, Any], source: Sequence[str] | bool) -> dict[str, OmDoc]:
+        """The hits of one search (none when the index does not exist), by `_id`."""
+        body["_source"] = source if isinstance(source, bool) else list(source)
+        try:
+            found = self.search._call(self.client.search, index=name, body=body)
+        except Exception as exc:
+            if "index_not_found" in str(exc):
+                return {}
+            raise self._fail(f"reading {name}", exc) from None
+        out: dict[str, OmDoc] = {}
+        for hit in found["hits"]["hits"]:
+            self.docs_read += 1
+            out[hit["_id"]] = OmDoc(hit["_id"], hit["_index"], hit.get("_source") or {})
         return out
 
     def count(self, name: str) -> int:

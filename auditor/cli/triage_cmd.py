@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
+    ClusterAliasOpt,
     ConfigOpt,
     ConsumerGroupOpt,
     DebugOpt,
     Format,
     IndexPrefixOpt,
     KafkaOpt,
+    PlatformOpt,
     RegistryOpt,
     SearchUrl,
     Stores,
@@ -33,7 +35,8 @@ def triage(
         str,
         typer.Argument(
             help="The urn to trace, e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'; "
-            "quoted, URL-encoded, with stray whitespace or as a DataHub URL is fine."
+            "quoted, URL-encoded, with stray whitespace or as a DataHub URL is fine. With "
+            "--platform openmetadata: the entity's fully qualified name or its id."
         ),
     ],
     store_url: StoreUrl = None,
@@ -60,6 +63,12 @@ def triage(
         float,
         typer.Option(help="Seconds after a write during which a missing MCL may still be on its way."),
     ] = 10.0,
+    entity_type: Annotated[
+        list[str] | None,
+        typer.Option(help="OpenMetadata: the entity types to look in (repeatable; default every one)."),
+    ] = None,
+    platform: PlatformOpt = None,
+    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """ "I can't find my dataset": walk one entity from its rows to its search document.
@@ -73,6 +82,9 @@ def triage(
     platform or origin). Works with only the database and the index reachable and says what
     it could not check. Read-only (the state file is read, never written).
 
+    OpenMetadata (--platform openmetadata): the entity by its fully qualified name or id; its
+    row, the server's search_index_retry_queue, its document (docs/openmetadata.md).
+
     Exit codes: 0 consistent or in flight; 1 diverged or unreadable rows; 2 not a urn, or a
     urn neither the table nor the index knows; 3 a backend failed; 4 the consumer is stalled.
     """
@@ -84,28 +96,47 @@ def triage(
 
         if fmt not in (Format.console, Format.json):
             raise ConfigError(f"triage writes console or json, not {fmt.value}")
-        try:  # refused before anything heavy is imported or connected
-            normalize(urn)
-        except UrnError as exc:
-            raise ConfigError(
-                f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
-            ) from None
-        from auditor.api import triage as run_triage
+
+        def settings_() -> Any:
+            return load(
+                config,
+                store_url,
+                search_url,
+                kafka,
+                schema_registry,
+                index_prefix,
+                topic=topic,
+                timeseries_topic=timeseries_topic,
+                group=consumer_group,
+                stores=store or None,
+                platform=platform,
+                cluster_alias=cluster_alias,
+            )
+
+        settings = None
+        if (platform or "").lower() != "openmetadata":
+            try:  # refused before anything heavy is imported or connected
+                normalize(urn)
+            except UrnError as exc:
+                settings = settings_()  # unless the configuration says OpenMetadata
+                if settings.platform != "openmetadata":
+                    raise ConfigError(
+                        f"not a urn: {exc}",
+                        hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'",
+                    ) from None
         from auditor.reports.triage_report import render_console, render_json
 
-        settings = load(
-            config,
-            store_url,
-            search_url,
-            kafka,
-            schema_registry,
-            index_prefix,
-            topic=topic,
-            timeseries_topic=timeseries_topic,
-            group=consumer_group,
-            stores=store or None,
-        )
-        result = run_triage(settings, urn, grace, settle)
+        settings = settings or settings_()
+        if settings.platform == "openmetadata":
+            from auditor.api import om_triage
+
+            result = om_triage(settings, urn, tuple(entity_type or ()), grace)
+        else:
+            from auditor.api import triage as run_triage
+
+            if entity_type:
+                raise ConfigError("--entity-type is for --platform openmetadata (a urn names its type)")
+            result = run_triage(settings, urn, grace, settle)
         if fmt == Format.json:
             write(None, render_json(result, settings.mae_consumer_group))
         else:

@@ -15,9 +15,11 @@ from auditor.core.model import Cause, Classified, Kind, Verdict
 
 
 class Boundary(StrEnum):
-    """The places a change passes on its way from the table to search, in order."""
+    """The places a change passes on its way from the table to search, in order (DataHub's; an
+    OpenMetadata entity passes its rows, the retry queue and its document)."""
 
     ROWS = "rows"
+    RETRY_QUEUE = "retry queue"  # OpenMetadata: a search write the server queued to retry
     PUBLISHED = "MCL published"
     CONSUMED = "consumed"
     DOCUMENT = "document"

@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,9 +77,9 @@ def _drop_indices(search: SearchStore, alias: str) -> None:
         search.client.indices.delete(index=index)
 
 
-@pytest.fixture(params=PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
-    store, search_name = request.param
+@contextmanager
+def om_world(store: str, search_name: str, tmp_path: Path, n: int = 120) -> Iterator[World]:
+    """A scratch OpenMetadata world (schema, indices under an alias of its own, n entities)."""
     endpoints = Endpoints.from_env()
     search = connect(search_name, endpoints)
     alias = f"omt{uuid.uuid4().hex[:8]}"
@@ -87,7 +88,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
         create_indices(search, alias)
         try:
             server = OmServer(engine, search, alias)
-            catalog = seed(server, 120, seed=7)
+            catalog = seed(server, n, seed=7)
             refresh_all(search, alias)
             url = make_url(engine.url).render_as_string(hide_password=False)
             yield World(
@@ -95,6 +96,12 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
             )
         finally:
             _drop_indices(search, alias)
+
+
+@pytest.fixture(params=PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    with om_world(*request.param, tmp_path) as made:
+        yield made
 
 
 def _by_id(report: Report) -> dict[str, Any]:

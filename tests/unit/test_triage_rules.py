@@ -105,3 +105,22 @@ def test_the_verdict_and_exit_code_follow_the_worst_finding() -> None:
     broken = Step(Boundary.EDGES, Status.BROKEN, "")
     assert TriageResult("x", URN, steps=[rows, pending, broken]).first_break is broken
     assert TriageResult("x", URN, steps=[rows, pending]).first_break is pending
+
+
+def test_an_openmetadata_finding_is_said_in_its_own_words_on_the_document() -> None:
+    """Its details differ from DataHub's ({field: {expected, actual}}, a note for a soft delete)."""
+    from auditor.triage.place import place
+
+    def judged(kind: Kind, **details: object) -> Classified:
+        found = Finding("openmetadata", kind, "6f2b0000-0000-4000-8000-000000000000", "table",
+                        details={"platform": "openmetadata", **details})  # fmt: skip
+        return Classified(found, Verdict.DIVERGED, kind.value, Evidence("seen twice past the grace"))
+
+    stale = judged(Kind.STALE_FIELDS, fields={"description": {"expected": "new", "actual": "old"}})
+    soft = judged(Kind.SOFT_DELETE_MISMATCH, note="deleted in the database, searchable as live")
+    for c, says in ((stale, "description: expected 'new', found 'old'"), (soft, "searchable as live")):
+        out = TriageResult("x", c.finding.urn, findings=[c])
+        out.steps = [Step(Boundary.ROWS, Status.OK, "a row"), Step(Boundary.DOCUMENT, Status.OK, "a doc")]
+        place(out)
+        assert out.steps[1].status == Status.BROKEN and out.steps[0].status == Status.OK
+        assert says in out.steps[1].problems[0], out.steps[1].problems

@@ -1,0 +1,197 @@
+"""Triage of one OpenMetadata entity: its row, the server's retry queue, its search document.
+
+OpenMetadata has no change log: its server writes the row, then the document, in one request,
+and queues a search write that failed in `search_index_retry_queue`. So its boundaries are
+those three. The entity is found by its fully qualified name or its id (in every entity type,
+or those asked for); the verdict is the OpenMetadata scan's on that one entity (the row and
+the document re-read, judged on the retry queue, the change's age and the state file, which
+is read, never written).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.backends.om_search import OmSearch
+from auditor.backends.om_store import OmStore
+from auditor.backends.protocols import State
+from auditor.checks.openmetadata import check
+from auditor.core.om_fields import BadRow, parse_entity
+from auditor.core.om_naming import OmEntity, is_uuid
+from auditor.core.om_records import OmDoc, OmRow, RetryRow
+from auditor.core.triage import Boundary, Status, Step, TriageResult
+from auditor.errors import ConfigError
+from auditor.scan.om_join import OmScanner
+from auditor.scan.om_run import OmScanOptions, judge, reobserve
+from auditor.triage.place import place
+
+
+def resolve(
+    store: OmStore, search: OmSearch, entities: Sequence[OmEntity], asked: str
+) -> list[tuple[OmEntity, str]]:
+    """(entity type, id) of every entity whose id or fully qualified name is `asked`: by its row,
+    else by a document (an orphan has no row)."""
+    found: list[tuple[OmEntity, str]] = []
+    for entity in entities:
+        if store.columns(entity.table, required=False) is None:  # not in this OpenMetadata version
+            continue
+        if is_uuid(asked):
+            if store.read(entity, [asked]):
+                found.append((entity, asked))
+                continue
+        else:
+            ids = store.find_by_fqn(entity, [asked])
+            if asked in ids:
+                found.append((entity, ids[asked]))
+                continue
+        name, _ = search.resolve(entity)
+        if name is None:
+            continue
+        docs = search.get(name, [asked]) if is_uuid(asked) else search.find_by_fqn(name, asked)
+        found += [(entity, doc_id) for doc_id in sorted(docs)]
+    return found
+
+
+def om_walk(
+    store: OmStore,
+    search: OmSearch,
+    state: State,
+    entities: Sequence[OmEntity],
+    text: str,
+    options: OmScanOptions,
+) -> TriageResult:
+    """One OpenMetadata entity from its row to its document; ConfigError when `text` names
+    entities of several types (the caller narrows with --entity-type)."""
+    began = time.monotonic()
+    asked = text.strip().strip("'\"").strip()
+    out = TriageResult(asked=text, urn=asked)
+    matches = resolve(store, search, entities, asked)
+    if not matches:
+        what = "id" if is_uuid(asked) else "fully qualified name"
+        absent = {"present": False}
+        out.steps = [
+            Step(Boundary.ROWS, Status.INFO, f"no row of any entity type has this {what}", absent),
+            Step(Boundary.DOCUMENT, Status.INFO, f"no document has this {what}", dict(absent)),
+        ]
+        return _finish(out, began)
+    if len(matches) > 1:
+        kinds = ", ".join(sorted({f"{e.entity_type} {i}" for e, i in matches}))
+        raise ConfigError(
+            f"{asked!r} names more than one OpenMetadata entity ({kinds})",
+            hint="narrow it with --entity-type TYPE (or give the id)",
+        )
+    entity, entity_id = matches[0]
+    out.urn = entity_id
+    if entity_id != asked:
+        out.read_as.append(f"the {entity.entity_type} whose fully qualified name it is: id {entity_id}")
+    name, _ = search.resolve(entity)
+    index = name or entity.index_name(search.cluster_alias)
+    row = store.read(entity, [entity_id]).get(entity_id)
+    doc = search.get(name, [entity_id]).get(entity_id) if name else None
+    fqn = _fqn(row) or (str(doc.source.get("fullyQualifiedName") or "") if doc else "")
+    retries = store.retry_queue([entity_id], [fqn] if fqn else [])
+    found = check(entity, index, row, doc)
+    if found is not None:
+        seen = reobserve(
+            OmScanner(store, search),
+            {entity.entity_type: entity},
+            {entity.entity_type: index},
+            [found],
+            visibility=options.visibility,
+            rounds=options.rounds,
+        )
+        history = state.history(f.key for f, _ in seen.observed)
+        out.findings = judge(seen, history, retries, grace=options.grace)
+    out.steps = [
+        _row_step(entity, row),
+        _retry_step(retries, entity_id, fqn),
+        _document_step(index, doc),
+    ]
+    if retries is None:
+        out.unchecked.append("retry queue: no search_index_retry_queue table (an older OpenMetadata)")
+    place(out)
+    return _finish(out, began)
+
+
+def _fqn(row: OmRow | None) -> str:
+    if row is None:
+        return ""
+    try:
+        return str(parse_entity(row.json, row.id).get("fullyQualifiedName") or "")
+    except BadRow:
+        return ""
+
+
+def _row_step(entity: OmEntity, row: OmRow | None) -> Step:
+    if row is None:
+        return Step(Boundary.ROWS, Status.INFO, f"no row in {entity.table}", {"present": False})
+    facts: dict[str, Any] = {"present": True, "table": entity.table, "deleted": bool(row.deleted)}
+    try:
+        data = parse_entity(row.json, row.id)
+    except BadRow as exc:
+        facts["error"] = str(exc)
+        return Step(Boundary.ROWS, Status.OK, f"a row in {entity.table} whose JSON cannot be read", facts)
+    facts.update(
+        fqn=data.get("fullyQualifiedName"),
+        version=data.get("version"),
+        updated_at=_when(data.get("updatedAt")),
+        updated_by=data.get("updatedBy"),
+        owners=len(row.owners),
+        tags=sorted(str(t.get("tagFQN")) for t in row.tags),
+    )
+    detail = (
+        f"{entity.entity_type} {data.get('fullyQualifiedName')!s} in {entity.table}: version "
+        f"{data.get('version')}, updated {facts['updated_at'] or '?'} by {data.get('updatedBy') or '?'}"
+        + ("; soft-deleted (deleted = true)" if row.deleted else "")
+    )
+    return Step(Boundary.ROWS, Status.OK, detail, facts)
+
+
+def _retry_step(retries: dict[str, RetryRow] | None, entity_id: str, fqn: str) -> Step:
+    if retries is None:
+        return Step(Boundary.RETRY_QUEUE, Status.UNCHECKED, "no search_index_retry_queue table", {})
+    retry = retries.get(entity_id) or (retries.get(fqn) if fqn else None)
+    if retry is None:
+        return Step(Boundary.RETRY_QUEUE, Status.OK, "no search write queued for a retry", {"queued": False})
+    facts = {"queued": True, "status": retry.status, "retry_count": retry.retry_count}
+    detail = f"queued: status {retry.status}" + (
+        f", {retry.retry_count} retries" if retry.retry_count is not None else ""
+    )
+    if retry.failure_reason:
+        detail += f" ({retry.failure_reason.splitlines()[0][:200]})"
+    return Step(Boundary.RETRY_QUEUE, Status.INFO, detail, facts)
+
+
+def _document_step(index: str, doc: OmDoc | None) -> Step:
+    if doc is None:
+        return Step(Boundary.DOCUMENT, Status.OK, f"no document in {index}", {"present": False})
+    source = doc.source
+    facts = {
+        "present": True,
+        "index": doc.index,
+        "version": source.get("version"),
+        "updated_at": _when(source.get("updatedAt")),
+        "deleted": source.get("deleted"),
+    }
+    detail = (
+        f"present in {doc.index} (_id {doc.id}): version {source.get('version')}, "
+        f"updated {facts['updated_at'] or '?'}"
+        + ("; deleted" if str(source.get("deleted")).lower() == "true" else "")
+    )
+    return Step(Boundary.DOCUMENT, Status.OK, detail, facts)
+
+
+def _when(millis: Any) -> str | None:
+    try:
+        return datetime.fromtimestamp(int(millis) / 1000, UTC).isoformat(timespec="seconds")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _finish(out: TriageResult, began: float) -> TriageResult:
+    out.checked_at = datetime.now(UTC)
+    out.seconds = time.monotonic() - began
+    return out
