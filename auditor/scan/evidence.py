@@ -120,6 +120,16 @@ def _moved_before_window(
     last = {(s.topic, s.partition): s for s in view.last}
     for key in stuck:
         run, s = runs.get(key), last[key]
+        if (
+            run is not None
+            and run.offset is not None
+            and s.committed is not None
+            and run.offset > s.committed
+        ):
+            # it committed past the sample between the sample and this read of its log: moving
+            later = replace(s, committed=run.offset, taken_at=max(run.since, s.taken_at + 1.0))
+            view.positions[key] = position(first.get(key, s), later, s, view.positions[key].position_time)
+            continue
         if run is None or run.before is None or run.before_since is None or run.offset != s.committed:
             continue
         waiting_since = view.positions[key].position_time
