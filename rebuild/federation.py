@@ -38,6 +38,7 @@ class Split:
     by_store: dict[str, list[Classified]] = field(default_factory=dict)
     conflicted: list[Classified] = field(default_factory=list)  # a person decides: not written
     orphans: list[Classified] = field(default_factory=list)  # no store held the urn at the scan
+    moved: int = 0  # orphans whose urn a store holds now (its repair rewrites the document)
 
 
 Holders = Callable[[Sequence[str]], dict[str, list[str]]]
@@ -85,6 +86,7 @@ def home(orphans: Sequence[Classified], names: Sequence[str], holders: Holders) 
         if len(held) > 1:
             out.conflicted.append(c)
         else:
+            out.moved += bool(held)
             out.by_store.setdefault(held[0] if held else names[0], []).append(c)
     return out
 
@@ -154,18 +156,20 @@ def rebuild_federation(
         if parts.by_store.get(name):
             repair(name, name, parts.by_store[name])
     conflicted = list(parts.conflicted)
-    moved, homed = 0, Split()
+    homed = Split()
     if parts.orphans:
         homed = home(parts.orphans, names, ask)
         conflicted += homed.conflicted
-        moved = sum(len(v) for k, v in homed.by_store.items() if k != names[0])
         for name in names:
             if homed.by_store.get(name):
                 repair(f"{name} (orphans)", name, homed.by_store[name])
     out = merge(request.mode, request.apply, outcomes)
     if parts.orphans and request.apply:
         gone = homed.by_store.get(names[0], [])
-        written = {u: held for u, held in ask(sorted({c.finding.urn for c in gone})).items() if held}
+        # the first store's repair re-read its own rows before deleting: only the others can have
+        # written the urn unseen
+        now = ask(sorted({c.finding.urn for c in gone}))
+        written = {u: others for u, held in now.items() if (others := [h for h in held if h != names[0]])}
         for c in gone:
             if c.finding.urn in written and c not in out.still_wrong:
                 out.still_wrong.append(c)
@@ -182,8 +186,8 @@ def rebuild_federation(
             f"which store owns each, then re-scans): {', '.join(urns[:5])}"
             + (" ..." if len(urns) > 5 else "")
         )
-    if moved:
-        out.notes.append(f"{moved} orphan finding(s) of urns a store holds now: rewritten from its rows")
+    if homed.moved:
+        out.notes.append(f"{homed.moved} orphan finding(s) of urns a store holds now: rewritten from it")
     return out
 
 

@@ -68,7 +68,7 @@ def test_an_orphan_is_looked_up_again_once_and_goes_where_its_rows_are_now() -> 
     assert asked == [["urn:gone", "urn:now-b", "urn:now-both"]]  # one question, each urn once
     by = {k: sorted(c.finding.urn for c in v) for k, v in homed.by_store.items()}
     assert by == {"a": ["urn:gone", "urn:gone"], "b": ["urn:now-b"]}
-    assert [c.finding.urn for c in homed.conflicted] == ["urn:now-both"]
+    assert [c.finding.urn for c in homed.conflicted] == ["urn:now-both"] and homed.moved == 1
 
 
 def test_a_store_the_configuration_does_not_have_is_a_usage_error() -> None:
@@ -165,3 +165,19 @@ def test_orphans_are_repaired_last_and_one_written_meanwhile_is_still_wrong() ->
     assert [c.finding.urn for c in merged.still_wrong] == ["urn:orphan"] and merged.exit_code == 1
     assert any("written into store b" in w for w in merged.warnings)
     assert any(n.startswith("store a (orphans): 1 in scope") for n in merged.notes)
+
+
+def test_an_orphan_the_first_store_wrote_meanwhile_is_not_called_still_wrong() -> None:
+    """Its repair re-read the first store's rows before any deletion: it rewrote, not deleted."""
+    asked: list[list[str]] = []
+
+    def single(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+        return outcome(request.mode, [c.finding.urn for c in request.findings or ()])
+
+    def holders(urns: Sequence[str]) -> dict[str, list[str]]:
+        asked.append(list(urns))
+        return {u: ([] if len(asked) == 1 else ["a"]) for u in urns}
+
+    request = RebuildRequest("reindex", findings=[judged("urn:o", Kind.ORPHAN_DOCUMENT, None)], apply=True)
+    merged = rebuild_federation(federation(), request, single, holders=holders)
+    assert len(asked) == 2 and merged.still_wrong == [] and merged.warnings == []
