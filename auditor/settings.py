@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.errors import ConfigError
@@ -93,7 +101,7 @@ class Settings(BaseModel):
     index_prefix: str = ""
     # which catalog the truth and the indices belong to; OpenMetadata's indices are named
     # `<cluster_alias>_<entity>_search_index` (elasticsearch.clusterAlias, empty by default)
-    platform: Literal["datahub", "openmetadata"] = "datahub"
+    platform: str = "datahub"  # a name the platform registry knows (auditor.platforms)
     cluster_alias: str = ""
     kafka_bootstrap: str | None = None
     kafka_security_protocol: str | None = None
@@ -117,6 +125,16 @@ class Settings(BaseModel):
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
     # a federation: several stores feeding one index (`[[stores]]`, --store NAME=URL)
     stores: tuple[StoreEntry, ...] = ()
+
+    @field_validator("platform", mode="before")
+    @classmethod
+    def _known_platform(cls, value: Any) -> str:
+        from auditor import platforms
+
+        name = str(value or platforms.DEFAULT).strip().lower()
+        if name not in platforms.names():
+            raise ValueError(f"unknown platform {value!r} (one of: {', '.join(platforms.names())})")
+        return name
 
     @model_validator(mode="before")
     @classmethod

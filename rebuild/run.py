@@ -10,7 +10,7 @@ from auditor.backends.index_writer import IndexWriter
 from auditor.backends.producer import MclProducer
 from auditor.backends.store import MetadataStore
 from auditor.core.model import Classified, RepairKind, Selection, Verdict
-from auditor.core.plan import RebuildOutcome, RepairPlan, plan
+from auditor.core.plan import REINDEXED, REPLAYED, RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
 from auditor.errors import ConfigError
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
@@ -21,16 +21,9 @@ from auditor.rebuild.rows import RowSource
 from auditor.rebuild.verify import reaudit, reaudit_selection, wait_for_consumer
 from auditor.scan.run import ScanBackends, ScanTarget
 
-# what each mode can do; the rest of a plan is left to the other mode (or to a person)
-REPLAYS = frozenset(
-    {
-        RepairKind.REPLAY_ASPECT,
-        RepairKind.REPLAY_WINDOW,
-        RepairKind.REWRITE_SYSTEM_METADATA,
-        RepairKind.REWRITE_EDGES,
-    }
-)
-REINDEXES = REPLAYS | {RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT}
+# what each mode can do (core.plan's one table of modes); the rest of a plan is left to the
+# other mode (or to a person)
+MODES = {"replay": REPLAYED, "reindex": REINDEXED}
 
 
 @dataclass
@@ -106,7 +99,7 @@ def rebuild(
 ) -> RebuildOutcome:
     """Plan (always), then, with `apply`, repair and verify."""
     repairs = repair_plan(request)
-    able = REPLAYS if request.mode == "replay" else REINDEXES
+    able = MODES["replay"] if request.mode == "replay" else MODES["reindex"]
     outcome = RebuildOutcome(request.mode, request.apply and request.mode != "plan", repairs)
     for action in repairs.actions:
         if action.kind not in able:

@@ -177,7 +177,7 @@ def _finding_row(c: Classified) -> str:
         f"<td>{text(c.subkind)}</td><td>{text(f.entity_type)}</td>"
         f'<td class="urn">{text(f.urn)}'
         + (f'<br><span class="store">store {text(f.store)}</span>' if f.store else "")
-        + f'</td><td>{text(f.aspect or "")}</td>'
+        + f"</td><td>{text(f.aspect or '')}</td>"
         f"<td>{text(changed)}</td>"
         f"{eta_cell}"
         f"<td>{text(c.evidence.reason)}"

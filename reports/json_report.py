@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from auditor import platforms
 from auditor.core.model import Classified, PartitionPosition, Report
 from auditor.reports.commands import finding_commands, finding_rebuild
 
@@ -31,7 +32,7 @@ def plain(value: Any) -> Any:
 def finding_json(c: Classified, report: Report) -> dict[str, Any]:
     f = c.finding
     commands = finding_commands(c, group=report.consumer_group, until=report.started_at)
-    openmetadata = f.details.get("platform") == "openmetadata"
+    platform = platforms.get(platforms.name_of_finding(f.details))
     return {
         "key": f.key,
         "check": f.check,
@@ -50,8 +51,8 @@ def finding_json(c: Classified, report: Report) -> dict[str, Any]:
         "repair": finding_rebuild(c),
         # the platform's own tools (DataHub's, or OpenMetadata's for its findings)
         "repair_platform": " ; ".join(commands) if commands else None,
-        # kept for readers of schema v1: DataHub's tools, null for an OpenMetadata finding
-        "repair_datahub": " ; ".join(commands) if commands and not openmetadata else None,
+        # kept for readers of schema v1: DataHub's tools, null for another platform's finding
+        "repair_datahub": " ; ".join(commands) if commands and platform.fills_repair_datahub else None,
     }
 
 

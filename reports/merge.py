@@ -126,8 +126,10 @@ def _tiled(parts: list[Report]) -> bool:
     if any(r is None for r in ranges):
         return False
     edges = [b for r in ranges for b in r]  # type: ignore[union-attr]
-    return edges[0] is None and edges[-1] is None and all(
-        edges[k] == edges[k + 1] for k in range(1, len(edges) - 1, 2)
+    return (
+        edges[0] is None
+        and edges[-1] is None
+        and all(edges[k] == edges[k + 1] for k in range(1, len(edges) - 1, 2))
     )
 
 

@@ -6,7 +6,9 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
+from auditor import platforms
 from auditor.core.model import Classified, Report, Verdict
+from auditor.platforms.base import Capability
 from auditor.reports.commands import repair_commands as plan_repairs
 
 VERDICT_ORDER = ("invalid", "diverged", "stalled", "in_flight")
@@ -94,11 +96,9 @@ def reobservation_text(report: Report) -> str:
 
 def weak_evidence_text(report: Report) -> str | None:
     """Why the verdicts rest on time and history, if they do (None: Kafka evidence was read)."""
-    if report.sources.get("platform") == "openmetadata":
-        return (
-            "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
-            "queue, the change's age and earlier scans"
-        )
+    platform = platforms.get(str(report.sources.get("platform") or "") or None)
+    if not platform.supports(Capability.CHANGE_LOG):
+        return platform.weak_evidence
     if not report.kafka_available:
         return "Kafka not available: verdicts rest on time and history only"
     return None

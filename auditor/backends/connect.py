@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from auditor.backends.events import EventLog
 from auditor.backends.search import SearchIndex
@@ -11,10 +11,6 @@ from auditor.backends.state import ScanState
 from auditor.backends.store import MetadataStore
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.settings import Settings
-
-if TYPE_CHECKING:  # imported when opened: a DataHub command does not load them (~45 ms at start)
-    from auditor.backends.om_search import OmSearch
-    from auditor.backends.om_store import OmStore
 
 WEAKER = "verdicts rest on time and history only (weaker)"
 
@@ -99,21 +95,3 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
 def open_state(settings: Settings, use: bool = True) -> ScanState:
     """The state file (or a throw-away in-memory state when `use` is false)."""
     return ScanState(settings.state_file if use else None)
-
-
-def open_om_store(settings: Settings) -> OmStore:
-    """OpenMetadata's database (the entity tables, relationships, tag usages, retry queue)."""
-    from auditor.backends.om_store import OmStore
-
-    if settings.store_url is None:
-        raise ConfigError(
-            "no OpenMetadata database configured", hint="pass --store-url or set AUDITOR_STORE_URL"
-        )
-    return OmStore(settings.store_url.get_secret_value())
-
-
-def open_om_search(settings: Settings) -> OmSearch:
-    """OpenMetadata's indices, named under the cluster alias (ELASTICSEARCH_CLUSTER_ALIAS)."""
-    from auditor.backends.om_search import OmSearch
-
-    return OmSearch(open_search(settings), settings.cluster_alias)

@@ -33,6 +33,7 @@ from auditor.cli.common import (
     write,
 )
 from auditor.errors import ConfigError
+from auditor.platforms.base import Capability
 
 rebuild_app = typer.Typer(
     help="Repair what a scan found: replay MCLs through DataHub's own consumer, or reindex "
@@ -112,7 +113,7 @@ def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]
 
 def _go(mode: str, opts: dict[str, Any]) -> None:
     def go() -> int:
-        from auditor.api import rebuild
+        from auditor.api import platform_of, rebuild
         from auditor.core.model import Selection
         from auditor.rebuild.run import RebuildRequest
         from auditor.reports.rebuild_report import render_console, to_json
@@ -140,8 +141,8 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             return _workers(mode, opts, settings)
         shard = shard_of(opts.get("shard"))
         urn_range = shard_range(opts.get("shard_plan"), shard)
-        if shard is not None and settings.platform == "openmetadata":
-            raise ConfigError("--shard is not supported with --platform openmetadata")
+        if shard is not None:
+            platform_of(settings).require(Capability.SHARD_PLAN, "--shard")
         findings, verdicts, scope = _findings(opts["from_report"], opts["include"])
         if scope:  # the report's index prefix, topics and group, unless others were given
             from auditor.cli.scope import with_report_scope
@@ -429,6 +430,7 @@ def _workers(mode: str, opts: dict[str, Any], settings: Any) -> int:
     """`--workers K`: every shard as a child process, K at a time, then their outcomes merged."""
     import sys
 
+    from auditor.api import platform_of
     from auditor.rebuild.workers import run_shards
     from auditor.reports.rebuild_merge import merge_outcomes, render_console
     from auditor.scan.shards import ShardPlan
@@ -436,8 +438,9 @@ def _workers(mode: str, opts: dict[str, Any], settings: Any) -> int:
     workers = int(opts["workers"])
     if opts.get("shard"):
         raise ConfigError("--workers runs every shard itself", hint="drop --shard (or drop --workers)")
-    if settings.platform == "openmetadata" or opts.get("full"):
-        raise ConfigError("--workers shards a targeted replay or reindex of DataHub only (not --full)")
+    platform_of(settings).require(Capability.SHARD_PLAN, "--workers")
+    if opts.get("full"):
+        raise ConfigError("--workers shards a targeted replay or reindex (not --full)")
     state_dir = Path(settings.state_file).parent
     path = opts.get("shard_plan")
     if path is None:  # a plan of K ranges, kept for --resume (the checkpoints are named by range)

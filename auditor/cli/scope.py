@@ -20,7 +20,12 @@ def report_scope(data: dict[str, Any]) -> dict[str, str]:
     """What a scan's JSON report says it read: its index prefix, topics and MAE group (what it
     does not say is left to the settings). An OpenMetadata report has none of DataHub's."""
     sources = data.get("sources") or {}
-    if sources.get("platform") == "openmetadata":
+    from auditor import platforms
+    from auditor.platforms.base import Capability
+
+    # without a change log there are no topics or group; the platform's repair reads its index
+    # naming off the findings (OpenMetadata's cluster alias)
+    if not platforms.get(str(sources.get("platform") or "") or None).supports(Capability.CHANGE_LOG):
         return {}
     out: dict[str, str] = {}
     scope = data.get("scope") or {}

@@ -90,8 +90,7 @@ def triage(
     """
 
     def go() -> int:
-        from auditor.core.urn_text import normalize
-        from auditor.core.urns import UrnError
+        from auditor import platforms
         from auditor.errors import ConfigError
 
         if fmt not in (Format.console, Format.json):
@@ -114,29 +113,17 @@ def triage(
             )
 
         settings = None
-        if (platform or "").lower() != "openmetadata":
-            try:  # refused before anything heavy is imported or connected
-                normalize(urn)
-            except UrnError as exc:
-                settings = settings_()  # unless the configuration says OpenMetadata
-                if settings.platform != "openmetadata":
-                    raise ConfigError(
-                        f"not a urn: {exc}",
-                        hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'",
-                    ) from None
+        try:  # refused before anything heavy is imported or connected
+            platforms.get(platform).check_name(urn)
+        except ConfigError:
+            settings = settings_()  # unless the configuration names another platform
+            if platforms.get(settings.platform).name == platforms.get(platform).name:
+                raise
+        from auditor.api import triage as run_triage
         from auditor.reports.triage_report import render_console, render_json
 
         settings = settings or settings_()
-        if settings.platform == "openmetadata":
-            from auditor.api import om_triage
-
-            result = om_triage(settings, urn, tuple(entity_type or ()), grace)
-        else:
-            from auditor.api import triage as run_triage
-
-            if entity_type:
-                raise ConfigError("--entity-type is for --platform openmetadata (a urn names its type)")
-            result = run_triage(settings, urn, grace, settle)
+        result = run_triage(settings, urn, grace, settle, entity_types=tuple(entity_type or ()))
         if fmt == Format.json:
             write(None, render_json(result, settings.mae_consumer_group))
         else:

@@ -152,22 +152,24 @@ def strip_length(text: str | None) -> str | None:
 
 
 def table_specs(names: list[str]) -> tuple[TableSpec, ...]:
-    """The specs `--table` names: `metadata_aspect_v2`, an OpenMetadata entity table
-    (`table_entity`, ...), or `openmetadata` for every OpenMetadata entity table."""
-    from auditor.core.om_naming import BY_TABLE
+    """The specs `--table` names: one of a platform's tables (`metadata_aspect_v2`,
+    `table_entity`, ...), or a platform's name (`openmetadata`) for every table of it."""
+    from auditor import platforms
 
+    by_platform = {name: platforms.get(name).drill_tables() for name in platforms.names()}
+    by_table = {t.name: t for tables in by_platform.values() for t in tables}
     out: list[TableSpec] = []
     for name in names or [METADATA_ASPECT_V2.name]:
-        if name == METADATA_ASPECT_V2.name:
-            out.append(METADATA_ASPECT_V2)
-        elif name == "openmetadata":
-            out.extend(om_entity_table(t) for t in sorted(BY_TABLE))
-        elif name in BY_TABLE:
-            out.append(om_entity_table(name))
+        if name in by_table:
+            out.append(by_table[name])
+        elif by_platform.get(name):
+            out.extend(sorted(by_platform[name], key=lambda t: t.name))
         else:
             raise ConfigError(
                 f"--table {name!r}: not a table the drill knows",
-                hint="metadata_aspect_v2, openmetadata (every OpenMetadata entity table) or one of: "
-                + ", ".join(sorted(BY_TABLE)),
+                hint="a platform's name for every table of it ("
+                + ", ".join(n for n, t in by_platform.items() if t)
+                + ") or one of: "
+                + ", ".join(sorted(by_table)),
             )
     return tuple(dict.fromkeys(out))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from auditor import platforms
 from auditor.core.model import Classified, Kind
 from auditor.core.triage import Boundary, Status, TriageResult, boundary_of, status_of
 
@@ -32,30 +33,6 @@ def place(out: TriageResult) -> None:
 MAX_SHOWN = 4  # alike findings named in one problem line before "+N more"
 
 
-def _om_what(c: Classified) -> str:
-    """An OpenMetadata finding's details (its fields are {name: {expected, actual}})."""
-    f = c.finding
-    if f.kind == Kind.STALE_FIELDS:
-        fields = f.details.get("fields") or {}
-        shown = [
-            f"{k}: expected {v['expected']!r}, found {v['actual']!r}"
-            for k, v in list(fields.items())[:MAX_SHOWN]
-        ]
-        more = f"; +{len(fields) - MAX_SHOWN} more fields" if len(fields) > MAX_SHOWN else ""
-        return "; ".join(shown) + more
-    if f.kind == Kind.SOFT_DELETE_MISMATCH:
-        return str(f.details.get("note") or "")
-    if f.kind == Kind.ORPHAN_DOCUMENT:
-        return "no row: the document is left behind" + (
-            f" ({f.details['note']})" if f.details.get("note") else ""
-        )
-    if f.kind == Kind.MISSING_DOCUMENT:
-        return "no document although the row exists"
-    if f.kind == Kind.MALFORMED_ASPECT:
-        return f"the row's JSON: {f.details.get('error', 'cannot be parsed')}"
-    return ""
-
-
 def _tail(c: Classified) -> str:
     eta = c.evidence.eta_seconds
     return c.evidence.reason + (f" (ETA {eta:.0f}s)" if eta is not None and eta > 0 else "")
@@ -64,8 +41,9 @@ def _tail(c: Classified) -> str:
 def what(c: Classified, all_findings: list[Classified]) -> str:
     """What exactly is wrong, from the finding's details."""
     f = c.finding
-    if f.details.get("platform") == "openmetadata":
-        return _om_what(c)
+    own = platforms.get(platforms.name_of_finding(f.details)).describe(c)
+    if own is not None:  # the platform words its own findings
+        return own
     out = ""
     if f.kind == Kind.ORPHAN_DOCUMENT:
         sysmeta = sum(

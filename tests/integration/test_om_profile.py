@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from auditor.api import ScanOptions, om_scan, rebuild
+from auditor.api import ScanOptions, rebuild, scan
 from auditor.core.model import Report, Verdict
 from auditor.rebuild.run import RebuildRequest
 from auditor.reports import RENDERERS
@@ -64,7 +64,7 @@ class World:
         return load_settings(env={}, **{**base, **more})
 
     def scan(self, grace: float = 300.0, use_state: bool = True, **more: Any) -> Report:
-        return om_scan(self.settings(**more), options=ScanOptions(grace=grace, use_state=use_state))
+        return scan(self.settings(**more), options=ScanOptions(grace=grace, use_state=use_state))
 
     def refresh(self) -> None:
         refresh_all(self.search, self.alias)
@@ -263,8 +263,8 @@ def test_a_scan_under_live_writes_reports_no_divergence(world: World) -> None:
 def test_select_on_the_read_tables_is_all_a_scan_needs_and_a_missing_grant_is_named(world: World) -> None:
     from sqlalchemy import text
 
-    from auditor.core.om_naming import ENTITIES
     from auditor.errors import AccessRefused
+    from auditor.platforms.openmetadata.naming import ENTITIES
 
     engine = world.server.store.engine
     postgres = engine.dialect.name == "postgresql"

@@ -266,7 +266,7 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
     settings = auditor.settings.Settings()
     monkeypatch.setattr(auditor.settings, "load_settings", lambda *args, **kwargs: settings)
     result = TriageResult(URN, URN, steps=steps, findings=[found])
-    monkeypatch.setattr(auditor.api, "triage", lambda settings, urn, grace, settle: result)
+    monkeypatch.setattr(auditor.api, "triage", lambda settings, urn, grace, settle, **kw: result)
     for fmt in ("console", "json"):
         done = CliRunner().invoke(app, ["triage", URN, "--format", fmt])
         assert done.exit_code == 1, done.output
@@ -281,7 +281,7 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
         assert "first break at MCL published: diverged/event_never_published" in done.stdout
     assert "\x1b" not in done.stdout and not UNSPELLED.search(done.stdout) and ":smile:" in done.stdout
 
-    def fail(settings: object, urn: str, grace: object, settle: object) -> None:
+    def fail(settings: object, urn: str, grace: object, settle: object, **kw: object) -> None:
         raise ConfigError(f"no such urn {urn}", hint=ERROR)
 
     monkeypatch.setattr(auditor.api, "triage", fail)
@@ -293,7 +293,7 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
 
 def test_repair_hints_quote_every_value_from_the_data(tmp_path: Path) -> None:
     from auditor.core.plan import RepairAction
-    from auditor.reports.commands import command as render
+    from auditor.platforms.datahub.commands import command as render
 
     doc_id = "a'$(touch pwned)`touch pwned2`b"
     orphan = RepairAction(RepairKind.DELETE_DOCUMENT, URN, "dataset", index="x'y", doc_id=doc_id)

@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from auditor.core.om_fields import BadRow, as_bool, differences, doc_fields, parse_entity, row_fields
+from auditor.platforms.openmetadata.fields import (
+    BadRow,
+    as_bool,
+    differences,
+    doc_fields,
+    parse_entity,
+    row_fields,
+)
 
 ID = "3f1b8c52-8a6e-4a57-9d1c-0c9e5b7a2f10"
 ALICE = "0b7e1a3c-1111-4e2b-8c3d-222222222222"
@@ -109,7 +116,7 @@ def test_a_row_that_is_not_an_entity_is_refused_with_the_reason() -> None:
 
 
 def test_a_doc_one_soft_delete_behind_keeps_its_version_as_openmetadatas_script_leaves_it() -> None:
-    from auditor.core.om_fields import only_the_delete_flag_moved
+    from auditor.platforms.openmetadata.fields import only_the_delete_flag_moved
 
     change = {
         "fieldsUpdated": [{"name": "deleted", "oldValue": False, "newValue": True}],

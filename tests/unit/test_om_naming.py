@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.core.om_document import build_document, fqn_hash, split_fqn
-from auditor.core.om_naming import entities, entity, is_uuid
 from auditor.errors import ConfigError
+from auditor.platforms.openmetadata.document import build_document, fqn_hash, split_fqn
+from auditor.platforms.openmetadata.naming import entities, entity, is_uuid
 
 
 def test_index_and_aliases_take_the_cluster_alias_prefix() -> None:

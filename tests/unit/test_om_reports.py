@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from auditor.checks.openmetadata import check
 from auditor.core.model import Classified, Evidence, Verdict
-from auditor.core.om_naming import entity
-from auditor.core.om_records import OmDoc, OmRow
+from auditor.platforms.openmetadata.naming import entity
+from auditor.platforms.openmetadata.records import OmDoc, OmRow
 from auditor.reports.commands import finding_commands, finding_rebuild, repair_commands
 
 TABLE = entity("table")

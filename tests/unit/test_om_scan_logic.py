@@ -9,11 +9,11 @@ import pytest
 from auditor.checks.openmetadata import check
 from auditor.core.classify import History
 from auditor.core.model import Kind, Verdict
-from auditor.core.om_naming import entity
-from auditor.core.om_records import OmDoc, OmRow, RetryRow
 from auditor.errors import BackendUnavailable
-from auditor.scan.om_join import OmScanner, merge
-from auditor.scan.om_run import judge, reobserve
+from auditor.platforms.openmetadata.join import OmScanner, merge
+from auditor.platforms.openmetadata.naming import entity
+from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
+from auditor.platforms.openmetadata.scan import judge, reobserve
 
 TABLE = entity("table")
 A, B, C = (f"{c * 8}-0000-4000-8000-000000000000" for c in "abc")

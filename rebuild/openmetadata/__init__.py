@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
-from auditor.backends.om_search import OmSearch
-from auditor.backends.om_store import OmStore
 from auditor.core.model import Classified, Evidence, RepairKind, Verdict
-from auditor.core.om_document import build_document
-from auditor.core.om_fields import BadRow, parse_entity
-from auditor.core.om_naming import OmEntity
-from auditor.core.om_records import OmRow
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.errors import ConfigError
-from auditor.scan.om_join import OmScanner
-from auditor.scan.om_run import reobserve
+from auditor.platforms.openmetadata.document import build_document
+from auditor.platforms.openmetadata.fields import BadRow, parse_entity
+from auditor.platforms.openmetadata.join import OmScanner
+from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.records import OmRow
+from auditor.platforms.openmetadata.scan import reobserve
+from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.store import OmStore
 
 GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
 
@@ -142,7 +142,7 @@ def selected_findings(scanner: OmScanner, request: OmRepairRequest) -> list[Clas
 
 def resolve_ids(store: OmStore, entities: list[OmEntity], given: tuple[str, ...]) -> tuple[str, ...]:
     """`--urn` values as ids: a UUID as it is, a fully qualified name looked up in each table."""
-    from auditor.core.om_naming import is_uuid
+    from auditor.platforms.openmetadata.naming import is_uuid
 
     names = [g for g in given if not is_uuid(g)]
     found: dict[str, str] = {}

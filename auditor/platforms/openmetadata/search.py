@@ -18,10 +18,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from auditor.backends.search import SearchIndex
-from auditor.core.om_fields import DOC_SOURCE
-from auditor.core.om_naming import OmEntity
-from auditor.core.om_records import OmDoc
 from auditor.errors import BackendUnavailable
+from auditor.platforms.openmetadata.fields import DOC_SOURCE
+from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.records import OmDoc
 
 PAGE = 2000
 

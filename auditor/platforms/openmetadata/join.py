@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from auditor.backends.om_search import OmSearch
-from auditor.backends.om_store import OmStore
 from auditor.checks.openmetadata import check
 from auditor.core.model import Finding
-from auditor.core.om_naming import OmEntity
-from auditor.core.om_records import OmDoc, OmRow
 from auditor.errors import BackendUnavailable
+from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.records import OmDoc, OmRow
+from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.store import OmStore
 
 Progress = Callable[[int], None]
 

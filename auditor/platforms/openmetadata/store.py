@@ -20,9 +20,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.protocols import Capability
-from auditor.core.om_naming import RETRY_QUEUE_TABLE, OmEntity
-from auditor.core.om_records import OmRow, RetryRow
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
+from auditor.platforms.openmetadata.naming import RETRY_QUEUE_TABLE, OmEntity
+from auditor.platforms.openmetadata.records import OmRow, RetryRow
 from auditor.settings import redact_url
 
 log = logging.getLogger(__name__)

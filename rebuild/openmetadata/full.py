@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
-from auditor.backends.om_search import OmSearch
-from auditor.backends.om_store import OmStore
 from auditor.core.model import Kind
-from auditor.core.om_naming import OmEntity
 from auditor.errors import BackendUnavailable, ConfigError
+from auditor.platforms.openmetadata.join import OmScanner
+from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.scan import reobserve
+from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.store import OmStore
 from auditor.rebuild.openmetadata import OmRepair
-from auditor.scan.om_join import OmScanner
-from auditor.scan.om_run import reobserve
 
 log = logging.getLogger(__name__)
 CATCH_UP_SKEW_MS = 5_000  # rows written this long before a mark are caught up too (clock skew)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.om_fields import (
+from auditor.platforms.openmetadata.fields import (
     BadRow,
     differences,
     doc_fields,
@@ -22,8 +22,8 @@ from auditor.core.om_fields import (
     parse_entity,
     row_fields,
 )
-from auditor.core.om_naming import OmEntity, is_uuid
-from auditor.core.om_records import OmDoc, OmRow
+from auditor.platforms.openmetadata.naming import OmEntity, is_uuid
+from auditor.platforms.openmetadata.records import OmDoc, OmRow
 
 CHECK_ID = "openmetadata"
 PLATFORM = "openmetadata"

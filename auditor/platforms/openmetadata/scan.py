@@ -13,16 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from auditor.backends.om_search import OmSearch
-from auditor.backends.om_store import OmStore
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
 from auditor.core.classify import History, classify, in_flight
 from auditor.core.model import Classified, Evidence, Finding, Observation, Report, RunSummary, Verdict
-from auditor.core.om_naming import RETRY_FAILED, RETRY_PENDING, OmEntity
-from auditor.core.om_records import OmDoc, OmRow, RetryRow
+from auditor.platforms.openmetadata.join import OmScanner, Progress
+from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
+from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
+from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan.judge import finish
-from auditor.scan.om_join import OmScanner, Progress
 from auditor.scan.run import scope_key
 
 NO_KAFKA = (

@@ -15,17 +15,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.backends.om_search import OmSearch
-from auditor.backends.om_store import OmStore
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
-from auditor.core.om_fields import BadRow, parse_entity
-from auditor.core.om_naming import OmEntity, is_uuid
-from auditor.core.om_records import OmDoc, OmRow, RetryRow
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
-from auditor.scan.om_join import OmScanner
-from auditor.scan.om_run import OmScanOptions, judge, reobserve
+from auditor.platforms.openmetadata.fields import BadRow, parse_entity
+from auditor.platforms.openmetadata.join import OmScanner
+from auditor.platforms.openmetadata.naming import OmEntity, is_uuid
+from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
+from auditor.platforms.openmetadata.scan import OmScanOptions, judge, reobserve
+from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.store import OmStore
 from auditor.triage.place import place
 
 

@@ -1,0 +1,76 @@
+"""The registry of platforms: a name -> the platform, imported only when it is asked for.
+
+This is the one place that imports a platform (by its module path, lazily), so a DataHub
+command never loads OpenMetadata's code and the kernel, the pipelines and the reports never
+import a platform at all (the contracts in pyproject.toml). A new platform adds its home and
+one line to `KNOWN` (docs/adding-a-platform.md); a test registers one with `register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from auditor.errors import ConfigError
+
+if TYPE_CHECKING:
+    from auditor.core.model import Classified
+    from auditor.platforms.base import Platform
+
+DEFAULT = "datahub"
+
+# name -> "module:attribute" of the platform object
+KNOWN: dict[str, str] = {
+    "datahub": "auditor.platforms.datahub.platform:PLATFORM",
+    "openmetadata": "auditor.platforms.openmetadata.platform:PLATFORM",
+}
+
+_loaded: dict[str, Platform] = {}
+_registered: dict[str, Callable[[], Platform]] = {}
+
+
+def register(name: str, factory: Callable[[], Platform]) -> None:
+    """Register a platform under `name` (a test's platform, a plug-in)."""
+    _registered[name] = factory
+    _loaded.pop(name, None)
+
+
+def unregister(name: str) -> None:
+    _registered.pop(name, None)
+    _loaded.pop(name, None)
+
+
+def names() -> list[str]:
+    """Every platform the registry knows, the default first."""
+    return [DEFAULT] + sorted((set(KNOWN) | set(_registered)) - {DEFAULT})
+
+
+def get(name: str | None) -> Platform:
+    """The platform called `name` (None or empty: the default), imported on first use."""
+    key = (name or DEFAULT).strip().lower()
+    if key in _loaded:
+        return _loaded[key]
+    if key in _registered:
+        platform = _registered[key]()
+    elif key in KNOWN:
+        module, _, attribute = KNOWN[key].partition(":")
+        platform = getattr(importlib.import_module(module), attribute)
+    else:
+        raise ConfigError(f"unknown platform {name!r}", hint="one of: " + ", ".join(names()))
+    _loaded[key] = platform
+    return platform
+
+
+def name_of_finding(details: Mapping[str, object]) -> str:
+    """The platform a finding belongs to, as its details say (DataHub's carry none)."""
+    return str(details.get("platform") or DEFAULT)
+
+
+def of_findings(findings: Iterable[Classified]) -> Platform:
+    """The platform of a set of judged findings (the first that names one; the default else)."""
+    for c in findings:
+        name = name_of_finding(c.finding.details)
+        if name != DEFAULT:
+            return get(name)
+    return get(DEFAULT)

@@ -1,0 +1,154 @@
+"""What a platform is to the auditor: the interface the face reads, and the capabilities it declares.
+
+A platform (DataHub, OpenMetadata, ...) is where the truth lives, how a search document is
+derived from it, what carries its changes and which repairs make sense. Everything else (the
+verdict rules, the reports, sharding, federation) is shared. The face (`auditor.api`, the CLI)
+asks the registry (`auditor.platforms.get`) for the platform named by the settings or by a
+report, refuses what the platform does not declare (`Platform.require`: one place, one
+wording), and calls it. Nothing here imports a platform.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, ClassVar
+
+from auditor.errors import ConfigError
+
+if TYPE_CHECKING:
+    from auditor.core.model import Classified, Report, Selection
+    from auditor.core.plan import RebuildOutcome, RestoreEvidence
+    from auditor.core.registry import Registry
+    from auditor.core.triage import TriageResult
+    from auditor.drill.spec import TableSpec
+    from auditor.rebuild.run import RebuildRequest
+    from auditor.scan.join import Progress
+    from auditor.scan.run import ScanOptions
+    from auditor.settings import Settings
+
+
+class Capability(StrEnum):
+    """What a platform can do beyond the scan; the pipelines and the CLI refuse the rest."""
+
+    CHANGE_LOG = "a change log (consumer offsets, the change events of a urn)"
+    REPLAY = "a replay through the platform's own consumer (rebuild replay)"
+    STAGED_REINDEX = "a staged full reindex (rebuild reindex --full)"
+    SHARD_PLAN = "urn-range shards (--shard, --plan-shards, --workers)"
+    FEDERATION = "federated stores (--store NAME=URL)"
+    WATCH = "the freshness watch (auditor watch)"
+    PROBE = "the canary probe (auditor probe)"
+    TRIAGE = "triage of one entity (auditor triage)"
+    AFTER_RESTORE = "the after-restore repair (rebuild after-restore)"
+    URN_PATTERN = "a urn pattern (--urn-like)"
+    TIME_WINDOW = "a time window (--since / --until)"
+    ASPECT_FILTER = "an aspect filter (--aspect)"
+
+
+class Platform(ABC):
+    """One platform's knowledge, tied together: its scan, triage, repairs and command lines."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]  # how a person names it: "DataHub"
+    capabilities: ClassVar[frozenset[Capability]]
+    # what to do instead, per capability it lacks (the second line of the refusal)
+    instead: ClassVar[dict[Capability, str]] = {}
+    # schema v1 of the JSON report kept DataHub's own commands in `repair_datahub` beside
+    # `repair_platform`: true for the platform whose commands those are
+    fills_repair_datahub: ClassVar[bool] = False
+    # why the verdicts rest on time and history when the platform has no change log
+    weak_evidence: ClassVar[str | None] = None
+
+    def supports(self, capability: Capability) -> bool:
+        return capability in self.capabilities
+
+    def require(self, capability: Capability, flag: str | None = None) -> None:
+        """Refuse (a usage error, exit 2) what this platform does not declare; one wording."""
+        if capability in self.capabilities:
+            return
+        what = flag or capability.value
+        raise ConfigError(f"{what} is not supported on {self.title}", hint=self.instead.get(capability))
+
+    def require_selection(self, selection: Selection | None, *, aspects_too: bool = False) -> None:
+        """Refuse the selection's filters this platform cannot apply."""
+        if selection is None:
+            return
+        checks: list[tuple[Capability, str, object]] = [
+            (Capability.URN_PATTERN, "--urn-like", selection.urn_like),
+            (Capability.TIME_WINDOW, "--since", selection.since),
+            (Capability.TIME_WINDOW, "--until", selection.until),
+            (Capability.SHARD_PLAN, "--shard", selection.shard),
+        ]
+        if aspects_too:
+            checks.append((Capability.ASPECT_FILTER, "--aspect", selection.aspects))
+        for capability, flag, used in checks:
+            if used:
+                self.require(capability, flag)
+
+    # the pipelines, as the face calls them
+
+    @abstractmethod
+    def scan(
+        self,
+        settings: Settings,
+        selection: Selection,
+        options: ScanOptions,
+        progress: Progress | None = None,
+        *,
+        registry: Registry | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> Report:
+        """Compare the truth with the search documents and judge every difference. Read-only."""
+
+    @abstractmethod
+    def triage(
+        self,
+        settings: Settings,
+        text: str,
+        *,
+        entity_types: Sequence[str] = (),
+        grace: float | None = None,
+        settle: float = 10.0,
+    ) -> TriageResult:
+        """One entity, boundary by boundary, as pasted by a person. Read-only."""
+
+    @abstractmethod
+    def rebuild(self, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+        """Plan a repair and, with `request.apply`, do it and verify it."""
+
+    def restore_window(self, settings: Settings, first: Report) -> RestoreEvidence:
+        """After a search restore: how far the index is behind the truth (AFTER_RESTORE)."""
+        self.require(Capability.AFTER_RESTORE)
+        raise NotImplementedError  # a platform that declares AFTER_RESTORE implements this
+
+    def describe(self, c: Classified) -> str | None:
+        """What exactly is wrong with one finding, in the platform's words (None: the shared
+        wording of the finding's kind)."""
+        return None
+
+    def drill_tables(self) -> tuple[TableSpec, ...]:
+        """The tables a restore drill compares row by row (`auditor drill compare --table`)."""
+        return ()
+
+    def check_name(self, text: str) -> None:
+        """Refuse, before anything heavy is opened, what cannot name one of this platform's
+        entities (a ConfigError); the default takes anything."""
+        return None
+
+    # the repair commands a person can run (reports render them; one renderer per platform)
+
+    @abstractmethod
+    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
+        """The platform's own tools that repair one judged finding (none for one in flight)."""
+
+    @abstractmethod
+    def finding_rebuild(self, c: Classified) -> str | None:
+        """The `auditor rebuild` command that repairs one judged finding (None: nothing to write)."""
+
+    @abstractmethod
+    def repair_commands(
+        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
+    ) -> list[str]:
+        """What to run for a report's findings: `auditor rebuild` first, then the platform's tools."""

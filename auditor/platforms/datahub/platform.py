@@ -1,0 +1,204 @@
+"""The DataHub platform: `metadata_aspect_v2` against the entity indices, judged with the MAE
+consumer's Kafka offsets; repaired by replaying MCLs or reindexing from the rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack, closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from auditor.backends.connect import open_events, open_search, open_state, open_store
+from auditor.core.model import Classified, Report, Selection
+from auditor.core.plan import RebuildOutcome, RestoreEvidence
+from auditor.core.registry import Registry
+from auditor.core.triage import TriageResult
+from auditor.errors import ConfigError
+from auditor.platforms.base import Capability, Platform
+from auditor.platforms.datahub import commands
+from auditor.scan.join import Progress
+from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.settings import Settings
+
+if TYPE_CHECKING:
+    from auditor.drill.spec import TableSpec
+    from auditor.rebuild.run import RebuildRequest
+
+
+def scan_target(settings: Settings) -> ScanTarget:
+    """Where the scan looks and its default judgement, from the settings."""
+    return ScanTarget(
+        index_prefix=settings.index_prefix,
+        versioned_topic=settings.mcl_versioned_topic,
+        timeseries_topic=settings.mcl_timeseries_topic,
+        group=settings.mae_consumer_group,
+        grace=settings.grace_seconds,
+        sample_window=settings.sample_window_seconds,
+        visibility=settings.index_visibility_seconds,
+        prefetch=settings.scan_prefetch,
+    )
+
+
+class DataHub(Platform):
+    name = "datahub"
+    title = "DataHub"
+    capabilities = frozenset(Capability)
+    fills_repair_datahub = True
+
+    def drill_tables(self) -> tuple[TableSpec, ...]:
+        from auditor.drill.spec import METADATA_ASPECT_V2
+
+        return (METADATA_ASPECT_V2,)
+
+    def check_name(self, text: str) -> None:
+        from auditor.core.urn_text import normalize
+        from auditor.core.urns import UrnError
+
+        try:
+            normalize(text)
+        except UrnError as exc:
+            raise ConfigError(
+                f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
+            ) from None
+
+    def scan(
+        self,
+        settings: Settings,
+        selection: Selection,
+        options: ScanOptions,
+        progress: Progress | None = None,
+        *,
+        registry: Registry | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> Report:
+        report = Report(
+            started_at=datetime.now(UTC),
+            scope=selection,
+            index_prefix=settings.index_prefix,
+            consumer_group=settings.mae_consumer_group,
+            sources=settings.describe(),
+        )
+        if settings.kafka_bootstrap:  # the topics it read: a repair of the report defaults to them
+            report.sources["versioned_topic"] = settings.mcl_versioned_topic
+            report.sources["timeseries_topic"] = settings.mcl_timeseries_topic
+        with ExitStack() as opened:  # every connection closed after the scan, whatever happens
+            store = opened.enter_context(closing(open_store(settings)))
+            search = opened.enter_context(closing(open_search(settings)))
+            report.sources["store_version"] = store.ping()
+            report.sources["search_version"] = search.version()
+            registry = registry or Registry.load()
+            events = open_events(settings, report.warnings)
+            if events is not None:
+                opened.callback(events.close)
+            state = opened.enter_context(closing(open_state(settings, options.use_state)))
+            backends = ScanBackends(store, search, events, state)
+            return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
+
+    def triage(
+        self,
+        settings: Settings,
+        text: str,
+        *,
+        entity_types: Sequence[str] = (),
+        grace: float | None = None,
+        settle: float = 10.0,
+    ) -> TriageResult:
+        from auditor.backends.state import ScanState
+        from auditor.core.urn_text import normalize
+        from auditor.core.urns import UrnError
+        from auditor.triage import walk
+
+        if entity_types:
+            raise ConfigError("--entity-type is for --platform openmetadata (a urn names its type)")
+        try:
+            urn, read_as = normalize(text)
+        except UrnError as exc:
+            raise ConfigError(
+                f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
+            ) from None
+        with ExitStack() as opened:
+            store = opened.enter_context(closing(open_store(settings)))
+            search = opened.enter_context(closing(open_search(settings)))
+            warnings: list[str] = []
+            events = open_events(settings, warnings)
+            if events is not None:
+                opened.callback(events.close)
+            state = opened.enter_context(closing(ScanState(settings.state_file, read_only=True)))
+            backends = ScanBackends(store, search, events, state)
+            target = scan_target(settings)
+            result = walk(
+                backends,
+                Registry.load(),
+                target,
+                urn,
+                asked=text,
+                read_as=read_as,
+                grace=target.grace if grace is None else grace,
+                settle=settle,
+            )
+            result.warnings = warnings + result.warnings
+            return result
+
+    def rebuild(self, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+        from auditor.backends.connect import kafka_config
+        from auditor.backends.index_writer import IndexWriter
+        from auditor.backends.producer import MclProducer
+        from auditor.rebuild.run import RebuildBackends
+        from auditor.rebuild.run import rebuild as run_rebuild
+
+        if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
+            from auditor.rebuild.federation import rebuild_federation
+
+            return rebuild_federation(settings, request, self.rebuild)
+        with ExitStack() as opened:
+            store = opened.enter_context(closing(open_store(settings)))
+            search = opened.enter_context(closing(open_search(settings)))
+            warnings: list[str] = []
+            events = open_events(settings, warnings) if request.mode != "plan" else None
+            if events is not None:
+                opened.callback(events.close)
+            state = opened.enter_context(closing(open_state(settings, use=False)))
+            producer = None
+            if settings.kafka_bootstrap:
+
+                def producer() -> MclProducer:
+                    return MclProducer(
+                        kafka_config(settings), settings.schema_registry_url, settings.mcl_versioned_topic
+                    )
+
+            backends = RebuildBackends(
+                ScanBackends(store, search, events, state),
+                store,
+                producer,
+                lambda: IndexWriter(search),
+                f"{store.description} {search.description}",
+            )
+            if request.state_dir == Path("."):
+                request.state_dir = Path(settings.state_file).parent
+            outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request)
+        outcome.warnings = warnings + outcome.warnings
+        return outcome
+
+    def restore_window(self, settings: Settings, first: Report) -> RestoreEvidence:
+        """How far search is behind the database: the last write against the system metadata."""
+        from auditor.core.naming import system_metadata_index
+        from auditor.rebuild.after_restore import ms_to_datetime, window
+
+        with closing(open_store(settings)) as store, closing(open_search(settings)) as search:
+            sysmeta = search.max_of(system_metadata_index(settings.index_prefix), "lastUpdated")
+            return window(first, store.last_write(), ms_to_datetime(sysmeta))
+
+    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
+        return commands.finding_commands(c, group=group, until=until)
+
+    def finding_rebuild(self, c: Classified) -> str | None:
+        return commands.finding_rebuild(c)
+
+    def repair_commands(
+        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
+    ) -> list[str]:
+        return commands.repair_commands(findings, group=group, until=until)
+
+
+PLATFORM = DataHub()

@@ -1,0 +1,23 @@
+"""Opening OpenMetadata's backends from the settings."""
+
+from __future__ import annotations
+
+from auditor.backends.connect import open_search
+from auditor.errors import ConfigError
+from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.store import OmStore
+from auditor.settings import Settings
+
+
+def open_om_store(settings: Settings) -> OmStore:
+    """OpenMetadata's database (the entity tables, relationships, tag usages, retry queue)."""
+    if settings.store_url is None:
+        raise ConfigError(
+            "no OpenMetadata database configured", hint="pass --store-url or set AUDITOR_STORE_URL"
+        )
+    return OmStore(settings.store_url.get_secret_value())
+
+
+def open_om_search(settings: Settings) -> OmSearch:
+    """OpenMetadata's indices, named under the cluster alias (ELASTICSEARCH_CLUSTER_ALIAS)."""
+    return OmSearch(open_search(settings), settings.cluster_alias)

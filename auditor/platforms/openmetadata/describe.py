@@ -1,0 +1,31 @@
+"""How OpenMetadata's findings are said in one line (triage, the console)."""
+
+from __future__ import annotations
+
+from auditor.core.model import Classified, Kind
+
+MAX_SHOWN = 4  # alike fields named before "+N more"
+
+
+def describe(c: Classified) -> str:
+    """An OpenMetadata finding's details (its fields are {name: {expected, actual}})."""
+    f = c.finding
+    if f.kind == Kind.STALE_FIELDS:
+        fields = f.details.get("fields") or {}
+        shown = [
+            f"{k}: expected {v['expected']!r}, found {v['actual']!r}"
+            for k, v in list(fields.items())[:MAX_SHOWN]
+        ]
+        more = f"; +{len(fields) - MAX_SHOWN} more fields" if len(fields) > MAX_SHOWN else ""
+        return "; ".join(shown) + more
+    if f.kind == Kind.SOFT_DELETE_MISMATCH:
+        return str(f.details.get("note") or "")
+    if f.kind == Kind.ORPHAN_DOCUMENT:
+        return "no row: the document is left behind" + (
+            f" ({f.details['note']})" if f.details.get("note") else ""
+        )
+    if f.kind == Kind.MISSING_DOCUMENT:
+        return "no document although the row exists"
+    if f.kind == Kind.MALFORMED_ASPECT:
+        return f"the row's JSON: {f.details.get('error', 'cannot be parsed')}"
+    return ""

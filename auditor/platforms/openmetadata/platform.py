@@ -1,0 +1,262 @@
+"""The OpenMetadata platform: entity tables against `<cluster_alias>_<entity>_search_index`.
+
+No change log: the server writes the database, then the index, in one request, and queues a
+search write that failed in `search_index_retry_queue`. So verdicts rest on the retry queue,
+the change's age and the state file, and the only repair is a reindex from the rows (targeted,
+or `--full`: a staged index per type swapped in with its aliases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack, closing
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, ClassVar
+
+from auditor.backends.connect import open_state
+from auditor.core.model import Classified, Report, Selection
+from auditor.core.plan import RebuildOutcome, plan
+from auditor.errors import ConfigError
+from auditor.platforms.base import Capability, Platform
+from auditor.platforms.openmetadata import commands
+from auditor.platforms.openmetadata.describe import describe
+from auditor.settings import Settings
+
+if TYPE_CHECKING:
+    from auditor.core.registry import Registry
+    from auditor.core.triage import TriageResult
+    from auditor.drill.spec import TableSpec
+    from auditor.rebuild.run import RebuildRequest
+    from auditor.scan.join import Progress
+    from auditor.scan.run import ScanOptions
+
+SELECT_BY = "select with --entity-type and --urn (an id or an FQN)"
+
+
+class OpenMetadata(Platform):
+    name = "openmetadata"
+    title = "OpenMetadata"
+    capabilities = frozenset({Capability.STAGED_REINDEX, Capability.TRIAGE})
+    weak_evidence = (
+        "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
+        "queue, the change's age and earlier scans"
+    )
+    instead: ClassVar[dict[Capability, str]] = {
+        Capability.REPLAY: "use `auditor rebuild reindex --platform openmetadata` (writes the docs from "
+        "the rows): OpenMetadata has no change log to replay through",
+        Capability.URN_PATTERN: SELECT_BY,
+        Capability.TIME_WINDOW: SELECT_BY,
+        Capability.ASPECT_FILTER: SELECT_BY,
+        Capability.SHARD_PLAN: "one process scans or repairs OpenMetadata; select with --entity-type",
+        Capability.FEDERATION: "scan each OpenMetadata server on its own (--store-url)",
+        Capability.CHANGE_LOG: "OpenMetadata writes search synchronously: the scan's verdicts rest on "
+        "its retry queue, time and history",
+        Capability.WATCH: "OpenMetadata has no change log to tail: schedule `auditor scan --platform "
+        "openmetadata` instead",
+        Capability.PROBE: "OpenMetadata has no change log to time a canary through",
+        Capability.AFTER_RESTORE: "after restoring OpenMetadata's search, `auditor rebuild reindex "
+        "--platform openmetadata --full --apply`",
+    }
+
+    def scan(
+        self,
+        settings: Settings,
+        selection: Selection,
+        options: ScanOptions,
+        progress: Progress | None = None,
+        *,
+        registry: Registry | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> Report:
+        return om_scan(self, settings, selection, options, progress)
+
+    def triage(
+        self,
+        settings: Settings,
+        text: str,
+        *,
+        entity_types: Sequence[str] = (),
+        grace: float | None = None,
+        settle: float = 10.0,
+    ) -> TriageResult:
+        return om_triage(settings, text, tuple(entity_types), grace)
+
+    def rebuild(self, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+        return om_rebuild(self, settings, request)
+
+    def drill_tables(self) -> tuple[TableSpec, ...]:
+        from auditor.drill.spec import om_entity_table
+        from auditor.platforms.openmetadata.naming import BY_TABLE
+
+        return tuple(om_entity_table(t) for t in sorted(BY_TABLE))
+
+    def describe(self, c: Classified) -> str | None:
+        return describe(c)
+
+    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
+        return commands.finding_commands(c)
+
+    def finding_rebuild(self, c: Classified) -> str | None:
+        return commands.finding_rebuild(c)
+
+    def repair_commands(
+        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
+    ) -> list[str]:
+        return commands.repair_commands(findings)
+
+
+def _om_state(settings: Settings) -> Settings:
+    """The default state file is DataHub's: OpenMetadata's history is kept beside it."""
+    if settings.state_file == Settings.model_fields["state_file"].default:
+        own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
+        return settings.model_copy(update={"state_file": own})
+    return settings
+
+
+def om_triage(
+    settings: Settings, text: str, entity_types: tuple[str, ...] = (), grace: float | None = None
+) -> TriageResult:
+    """OpenMetadata's "I can't find my table": one entity (its fully qualified name or id) from
+    its row through the retry queue to its document. Read-only (the state file is only read)."""
+    from auditor.backends.state import ScanState
+    from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
+    from auditor.platforms.openmetadata.naming import entities
+    from auditor.platforms.openmetadata.scan import OmScanOptions
+    from auditor.platforms.openmetadata.triage import om_walk
+
+    chosen = entities(entity_types)
+    settings = _om_state(settings)
+    options = OmScanOptions(
+        grace=settings.grace_seconds if grace is None else grace,
+        visibility=settings.index_visibility_seconds,
+        use_state=False,
+    )
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_om_store(settings)))
+        search = opened.enter_context(closing(open_om_search(settings)))
+        state = opened.enter_context(closing(ScanState(settings.state_file, read_only=True)))
+        return om_walk(store, search, state, chosen, text, options)
+
+
+def om_scan(
+    platform: Platform,
+    settings: Settings,
+    selection: Selection,
+    options: ScanOptions,
+    progress: Progress | None = None,
+) -> Report:
+    """The OpenMetadata profile's scan: entity tables against `<cluster_alias>_<entity>_search_index`.
+
+    No change log: verdicts rest on the retry queue, the change's age and the state file. Read-only.
+    """
+    from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
+    from auditor.platforms.openmetadata.naming import entities
+    from auditor.platforms.openmetadata.scan import NO_KAFKA, OmScanOptions, run_om_scan
+
+    selection = selection or Selection()  # (a caller may pass an empty one)
+    platform.require_selection(selection)
+    chosen = entities(selection.entity_types)
+    settings = _om_state(settings)
+    report = Report(
+        started_at=datetime.now(UTC),
+        scope=selection,
+        index_prefix=settings.cluster_alias,
+        consumer_group="",
+        sources={"platform": "openmetadata", **settings.describe()},
+        warnings=[NO_KAFKA],
+    )
+    om_options = OmScanOptions(
+        grace=settings.grace_seconds if options.grace is None else options.grace,
+        visibility=settings.index_visibility_seconds if options.visibility is None else options.visibility,
+        max_findings=options.max_findings,
+        use_state=options.use_state,
+    )
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_om_store(settings)))
+        search = opened.enter_context(closing(open_om_search(settings)))
+        report.sources["store_version"] = store.ping()
+        report.sources["search_version"] = search.search.version()
+        if not selection.entity_types:  # every known type whose table this database has
+            chosen = [e for e in chosen if store.columns(e.table, required=False) is not None]
+            if store.denied:
+                refused = ", ".join(sorted(store.denied))
+                report.warnings.append(f"SELECT refused on {refused}: not scanned (grant it, or not OM's?)")
+        state = opened.enter_context(closing(open_state(settings, options.use_state)))
+        return run_om_scan(store, search, state, chosen, report, om_options, progress)
+
+
+def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
+    """The OpenMetadata profile's repair: reindex from the database (targeted, or --full with an
+    atomic alias swap), verified with the scan's own steps. A plan of a report needs no server."""
+    from auditor.backends.index_writer import IndexWriter
+    from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
+    from auditor.platforms.openmetadata.naming import entities
+    from auditor.rebuild.openmetadata import OmRepairRequest, chosen_findings, repair, resolve_ids
+    from auditor.rebuild.openmetadata.full import FullRebuild
+
+    if request.mode == "replay":
+        platform.require(Capability.REPLAY, "rebuild replay")
+    selection = request.selection
+    platform.require_selection(selection, aspects_too=True)
+    if request.mode == "plan" and request.findings is not None:
+        outcome = RebuildOutcome("plan", False, plan(chosen_findings(request.findings, request.include)))
+        outcome.rows = len(outcome.plan.urns)
+        return outcome
+    types = selection.entity_types if selection is not None else ()
+    if request.findings is not None:
+        types = tuple(sorted({c.finding.entity_type for c in request.findings}))
+        settings = _report_cluster_alias(settings, request.findings)
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(open_om_store(settings)))
+        search = opened.enter_context(closing(open_om_search(settings)))
+        chosen_types = [
+            e for e in entities(types) if types or store.columns(e.table, required=False) is not None
+        ]
+        writer = IndexWriter(search.search)
+        if request.full and request.apply:
+            if request.findings is not None or (selection is not None and selection.urns):
+                raise ConfigError("--full rebuilds whole entity types", hint="select them with --entity-type")
+            full = FullRebuild(store, search, writer)
+            for entity in chosen_types:
+                full.run(entity)
+            outcome = RebuildOutcome("reindex", True, plan([]), notes=full.notes)
+            outcome.counts, outcome.failed = full.work.counts, sorted(full.work.failed)
+            outcome.why = dict(full.work.failed)
+            return outcome
+        ids = resolve_ids(store, chosen_types, selection.urns) if selection is not None else ()
+        om_request = OmRepairRequest(
+            chosen_types,
+            findings=request.findings,
+            include=request.include,
+            ids=ids,
+            apply=request.apply and request.mode != "plan",
+            batch=request.batch,
+            visibility=settings.index_visibility_seconds,
+            progress=request.progress,
+        )
+        return repair(store, search, writer, om_request)
+
+
+def _report_cluster_alias(settings: Settings, findings: Sequence[Classified]) -> Settings:
+    """A repair of a report writes under the report's cluster alias (read off its index names);
+    another one given is a usage error naming both."""
+    from auditor.platforms.openmetadata.naming import ENTITIES
+
+    seen: set[str] = set()
+    for c in findings:
+        known = ENTITIES.get(c.finding.entity_type)
+        index = c.finding.index or ""
+        if known is not None and index.endswith(known.index):
+            seen.add(index[: -len(known.index)].removesuffix("_"))
+    if len(seen) != 1:
+        return settings
+    (alias,) = seen
+    if settings.cluster_alias and settings.cluster_alias != alias:
+        raise ConfigError(
+            f"the report was scanned under the cluster alias {alias!r}, not {settings.cluster_alias!r}",
+            hint="drop --cluster-alias (the report's is used) or repair with a report of that cluster",
+        )
+    return settings.model_copy(update={"cluster_alias": alias})
+
+
+PLATFORM = OpenMetadata()
