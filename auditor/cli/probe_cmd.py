@@ -102,6 +102,10 @@ def probe(
             timeseries_topic=timeseries_topic,
             group=consumer_group,
         )
+        from auditor.api import platform_of
+        from auditor.platforms.base import Capability
+
+        platform_of(settings).require(Capability.PROBE)  # (a platform from the config or env)
         from auditor.watch.probe_session import open_writer, run_probe
 
         with open_writer(settings, gms_url, gms_token, topic) as writer:

@@ -122,6 +122,10 @@ def watch(
             timeseries_topic=timeseries_topic,
             group=mae_group,
         )
+        from auditor.api import platform_of
+        from auditor.platforms.base import Capability
+
+        platform_of(settings).require(Capability.WATCH)  # (a platform from the config or env)
         if not 0 < objective < 1:
             from auditor.errors import ConfigError
 
