@@ -1,0 +1,124 @@
+"""DataHub on pgQueue (no Kafka): a dropped message, a stalled consumer and a backlog, judged from
+the PostgreSQL queue tables and repaired (replay into the queue, reindex) to a clean re-scan."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from faults import backlog, drop_mcl, stall
+from sqlalchemy import text
+from world import World
+
+from auditor.api import rebuild
+from auditor.core.model import Report, Selection, Verdict
+from auditor.errors import ConfigError
+from auditor.rebuild.run import RebuildRequest
+from sandbox.naming import MCL_VERSIONED_TOPIC
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    w = World("postgres", "opensearch", tmp_path_factory.mktemp("pgq"), transport="pgqueue")
+    yield w
+    w.close()
+
+
+def verdicts(report: Report, urns: set[str]) -> dict[str, set[tuple[str, str]]]:
+    out: dict[str, set[tuple[str, str]]] = {u: set() for u in urns}
+    for c in report.findings:
+        assert c.finding.urn in urns, f"a finding on a urn no fault touched: {c}"
+        out[c.finding.urn].add((c.verdict.value, c.subkind))
+    return out
+
+
+def clean(world: World) -> None:
+    world.consumer.reset_faults()
+    assert world.consumer.drain(60)
+    report = world.scan()
+    assert report.exit_code == 0 and not report.findings, [str(c) for c in report.findings]
+
+
+def test_a_dropped_message_is_never_published_and_a_replay_into_the_queue_repairs_it(
+    world: World, tmp_path: Path
+) -> None:
+    urns = drop_mcl(world, 0) | drop_mcl(world, 1)
+    report = world.scan()
+    assert "pgqueue" in report.sources and not any("weaker" in w for w in report.warnings), report.warnings
+    for seen in verdicts(report, urns).values():
+        assert ("diverged", "event_never_published") in seen, seen
+    first, second = sorted(urns)
+    by_urn = {u: [c for c in report.findings if c.finding.urn == u] for u in urns}
+    replayed = rebuild(
+        world.settings(),
+        RebuildRequest("replay", findings=by_urn[first], apply=True, wait_seconds=60, state_dir=tmp_path),
+    )
+    assert replayed.consumer_caught_up and not replayed.failed and not replayed.still_wrong
+    with world.engine.connect() as conn:  # what GMS's producer would have written
+        row = conn.execute(
+            text(
+                "SELECT m.payload_compression, ct.mime, m.priority, m.headers IS NULL, m.enqueue_seq "
+                "FROM queue.metadata_queue_message m JOIN queue.metadata_queue_topic t ON t.id = m.topic_id "
+                "JOIN queue.metadata_queue_content_type ct ON ct.id = m.content_type_id "
+                "WHERE t.topic_name = :t AND m.routing_key = :k ORDER BY m.enqueue_seq DESC LIMIT 1"
+            ),
+            {"t": MCL_VERSIONED_TOPIC, "k": first},
+        ).one()
+    assert row[:4] == (1, "application/vnd.confluent.avro+binary", 5, True), row
+    reindexed = rebuild(
+        world.settings(),
+        RebuildRequest("reindex", findings=by_urn[second], apply=True, state_dir=tmp_path),
+    )
+    assert not reindexed.failed and not reindexed.still_wrong
+    clean(world)
+
+
+def test_a_stalled_consumer_is_stalled(world: World) -> None:
+    urns = stall(world)
+    report = world.scan()
+    for seen in verdicts(report, urns).values():
+        assert any(v == Verdict.STALLED.value for v, _ in seen), seen
+    assert report.exit_code == 4
+    clean(world)
+
+
+def test_a_backlog_is_in_flight_with_an_eta(world: World) -> None:
+    urns = backlog(world)
+    report = world.scan(sample_window=3.0)
+    assert report.exit_code == 0
+    waiting = [c for c in report.findings if c.verdict == Verdict.IN_FLIGHT]
+    assert waiting and all(c.finding.urn in urns for c in report.findings)
+    assert any(c.evidence.eta_seconds is not None for c in waiting), [str(c) for c in waiting]
+    clean(world)
+
+
+def test_retention_that_left_the_consumer_past_the_log_refuses_a_replay_and_a_reindex_repairs(
+    world: World, tmp_path: Path
+) -> None:
+    clean(world)
+    assert world.queue.apply_retention() > 0  # aggressive retention: what every group passed
+    with world.engine.begin() as conn:  # then the last rows go too (a partition dropped by age)
+        conn.execute(text("DELETE FROM queue.metadata_queue_message"))
+    urns = drop_mcl(world, 2)
+    report = world.scan()
+    assert any("STUCK_AHEAD" in w for w in report.warnings), report.warnings
+    with pytest.raises(ConfigError, match="replay impossible") as refused:
+        rebuild(
+            world.settings(),
+            RebuildRequest("replay", findings=report.findings, apply=True, state_dir=tmp_path),
+        )
+    assert "reindex" in (refused.value.hint or "")
+    outcome = rebuild(
+        world.settings(),
+        RebuildRequest("reindex", selection=Selection(urns=tuple(urns)), apply=True, state_dir=tmp_path),
+    )
+    assert not outcome.failed and not outcome.still_wrong
+    with world.engine.begin() as conn:  # DataHub's remedy: the group's offset reset to the log
+        conn.execute(text("UPDATE queue.metadata_queue_consumer_offset SET offset_value = 0"))
+    time.sleep(0.5)
+    report = world.scan()
+    assert report.exit_code == 0 and not report.findings, [str(c) for c in report.findings]
