@@ -57,8 +57,8 @@ def open_pgqueue_events(settings: Settings, warnings: list[str]) -> PgQueueEvent
         return None
 
 
-def open_pgqueue_producer(settings: Settings) -> PgQueueProducer:
-    """The replay's producer into the versioned change-log topic of the queue."""
+def open_pgqueue_producer(settings: Settings, topic: str | None = None) -> PgQueueProducer:
+    """The replay's (or the probe's) producer into the versioned change-log topic of the queue."""
     events = PgQueueEvents(
         queue_url(settings),
         settings.pgqueue_schema,
@@ -66,7 +66,7 @@ def open_pgqueue_producer(settings: Settings) -> PgQueueProducer:
         settings.schema_registry_url,
     )
     try:
-        return PgQueueProducer(events, settings.schema_registry_url, settings.mcl_versioned_topic)
+        return PgQueueProducer(events, settings.schema_registry_url, topic or settings.mcl_versioned_topic)
     except BaseException:
         events.close()
         raise

@@ -3,6 +3,10 @@ the PostgreSQL queue tables and repaired (replay into the queue, reindex) to a c
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +16,7 @@ from faults import backlog, drop_mcl, stall
 from sqlalchemy import text
 from world import World
 
-from auditor.api import rebuild
+from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.errors import ConfigError
 from auditor.rebuild.run import RebuildRequest
@@ -52,6 +56,10 @@ def test_a_dropped_message_is_never_published_and_a_replay_into_the_queue_repair
     for seen in verdicts(report, urns).values():
         assert ("diverged", "event_never_published") in seen, seen
     first, second = sorted(urns)
+    traced = triage(world.settings(), first, settle=0.5)  # the triage reads the same queue
+    why = [(c.verdict.value, c.subkind, c.evidence.reason) for c in traced.findings]
+    assert traced.verdict == "diverged", why
+    assert "event_never_published" in {c.subkind for c in traced.findings}, why
     by_urn = {u: [c for c in report.findings if c.finding.urn == u] for u in urns}
     replayed = rebuild(
         world.settings(),
@@ -83,6 +91,7 @@ def test_a_stalled_consumer_is_stalled(world: World) -> None:
     for seen in verdicts(report, urns).values():
         assert any(v == Verdict.STALLED.value for v, _ in seen), seen
     assert report.exit_code == 4
+    assert triage(world.settings(), sorted(urns)[0], settle=0.5).verdict == Verdict.STALLED.value
     clean(world)
 
 
@@ -122,3 +131,30 @@ def test_retention_that_left_the_consumer_past_the_log_refuses_a_replay_and_a_re
     time.sleep(0.5)
     report = world.scan()
     assert report.exit_code == 0 and not report.findings, [str(c) for c in report.findings]
+
+
+def cli(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    e = world.endpoints
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITOR_", "KAFKA_", "DATAHUB_"))}
+    env.update(
+        DATAHUB_MESSAGING_TRANSPORT="pgqueue",
+        AUDITOR_STORE_URL=e.pg_url,
+        AUDITOR_SEARCH_URL=e.opensearch,
+        AUDITOR_SCHEMA_REGISTRY_URL=e.registry,
+        AUDITOR_INDEX_PREFIX=world.prefix,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "auditor.cli", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_probe_times_a_canary_through_the_queue_and_the_watch_is_refused(world: World) -> None:
+    done = cli(world, "probe", "--apply", "--via-store", "--slo", "30", "--interval", "0.2", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["within_slo"] and result["publish_seconds"] is not None, result  # found in the queue
+    gone = cli(world, "probe", "--apply", "--via-store", "--remove")
+    assert gone.returncode == 0, gone.stderr
+    watch = cli(world, "watch", "--group", "auditor-watch")
+    assert watch.returncode == 2 and "not supported on pgQueue" in watch.stderr, watch.stderr
+    assert world.consumer.drain(60)
