@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import backlog, drop_mcl, stall
+from faults import backlog, drop_mcl, skip_index_write, stall
 from sqlalchemy import text
 from world import World
 
@@ -21,6 +21,7 @@ from auditor.core.model import Report, Selection, Verdict
 from auditor.errors import ConfigError
 from auditor.rebuild.run import RebuildRequest
 from sandbox.naming import MCL_VERSIONED_TOPIC
+from sandbox.pgqueue import stable_partition
 
 pytestmark = pytest.mark.integration
 
@@ -105,11 +106,35 @@ def test_a_backlog_is_in_flight_with_an_eta(world: World) -> None:
     clean(world)
 
 
+def test_a_change_whose_message_retention_deleted_is_diverged_with_retention_said(
+    world: World, tmp_path: Path
+) -> None:
+    clean(world)
+    urns = skip_index_write(world)  # consumed, not applied: its message is then purged
+    (urn,) = urns
+    _, count = world.queue.topic(MCL_VERSIONED_TOPIC)
+    later = [u for u in (e.urn for e in world.of_type("dataset")) if u != urn]
+    later = [u for u in later if stable_partition(u, count) == stable_partition(urn, count)][:2]
+    for u in later:  # later messages on its partition: it is not the one retention keeps
+        world.writer.write(u, "globalTags", {"tags": [{"tag": "urn:li:tag:after"}]})
+    assert world.consumer.drain(60) and world.queue.apply_retention() > 0
+    report = world.scan()
+    (finding,) = [c for c in report.findings if c.finding.urn in urns][:1]
+    assert finding.verdict == Verdict.DIVERGED and "retention" in finding.evidence.reason, finding
+    assert {c.finding.urn for c in report.findings} == urns
+    outcome = rebuild(
+        world.settings(),
+        RebuildRequest("reindex", findings=report.findings, apply=True, state_dir=tmp_path),
+    )
+    assert not outcome.failed and not outcome.still_wrong
+    clean(world)
+
+
 def test_retention_that_left_the_consumer_past_the_log_refuses_a_replay_and_a_reindex_repairs(
     world: World, tmp_path: Path
 ) -> None:
     clean(world)
-    assert world.queue.apply_retention() > 0  # aggressive retention: what every group passed
+    world.queue.apply_retention()  # aggressive retention: what every group passed
     with world.engine.begin() as conn:  # then the last rows go too (a partition dropped by age)
         conn.execute(text("DELETE FROM queue.metadata_queue_message"))
     urns = drop_mcl(world, 2)
