@@ -400,7 +400,7 @@ class QueueStore:
                     topic_id, partitions = self.topic(topic)
                 except LookupError:
                     continue
-                ends = dict(
+                ends: dict[int, int] = dict(
                     conn.execute(
                         text(
                             f"SELECT partition_id, MAX(enqueue_seq) FROM {self.p}_message "

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,6 +157,40 @@ def test_retention_that_left_the_consumer_past_the_log_refuses_a_replay_and_a_re
     time.sleep(0.5)
     report = world.scan()
     assert report.exit_code == 0 and not report.findings, [str(c) for c in report.findings]
+
+
+def test_the_scan_needs_select_on_four_queue_tables_and_says_which_grant_is_missing(world: World) -> None:
+    from pydantic import SecretStr
+    from sqlalchemy.engine import make_url
+
+    from auditor.api import scan
+    from auditor.errors import AccessRefused
+
+    name, password = f"pgq_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    url = make_url(world.endpoints.pg_url)
+    admin = world.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    tables = [
+        f"queue.metadata_queue_{t}" for t in ("topic", "message", "consumer_offset", "consumer_registration")
+    ]
+    try:
+        admin.execute(text(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'"))
+        admin.execute(text(f"GRANT CONNECT ON DATABASE {url.database} TO {name}"))
+        admin.execute(text(f"GRANT USAGE ON SCHEMA public, queue TO {name}"))
+        admin.execute(text(f"GRANT SELECT ON metadata_aspect_v2 TO {name}"))
+        ro = url.set(username=name, password=password).render_as_string(hide_password=False)
+        settings = world.settings().model_copy(update={"store_url": SecretStr(ro)})
+        with pytest.raises(AccessRefused, match="permission denied") as refused:
+            scan(settings, Selection(entity_types=("tag",)))
+        assert "grant SELECT" in (refused.value.hint or "")
+        admin.execute(text(f"GRANT SELECT ON {', '.join(tables)} TO {name}"))
+        report = scan(settings, Selection(entity_types=("tag",)))
+        assert report.exit_code == 0 and report.partitions and not report.warnings, report.warnings
+    finally:
+        admin.execute(text(f"REVOKE ALL ON {', '.join(tables)}, metadata_aspect_v2 FROM {name}"))
+        admin.execute(text(f"REVOKE ALL ON SCHEMA public, queue FROM {name}"))
+        admin.execute(text(f"REVOKE ALL ON DATABASE {url.database} FROM {name}"))
+        admin.execute(text(f"DROP ROLE {name}"))
+        admin.close()
 
 
 def cli(world: World, *args: str) -> subprocess.CompletedProcess[str]:
