@@ -77,6 +77,8 @@ def queue_error(where: str, exc: SQLAlchemyError) -> BackendUnavailable:
         return AccessRefused(
             f"pgQueue {where}: {first}", hint="grant SELECT on the queue tables (USAGE on their schema)"
         )
+    if "password authentication failed" in first or "no pg_hba.conf entry" in first:
+        return AccessRefused(f"pgQueue {where}: {first}", hint="check the user and password of [pgqueue] url")
     return BackendUnavailable(f"pgQueue {where}: {first}")
 
 

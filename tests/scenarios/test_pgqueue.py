@@ -185,6 +185,11 @@ def test_the_scan_needs_select_on_four_queue_tables_and_says_which_grant_is_miss
         admin.execute(text(f"GRANT SELECT ON {', '.join(tables)} TO {name}"))
         report = scan(settings, Selection(entity_types=("tag",)))
         assert report.exit_code == 0 and report.partitions and not report.warnings, report.warnings
+        bad = url.set(username=name, password="not-" + password).render_as_string(hide_password=False)
+        with pytest.raises(AccessRefused, match="password authentication failed"):  # [pgqueue] url's own
+            scan(
+                settings.model_copy(update={"pgqueue_url": SecretStr(bad)}), Selection(entity_types=("tag",))
+            )
     finally:
         admin.execute(text(f"REVOKE ALL ON {', '.join(tables)}, metadata_aspect_v2 FROM {name}"))
         admin.execute(text(f"REVOKE ALL ON SCHEMA public, queue FROM {name}"))
