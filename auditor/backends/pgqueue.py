@@ -147,24 +147,34 @@ class PgQueueEvents(HitDecoding):
             if found is None:
                 continue
             topic_id, count = found
+            # the bounds by index probes, one per partition and priority (the dequeue index is
+            # (topic_id, partition_id, priority, enqueue_seq)): MIN/MAX over the partition's rows
+            # would read every row kept (measured: 0.3 s a sample at 600k rows, and linear)
+            probe = (
+                f"(SELECT m.enqueue_seq FROM {self.p}_message m WHERE m.topic_id = :t AND m.partition_id = p "
+                "AND m.priority = k ORDER BY m.enqueue_seq {} LIMIT 1)"
+            )
             rows = self._rows(
                 f"the offsets of group {group} on {topic}",
-                f"SELECT partition_id, MIN(enqueue_seq), MAX(enqueue_seq), NULL, now() FROM {self.p}_message "
-                "WHERE topic_id = :t GROUP BY partition_id "
-                "UNION ALL SELECT partition_id, NULL, NULL, offset_value, now() "
+                f"SELECT 'bounds', p, MIN({probe.format('ASC')}), MAX({probe.format('DESC')}), NULL, now() "
+                "FROM generate_series(0, :n - 1) p, generate_series(0, 9) k GROUP BY p "
+                "UNION ALL SELECT 'offset', partition_id, NULL, NULL, offset_value, now() "
                 f"FROM {self.p}_consumer_offset WHERE consumer_group = :g AND topic_id = :t "
-                "UNION ALL SELECT -1, NULL, NULL, "
+                "UNION ALL SELECT 'member', -1, NULL, NULL, "
                 "CASE WHEN last_heartbeat_at > now() - :hb * interval '1 second' THEN 1 ELSE 0 END, now() "
                 f"FROM {self.p}_consumer_registration WHERE consumer_group = :g AND topic_id = :t",
                 t=topic_id,
                 g=group,
                 hb=HEARTBEAT_SECONDS,
+                n=count,
             )
-            bounds = {int(r[0]): (int(r[1]), int(r[2])) for r in rows if r[1] is not None}
-            offsets = {int(r[0]): int(r[3]) for r in rows if r[1] is None and r[0] >= 0}
-            registered = [int(r[3]) for r in rows if r[0] == -1]
+            bounds = {
+                int(r[1]): (int(r[2]), int(r[3])) for r in rows if r[0] == "bounds" and r[2] is not None
+            }
+            offsets = {int(r[1]): int(r[4]) for r in rows if r[0] == "offset"}
+            registered = [int(r[4]) for r in rows if r[0] == "member"]
             members = registered[0] if registered else 0
-            taken = rows[0][4].timestamp() if rows else datetime.now(UTC).timestamp()
+            taken = rows[0][5].timestamp() if rows else datetime.now(UTC).timestamp()
             for p in range(count):
                 low, high = bounds.get(p, (0, 0))
                 end = high
