@@ -254,11 +254,16 @@ class PgQueueEvents(HitDecoding):
         )
         hits = []
         for seq, at, urn, stored, codec in rows:
+            where = (topic, partition, int(seq) - 1)
             try:
                 value = payload_bytes(bytes(stored), int(codec))
-            except Exception:  # a codec it does not know, a corrupt block: not an MCL it can read
-                value = b""
-            hit = self._hit((topic, partition, int(seq) - 1), str(urn), at, value)
+            except Exception as exc:  # a codec it does not know, a corrupt block: matched by time, said
+                self.decode_failures += where not in self._counted
+                self._counted.add(where)
+                self.decode_error = self.decode_error or f"pgQueue payload: {str(exc)[:180]}"
+                hits.append(MclHit(str(urn), where[2], at, None, None))
+                continue
+            hit = self._hit(where, str(urn), at, value)
             if hit is not None:
                 hits.append(hit)
         return hits, len(rows) < cap
