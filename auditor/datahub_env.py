@@ -16,6 +16,10 @@ Where DataHub reads each variable (datahub-project/datahub, looked up for this c
     `kafka.schemaRegistry.url: ${KAFKA_SCHEMAREGISTRY_URL:http://localhost:8081}`,
     `spring.kafka.security.protocol: ${KAFKA_PROPERTIES_SECURITY_PROTOCOL:PLAINTEXT}`
   - `updateIndices.consumerGroupSuffix: ${UPDATE_INDICES_CONSUMER_GROUP_SUFFIX:}`
+  - `datahub.messaging.transport: ${DATAHUB_MESSAGING_TRANSPORT:kafka}` (`pgqueue`: no Kafka, the
+    change log and the consumer offsets in PostgreSQL tables, docs/pgqueue-design.md), with
+    `postgres.pgQueue.schema: ${DATAHUB_PGQUEUE_SCHEMA:queue}` and `tablePrefix:
+    ${DATAHUB_PGQUEUE_TABLE_PREFIX:metadata_queue}`
 * The topic names and the MAE consumer group are not in application.yaml but in `@Value`s, e.g.
   metadata-jobs/mae-consumer/src/main/java/com/linkedin/metadata/kafka/MCLKafkaListenerRegistrar.java:
   `${METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID:generic-mae-consumer-job-client}`,
@@ -103,7 +107,7 @@ class _Planning:
     env: Mapping[str, str]
     sections: dict[str, list[Entry]] = field(
         default_factory=lambda: {
-            k: [] for k in ("", "store", "search", "kafka", "schema_registry", "mcl", "mae")
+            k: [] for k in ("", "store", "search", "kafka", "pgqueue", "schema_registry", "mcl", "mae")
         }
     )
     secrets: list[Secret] = field(default_factory=list)
@@ -122,6 +126,9 @@ def plan(env: Mapping[str, str]) -> Plan:
     b = _Planning(env)
     for section in (_top_level, _store, _search, _kafka, _schema_registry, _topics_and_group):
         section(b)
+    from auditor.datahub_env_pgqueue import transport
+
+    transport(b)
     return Plan(b.sections, b.secrets, b.warnings)
 
 

@@ -43,6 +43,11 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "kafka_sasl_password": ("AUDITOR_KAFKA_SASL_PASSWORD",),
     "kafka_ssl_ca_location": ("AUDITOR_KAFKA_SSL_CA_LOCATION",),
     "schema_registry_url": ("AUDITOR_SCHEMA_REGISTRY_URL", "KAFKA_SCHEMAREGISTRY_URL"),
+    # kafka | pgqueue (DataHub's Kafka-less transport: docs/pgqueue.md)
+    "transport": ("AUDITOR_TRANSPORT", "DATAHUB_MESSAGING_TRANSPORT"),
+    "pgqueue_url": ("AUDITOR_PGQUEUE_URL",),
+    "pgqueue_schema": ("AUDITOR_PGQUEUE_SCHEMA", "DATAHUB_PGQUEUE_SCHEMA"),
+    "pgqueue_table_prefix": ("AUDITOR_PGQUEUE_TABLE_PREFIX", "DATAHUB_PGQUEUE_TABLE_PREFIX"),
     "mcl_versioned_topic": (
         "AUDITOR_MCL_VERSIONED_TOPIC",
         "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME",
@@ -110,6 +115,13 @@ class Settings(BaseModel):
     kafka_sasl_password: SecretStr | None = None
     kafka_ssl_ca_location: str | None = None
     schema_registry_url: str | None = None
+    # where the change log and the consumer offsets are: Kafka, or DataHub's pgQueue tables in
+    # PostgreSQL (`<pgqueue_schema>.<pgqueue_table_prefix>_*`, in the store's database unless
+    # pgqueue_url names another)
+    transport: Literal["kafka", "pgqueue"] = "kafka"
+    pgqueue_url: SecretStr | None = None
+    pgqueue_schema: str = Field("queue", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+    pgqueue_table_prefix: str = Field("metadata_queue", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
     mcl_versioned_topic: str = MCL_VERSIONED_TOPIC
     mcl_timeseries_topic: str = MCL_TIMESERIES_TOPIC
     mae_consumer_group: str = MAE_CONSUMER_GROUP
@@ -139,6 +151,8 @@ class Settings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _password_into_url(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("transport"), str):  # DataHub writes it either way
+            data = {**data, "transport": data["transport"].strip().lower()}
         if isinstance(data, dict) and data.get("store_url") and data.get("store_password"):
             url, password = (
                 v.get_secret_value() if isinstance(v, SecretStr) else str(v)
@@ -162,7 +176,11 @@ class Settings(BaseModel):
             out[f"store.{entry.name}"] = redact_url(entry.url.get_secret_value())
         if self.search_url:
             out["search"] = redact_url(self.search_url)
-        if self.kafka_bootstrap:
+        if self.transport == "pgqueue":
+            url = self.pgqueue_url or self.store_url
+            where = redact_url(url.get_secret_value()) if url is not None else "the store's database"
+            out["pgqueue"] = f"{where} {self.pgqueue_schema}.{self.pgqueue_table_prefix}_*"
+        elif self.kafka_bootstrap:
             out["kafka"] = self.kafka_bootstrap
         if self.schema_registry_url:
             out["schema_registry"] = redact_url(self.schema_registry_url)
@@ -196,7 +214,14 @@ def with_password(url: str, password: str) -> str:
 
 # settings that may hold a secret: each can also be read from a file (`<VAR>_FILE` in the
 # environment, `<key>_file` in the TOML file), as container secrets are mounted
-SECRETS = ("store_url", "store_password", "search_password", "kafka_sasl_password", "schema_registry_url")
+SECRETS = (
+    "store_url",
+    "store_password",
+    "search_password",
+    "kafka_sasl_password",
+    "schema_registry_url",
+    "pgqueue_url",
+)
 
 
 def _flatten(data: dict[str, Any], prefix: str = "", spelled: dict[str, str] | None = None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from sandbox.consumer import MaeConsumer
 from sandbox.database import engine_for
@@ -21,6 +22,9 @@ from sandbox.search import connect
 from sandbox.topics import delete_group, recreate_topics
 from sandbox.writer import GmsWriter
 
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
 STORES = ("postgres", "mariadb")
 SEARCHES = ("opensearch", "elasticsearch")
 
@@ -31,7 +35,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
     engine = engine_for(args.store, endpoints)
     create_schema(engine)
     started = time.monotonic()
-    with GmsWriter(engine, endpoints) as writer:
+    with GmsWriter(engine, endpoints, transport=args.transport) as writer:
         writer.seed_datahub_user(wait=False)
         entities = seed_catalog(writer, args.n, seed=args.seed, prefix=args.prefix)
     aspects = sum(len(e.aspects) for e in entities)
@@ -39,7 +43,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
           f"in {time.monotonic() - started:.1f}s")
     if args.no_consume:
         return 0
-    consumer = MaeConsumer(args.search, endpoints, index_prefix=args.index_prefix)
+    consumer = _consumer(args, endpoints, engine)
     with consumer:
         drained = consumer.drain(args.drain_timeout)
     stats = consumer.stats
@@ -48,10 +52,22 @@ def cmd_seed(args: argparse.Namespace) -> int:
     return 0 if drained and stats.errors == 0 else 1
 
 
+def _consumer(args: argparse.Namespace, endpoints: Endpoints, engine: Engine) -> MaeConsumer:
+    """The MAE consumer on Kafka, or on DataHub's PostgreSQL queue (`--transport pgqueue`)."""
+    more = {"batch_size": args.batch_size, "group_id": args.group} if hasattr(args, "group") else {}
+    if args.transport == "pgqueue":
+        from sandbox.pgqueue import queue_for
+        from sandbox.pgqueue_consumer import PgQueueMaeConsumer
+
+        return PgQueueMaeConsumer(queue_for(engine), args.search, endpoints,
+                                  index_prefix=args.index_prefix, **more)
+    return MaeConsumer(args.search, endpoints, index_prefix=args.index_prefix, **more)
+
+
 def cmd_consume(args: argparse.Namespace) -> int:
     """Run the MAE consumer in the foreground with fault knobs until interrupted."""
-    consumer = MaeConsumer(args.search, Endpoints.from_env(), index_prefix=args.index_prefix,
-                           batch_size=args.batch_size, group_id=args.group)
+    endpoints = Endpoints.from_env()
+    consumer = _consumer(args, endpoints, engine_for("postgres", endpoints))
     if args.rate:
         consumer.rate(args.rate)
     if args.pause:
@@ -94,6 +110,12 @@ def cmd_reset(args: argparse.Namespace) -> int:
         for index in doomed:
             client.delete_index(index)
         print(f"{search}: deleted {len(doomed)} indices")
+    if args.transport == "pgqueue":  # the queue's messages, leases, offsets and registrations
+        from sandbox.pgqueue import queue_for
+
+        queue_for(engine_for("postgres", endpoints)).reset()
+        print("pgqueue: queue emptied")
+        return 0
     existed = delete_group(endpoints.kafka, args.group)
     print(f"kafka: group {args.group} {'deleted' if existed else 'had no offsets'}")
     if not args.keep_topics:
@@ -119,8 +141,11 @@ def parser() -> argparse.ArgumentParser:
     seed.add_argument("--no-consume", action="store_true",
                       help="only write rows and MCLs (leave consuming to a running consumer)")
     seed.set_defaults(func=cmd_seed)
+    for command in (seed, consume := sub.add_parser("consume", help="run the MAE consumer with fault knobs"),
+                    reset := sub.add_parser("reset", help="wipe table, indices, group offsets and topics")):
+        command.add_argument("--transport", choices=("kafka", "pgqueue"), default="kafka",
+                             help="Kafka, or DataHub's PostgreSQL queue (pgqueue: postgres only)")
 
-    consume = sub.add_parser("consume", help="run the MAE consumer with fault knobs")
     consume.add_argument("--search", choices=SEARCHES, default="opensearch")
     consume.add_argument("--index-prefix", default="")
     consume.add_argument("--batch-size", type=int, default=200)
@@ -133,7 +158,6 @@ def parser() -> argparse.ArgumentParser:
     consume.add_argument("--report-every", type=float, default=10.0, help="seconds between stats")
     consume.set_defaults(func=cmd_consume)
 
-    reset = sub.add_parser("reset", help="wipe table, indices, group offsets and topics")
     reset.add_argument("--store", choices=STORES, action="append")
     reset.add_argument("--search", choices=SEARCHES, action="append")
     reset.add_argument("--index-prefix", default="")

@@ -1,4 +1,5 @@
-"""A GMS look-alike: versioned rows in `metadata_aspect_v2`, then the MCL on Kafka."""
+"""A GMS look-alike: versioned rows in `metadata_aspect_v2`, then the MCL on Kafka (or, with
+`transport="pgqueue"`, in DataHub's PostgreSQL queue tables: sandbox/pgqueue.py)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,7 @@ class GmsWriter:
         create_key_aspects: bool = True,
         versioned_topic: str = MCL_VERSIONED_TOPIC,
         timeseries_topic: str = MCL_TIMESERIES_TOPIC,
+        transport: str = "kafka",
     ) -> None:
         self.engine = engine
         # the change-log topics it produces to (a test of its own passes its own)
@@ -123,6 +125,15 @@ class GmsWriter:
             create_schema(engine)
         self.endpoints = endpoints or Endpoints.from_env()
         self.codec = MclCodec(self.endpoints.registry)
+        self._facts = entity_facts()
+        self.create_key_aspects = create_key_aspects
+        self._pending: list[_Delivery] = []
+        self.queue = None
+        if transport == "pgqueue":  # no Kafka: GMS inserts each MCL into queue.metadata_queue_message
+            from sandbox.pgqueue import queue_for
+
+            self.queue = queue_for(engine, (versioned_topic, timeseries_topic))
+            return
         if create_topics:
             ensure_topics(self.endpoints.kafka, {
                 versioned_topic: TOPIC_PARTITIONS[MCL_VERSIONED_TOPIC],
@@ -138,9 +149,6 @@ class GmsWriter:
         config["logger"] = CLIENT_LOG
         config.update(producer_config or {})
         self.producer = Producer(config)
-        self._pending: list[_Delivery] = []
-        self._facts = entity_facts()
-        self.create_key_aspects = create_key_aspects
 
     # ------------------------------------------------------------------ writes
 
@@ -307,6 +315,8 @@ class GmsWriter:
 
     def flush(self, timeout: float = 30.0) -> None:
         """Wait for every outstanding MCL; raise PublishError if any failed."""
+        if self.queue is not None:  # pgQueue writes are synchronous: nothing outstanding
+            return
         remaining = self.producer.flush(timeout)
         pending, self._pending = self._pending, []
         if remaining:
@@ -408,6 +418,10 @@ class GmsWriter:
             delivery.done.set()
 
         value = self.codec.encode(topic, mcl)
+        if self.queue is not None:  # the offset the auditor reads it at: enqueue_seq - 1
+            partition, seq = self.queue.enqueue(topic, urn, value)
+            return WriteResult(urn, aspect_name, change_type, version, archived, created, sm, topic,
+                               published=True, partition=partition, offset=seq - 1)
         self.producer.produce(topic, key=urn.encode("utf-8"), value=value, on_delivery=on_delivery)
         if not wait:
             self._pending.append(delivery)

@@ -65,7 +65,12 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
     """The event log, or None (with a warning) when Kafka is not configured or unreachable.
 
     A broker that refuses the login or whose certificate fails verification is a setting to fix:
-    `AccessRefused` (exit 3), not a scan carried on with weaker verdicts."""
+    `AccessRefused` (exit 3), not a scan carried on with weaker verdicts. With `transport =
+    "pgqueue"` the log is DataHub's PostgreSQL queue (backends/pgqueue.py)."""
+    if settings.transport == "pgqueue":
+        from auditor.backends.pgqueue_open import open_pgqueue_events
+
+        return open_pgqueue_events(settings, warnings)  # type: ignore[return-value]
     if not settings.kafka_bootstrap:
         warnings.append(f"no Kafka configured: {WEAKER}")
         return None

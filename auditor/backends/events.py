@@ -9,19 +9,19 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.backends.avro_wire import WireDecoder, is_framed
 from auditor.backends.commit_log import COMMITS_TOPIC, commits_partition, trailing_runs
+from auditor.backends.mcl_decoding import HitDecoding
 from auditor.backends.protocols import Capability
 from auditor.core.records import CommitRun, MclHit, OffsetSample
+from auditor.core.urns import urn_partition
 from auditor.errors import AccessRefused, BackendUnavailable
-from auditor.settings import redact_url
 
 
 def _ts(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-class EventLog:
+class EventLog(HitDecoding):
     """Read-only access to the MCL topics: it never joins or commits for the MAE group."""
 
     capabilities = frozenset({Capability.READ})
@@ -57,18 +57,15 @@ class EventLog:
         )
         self._partitions: dict[str, int] = {}
         self.topic_errors: dict[str, str] = {}  # why a topic's metadata was refused
-        self._decode: WireDecoder | None = None
-        self.decode_failures = 0  # MCLs of interest whose value could not be decoded
-        self.decode_error: str | None = None
-        self.not_mcl = 0  # messages keyed by a urn of interest that are not Confluent-framed Avro
-        self._counted: set[tuple[str, int, int]] = set()  # each such message counted once
         self.read_whole = True  # whether the last `_read` reached its end (not a timeout)
-        if registry_url:
-            self._decode = WireDecoder(registry_url, timeout)
-            self.description += f" (registry {redact_url(registry_url)})"
+        self.description += self._init_decoding(registry_url, timeout)
 
     def close(self) -> None:
         self.consumer.close()
+
+    def partition_of(self, urn: str, partitions: int) -> int:
+        """The partition GMS's producer sends a urn-keyed MCL to (murmur2, Kafka's default)."""
+        return urn_partition(urn, partitions)
 
     def _client_error(self, error: Any) -> None:
         """librdkafka tells a refused SASL login or a failed certificate check only here; the
@@ -262,21 +259,8 @@ class EventLog:
             urn = keys.get(msg.key() or b"")
             if urn is None:
                 continue
-            where = (topic, partition, msg.offset())
-            if not is_framed(msg.value()):  # no producer of MCLs wrote it: nothing to match by time
-                self.not_mcl += where not in self._counted
-                self._counted.add(where)
-                continue
-            aspect = change = payload = None
-            if self._decode is not None:
-                try:
-                    value = self._decode(msg.value())
-                    aspect, change = value.get("aspectName"), value.get("changeType")
-                    payload = (value.get("aspect") or {}).get("value")
-                except Exception as exc:  # undecoded: matched by time, and the scan says so
-                    self.decode_failures += where not in self._counted
-                    self._counted.add(where)
-                    self.decode_error = self.decode_error or str(exc)[:200]
-            hits.append(MclHit(urn, msg.offset(), _ts(msg.timestamp()[1]), aspect, change, payload))
+            hit = self._hit((topic, partition, msg.offset()), urn, _ts(msg.timestamp()[1]), msg.value())
+            if hit is not None:
+                hits.append(hit)
         # the read stops early at the cap, at the end of the log, or on a timeout (not whole)
         return hits, read < cap and self.read_whole

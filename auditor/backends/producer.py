@@ -90,13 +90,22 @@ class MclProducer:
 
     def __init__(self, config: dict[str, Any], registry_url: str | None, topic: str) -> None:
         from confluent_kafka import Producer
+
+        self.topic = topic
+        self.description = f"{config.get('bootstrap.servers')} (registry {redact_url(registry_url or '')})"
+        self._load_schema(registry_url)
+        self.log = ClientLog()
+        self.producer = Producer(producer_config(config, self.log))
+        self.pending = Deliveries()
+        self._queued = 0
+
+    def _load_schema(self, registry_url: str | None) -> None:
+        """The topic's registered MCL schema and its id (never registered by us), and its encoders."""
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         if not registry_url:
             raise ConfigError("a replay needs the schema registry", hint="pass --schema-registry")
-        self.topic = topic
-        self.subject = f"{topic}-value"
-        self.description = f"{config.get('bootstrap.servers')} (registry {redact_url(registry_url)})"
+        self.subject = f"{self.topic}-value"
         registry = SchemaRegistryClient({"url": registry_url})
         try:
             latest = registry.get_latest_version(self.subject)
@@ -119,10 +128,6 @@ class MclProducer:
             self._compiled: Writer | None = compile_schema(json.loads(self.schema_str))
         except (ValueError, KeyError, TypeError):
             self._compiled = None
-        self.log = ClientLog()
-        self.producer = Producer(producer_config(config, self.log))
-        self.pending = Deliveries()
-        self._queued = 0
 
     def encode(self, record: dict[str, Any]) -> bytes:
         if self._compiled is not None:

@@ -191,6 +191,12 @@ class _Judge:
             if kafka.history_complete and kafka.within_retention:
                 why = "no MCL for this change exists on the topic: it was never published"
                 return self.out(Verdict.DIVERGED, why, Cause.EVENT_NEVER_PUBLISHED.value, mcl_found=False)
+            if not kafka.within_retention:  # e.g. pgQueue's aggressive retention: consumed = deleted
+                why = (
+                    "nothing pending, and retention has deleted the topic's messages from before the "
+                    "change: whether its MCL was published and consumed cannot be told"
+                )
+                return self.out(Verdict.DIVERGED, why)
         return self.out(Verdict.DIVERGED, LEFT_OVER.get(f.kind, NOTHING_PENDING))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -30,6 +30,11 @@ class ConsumerView:
 
     def of(self, topic: str, partition: int) -> PartitionPosition | None:
         return self.positions.get((topic, partition))
+
+
+def partition_of(events: Events) -> Callable[[str, int], int]:
+    """How the transport routes a urn to a partition (Kafka's murmur2, pgQueue's CRC32)."""
+    return getattr(events, "partition_of", urn_partition)
 
 
 def start_window(events: Events, topics: Sequence[str], group: str) -> ConsumerView:
@@ -168,7 +173,7 @@ def gather(
     by_partition: dict[int, list[Finding]] = defaultdict(list)
     for f in findings:
         if f.kind != Kind.MALFORMED_ASPECT:
-            by_partition[urn_partition(f.urn, partitions)].append(f)
+            by_partition[partition_of(events)(f.urn, partitions)].append(f)
     out: dict[str, KafkaEvidence] = {}
     for p, group in by_partition.items():
         pos = view.of(topic, p)

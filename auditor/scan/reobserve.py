@@ -35,9 +35,8 @@ from auditor.backends.protocols import Events
 from auditor.core.classify import CHANGE_KINDS, KafkaEvidence
 from auditor.core.model import Finding, Kind, Observation, PartitionPosition, Selection
 from auditor.core.records import EntityRows, OffsetSample
-from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
-from auditor.scan.evidence import ConsumerView, close_window, gather
+from auditor.scan.evidence import ConsumerView, close_window, gather, partition_of
 from auditor.scan.join import Scanner
 
 BATCH = 1000  # candidate urns re-read together (one IN list / terms query per 1000 urns)
@@ -295,7 +294,7 @@ class Observer:
             *({(s.topic, s.partition): s for s in x} for x in [k.view.first, *self._earlier]),
         ]
         best: dict[tuple[str, int], float] = {}
-        for p in {urn_partition(u, k.partitions) for u in urns}:
+        for p in {partition_of(k.events)(u, k.partitions) for u in urns}:
             key = (k.topic, p)
             current = now.get(key)
             if current is None or current.committed is None:
@@ -337,6 +336,6 @@ class Observer:
         for f in findings:
             if f.kind in (Kind.MALFORMED_ASPECT, Kind.STORE_CONFLICT) or not k.partitions:
                 continue
-            position = k.view.of(k.topic, urn_partition(f.urn, k.partitions))
+            position = k.view.of(k.topic, partition_of(k.events)(f.urn, k.partitions))
             out[f.key] = (position, found.get(f.key))
         return out

@@ -11,9 +11,8 @@ from auditor.backends.protocols import Events, Search, State, Store
 from auditor.core.model import Report, RunSummary, Selection
 from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.core.registry import Registry
-from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
-from auditor.scan.evidence import start_window
+from auditor.scan.evidence import partition_of, start_window
 from auditor.scan.join import JoinResult, Progress, Scanner
 from auditor.scan.judge import confirm, finish, judge, mark_restores
 from auditor.scan.reobserve import KafkaSide, Observer, Reobservation
@@ -161,7 +160,7 @@ def open_window(
     previous = backends.state.previous_samples(target.group)
     watch = None
     if report_urns and partitions:
-        watch = {(target.versioned_topic, urn_partition(u, partitions)) for u in report_urns}
+        watch = {(target.versioned_topic, partition_of(events)(u, partitions)) for u in report_urns}
     return KafkaSide(
         events,
         view,

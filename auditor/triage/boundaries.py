@@ -6,6 +6,7 @@ findings are placed on them afterwards (`auditor.triage.place`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from auditor.core.model import PartitionPosition, Report
@@ -78,11 +79,13 @@ def _json(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def position_of(report: Report, target: ScanTarget, urn: str) -> PartitionPosition | None:
+def position_of(
+    report: Report, target: ScanTarget, urn: str, partition_of: Callable[[str, int], int] = urn_partition
+) -> PartitionPosition | None:
     mine = [p for p in report.partitions if p.topic == target.versioned_topic]
     if not mine:
         return None
-    partition = urn_partition(urn, len(mine))
+    partition = partition_of(urn, len(mine))
     return next((p for p in mine if p.partition == partition), None)
 
 

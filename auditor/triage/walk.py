@@ -92,7 +92,8 @@ def walk(
             backends.store, backends.search, index if index in plan.indices.values() else None, urn
         )
         return _finish(out, began)
-    position = position_of(report, target, urn)
+    part = getattr(backends.events, "partition_of", None)  # pgQueue routes by CRC32, Kafka by murmur2
+    position = position_of(report, target, urn, part) if part else position_of(report, target, urn)
     published = published_step(backends, registry, target, urn, rows, position, out)
     out.steps.append(published)
     out.steps.append(consumed_step(target, position, published.facts.get("offsets", {}), report))

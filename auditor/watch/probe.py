@@ -128,7 +128,7 @@ def _published(
     partitions = events.partitions(topic)
     if not partitions:
         return None, None, None
-    partition = urn_partition(urn, partitions)
+    partition = getattr(events, "partition_of", urn_partition)(urn, partitions)  # pgQueue: CRC32
     start = events.offset_for_time(topic, partition, datetime.fromtimestamp(started - 1, tz=UTC))
     if start is None:
         return None, partition, None

@@ -47,13 +47,18 @@ def open_writer(
             raise ConfigError(
                 "--via-store writes the canary's row: no metadata store configured", hint="pass --store-url"
             )
-        if not settings.kafka_bootstrap:
+        if settings.transport == "pgqueue":  # the canary's MCL inserted into DataHub's queue
+            from auditor.backends.pgqueue_open import open_pgqueue_producer
+
+            producer: MclProducer = open_pgqueue_producer(settings, topic)
+        elif not settings.kafka_bootstrap:
             raise ConfigError(
                 "--via-store produces the canary's MCL: no Kafka configured", hint="pass --kafka"
             )
-        producer = MclProducer(
-            kafka_config(settings), settings.schema_registry_url, topic or settings.mcl_versioned_topic
-        )
+        else:
+            producer = MclProducer(
+                kafka_config(settings), settings.schema_registry_url, topic or settings.mcl_versioned_topic
+            )
         inner = StoreCanaryWriter(
             settings.store_url.get_secret_value(),
             settings.store_table,
@@ -70,9 +75,13 @@ def run_probe(
     settings: Settings, writer: CanaryWriter, slo: float, timeout: float, interval: float, topic: str | None
 ) -> ProbeResult:
     search = open_search(settings)
-    events = (
-        EventLog(kafka_config(settings), settings.schema_registry_url) if settings.kafka_bootstrap else None
-    )
+    events: Any = None
+    if settings.transport == "pgqueue":
+        from auditor.backends.pgqueue_open import open_pgqueue_events
+
+        events = open_pgqueue_events(settings, [])
+    elif settings.kafka_bootstrap:
+        events = EventLog(kafka_config(settings), settings.schema_registry_url)
     try:
 
         def read(index: str, ids: list[str]) -> dict[str, dict[str, Any]]:

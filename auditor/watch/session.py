@@ -21,6 +21,12 @@ def open_watch(
     settings: Settings, config: WatchConfig, group: str, topics: Sequence[str] = (), start: str = "latest"
 ) -> Iterator[Watch]:
     """A ready watch; its consumer leaves the group (after a last commit) when the block ends."""
+    if settings.transport == "pgqueue":
+        raise ConfigError(
+            "the watch tails Kafka's change-log topics in a consumer group of its own: not supported "
+            "on pgQueue (a group registered on the queue would hold back its aggressive retention)",
+            hint="run `auditor scan` on a schedule (docs/scheduling.md), or `auditor probe` for the latency",
+        )
     if not settings.kafka_bootstrap:
         raise ConfigError(
             "the watch tails the change-log topics: no Kafka configured",

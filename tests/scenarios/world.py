@@ -42,7 +42,13 @@ class World:
     """One store + one search backend, an empty table and fresh prefixed indices."""
 
     def __init__(
-        self, store: str, search: str, tmp: Path, n: int = 60, endpoints: Endpoints | None = None
+        self,
+        store: str,
+        search: str,
+        tmp: Path,
+        n: int = 60,
+        endpoints: Endpoints | None = None,
+        transport: str = "kafka",
     ) -> None:
         self.store_name, self.search_name = store, search
         self.endpoints = endpoints or Endpoints.from_env()  # another server: dataclasses.replace
@@ -52,13 +58,28 @@ class World:
         with self.engine.begin() as conn:
             conn.execute(text(f"DELETE FROM {ASPECT_TABLE}"))
         self.search = connect(search, self.endpoints)
-        move_group_to_end(self.endpoints.kafka)
-        self.writer = GmsWriter(self.engine, self.endpoints)
-        self.consumer = MaeConsumer(search, self.endpoints, index_prefix=self.prefix)
-        self.consumer.start()
+        self.transport = transport
+        if transport == "pgqueue":  # DataHub's PostgreSQL queue in the store's database, emptied
+            from sandbox.pgqueue import queue_for
+            from sandbox.pgqueue_consumer import PgQueueMaeConsumer
+
+            self.queue = queue_for(self.engine)
+            self.queue.reset()
+            self.writer = GmsWriter(self.engine, self.endpoints, transport="pgqueue")
+            self.consumer: MaeConsumer = PgQueueMaeConsumer(
+                self.queue, search, self.endpoints, index_prefix=self.prefix
+            )
+        else:
+            move_group_to_end(self.endpoints.kafka)
+            self.writer = GmsWriter(self.engine, self.endpoints)
+            self.consumer = MaeConsumer(search, self.endpoints, index_prefix=self.prefix)
+        if transport == "kafka":
+            self.consumer.start()
         self.entities: list[CatalogEntity] = seed_catalog(
             self.writer, n, seed=int(self.prefix[1:], 16) % 10_000, prefix=f"{self.prefix}-"
         )
+        if transport != "kafka":  # the seed first: a poll thread beside the writer slows it 4x (GIL)
+            self.consumer.start()
         assert self.consumer.drain(120), "the consumer did not index the seed catalog"
         self.refresh()  # the seed is searchable before any test scans it
         self.state_file = tmp / "state.sqlite"
@@ -79,11 +100,13 @@ class World:
 
     def settings(self, kafka: bool = True, **over: Any) -> Settings:
         e = self.endpoints
+        if self.transport == "pgqueue" and kafka:  # the queue is read from the store's database
+            over = {"transport": "pgqueue", **over}
         return load_settings(
             env={},
             store_url=e.store_url(self.store_name),
             search_url=e.search_url(self.search_name),
-            kafka_bootstrap=e.kafka if kafka else None,
+            kafka_bootstrap=e.kafka if kafka and self.transport == "kafka" else None,
             schema_registry_url=e.registry if kafka else None,
             index_prefix=self.prefix,
             state_file=str(self.state_file),

@@ -135,12 +135,17 @@ def test_the_cli_scans_and_repairs_it(world: World, tmp_path: Path, monkeypatch:
     runner = CliRunner()
     out = tmp_path / "scan.json"
     done = runner.invoke(
-        app, ["scan", "--platform", "toy", "--store-url", URL, "--grace", "0", "--format", "json", "-o", str(out)]
+        app,
+        ["scan", "--platform", "toy", "--store-url", URL, "--grace", "0", "--format", "json", "-o", str(out)],
     )
     assert done.exit_code == 1, done.output
-    assert {f["subkind"] for f in json.loads(out.read_text())["findings"]} >= {"missing_document", "stale_fields"}
+    assert {f["subkind"] for f in json.loads(out.read_text())["findings"]} >= {
+        "missing_document",
+        "stale_fields",
+    }
     done = runner.invoke(
-        app, ["rebuild", "reindex", "--platform", "toy", "--store-url", URL, "--from-report", str(out), "--apply"]
+        app,
+        ["rebuild", "reindex", "--platform", "toy", "--store-url", URL, "--from-report", str(out), "--apply"],
     )
     assert done.exit_code == 0, done.output
     assert world.docs["missing"] == {"name": "missing", "description": "never indexed"}

@@ -98,7 +98,9 @@ class Toy(Platform):
         report = Report(started_at=datetime.now(UTC), scope=selection, sources={"platform": NAME})
         grace = settings.grace_seconds if options.grace is None else options.grace
         now = datetime.now(UTC)
-        found = [f for i in sorted(set(w.rows) | set(w.docs)) if (f := check(i, w.rows.get(i), w.docs.get(i)))]
+        found = [
+            f for i in sorted(set(w.rows) | set(w.docs)) if (f := check(i, w.rows.get(i), w.docs.get(i)))
+        ]
         classified = [
             classify(f, now, grace=grace, settle=0.0, position=None, kafka=None, history=None) for f in found
         ]
@@ -151,7 +153,11 @@ class Toy(Platform):
         return [f"toyctl reindex {a.urn}" for a in actions_for(c) if a.urn]
 
     def finding_rebuild(self, c: Classified) -> str | None:
-        return f"auditor rebuild reindex --platform toy --urn {c.finding.urn} --apply" if actions_for(c) else None
+        return (
+            f"auditor rebuild reindex --platform toy --urn {c.finding.urn} --apply"
+            if actions_for(c)
+            else None
+        )
 
     def repair_commands(
         self, findings: Iterable[Classified], *, group: str, until: datetime | None = None

@@ -79,7 +79,7 @@ class DataHub(Platform):
             consumer_group=settings.mae_consumer_group,
             sources=settings.describe(),
         )
-        if settings.kafka_bootstrap:  # the topics it read: a repair of the report defaults to them
+        if settings.kafka_bootstrap or settings.transport == "pgqueue":  # a repair defaults to them
             report.sources["versioned_topic"] = settings.mcl_versioned_topic
             report.sources["timeseries_topic"] = settings.mcl_timeseries_topic
         with ExitStack() as opened:  # every connection closed after the scan, whatever happens
@@ -160,7 +160,13 @@ class DataHub(Platform):
                 opened.callback(events.close)
             state = opened.enter_context(closing(open_state(settings, use=False)))
             producer = None
-            if settings.kafka_bootstrap:
+            if settings.transport == "pgqueue":  # RESTATE rows into DataHub's PostgreSQL queue
+                from auditor.backends.pgqueue_open import open_pgqueue_producer
+
+                def producer() -> MclProducer:
+                    return open_pgqueue_producer(settings)
+
+            elif settings.kafka_bootstrap:
 
                 def producer() -> MclProducer:
                     return MclProducer(
