@@ -267,7 +267,8 @@ class SearchStore:
 
 
 def connect(search: str, endpoints: Endpoints | None = None) -> SearchStore:
-    """SearchStore for `opensearch`, `opensearch3` or `elasticsearch` at the sandbox's address."""
+    """SearchStore for `opensearch`, `opensearch3`, `elasticsearch` (9.x), `elasticsearch7` or
+    `elasticsearch8` at the sandbox's address."""
     endpoints = endpoints or Endpoints.from_env()
     url = endpoints.search_url(search)
     # https: a node the stack's CA signed for (user:password@ in the URL is basic auth)
