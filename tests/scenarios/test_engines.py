@@ -122,3 +122,33 @@ def test_scan_triage_reindex_and_full_swap(engine: str, tmp_path: Path) -> None:
         search.close()
     finally:
         world.close()
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_point_in_time_its_fallback_and_a_told_kind_read_the_same(engine: str) -> None:
+    """The stream in urn order three ways: a point in time, the sorted scroll a cluster without
+    one gets, and (Elasticsearch) a client told the kind, which never asks `GET /`."""
+    from auditor.backends.search import SearchIndex
+    from sandbox.endpoints import Endpoints
+    from sandbox.search import connect
+
+    e = Endpoints.from_env()
+    raw = connect(engine, e)
+    index = f"engines_{uuid.uuid4().hex[:8]}_datasetindex_v2"
+    raw.ensure_index(index, {"properties": {"urn": {"type": "keyword"}}})
+    try:
+        urns = [f"urn:li:dataset:(urn:li:dataPlatform:hive,t.{i:03d},PROD)" for i in range(25)]
+        raw.bulk_put(index, ((entity_doc_id(u), {"urn": u}) for u in reversed(urns)))
+        raw.refresh(index)
+        kind = "opensearch" if engine.startswith("opensearch") else "elasticsearch"
+        readers = {"pit": SearchIndex(e.search_url(engine)), "told": SearchIndex(e.search_url(engine), kind)}
+        readers["scroll"] = SearchIndex(e.search_url(engine))
+        readers["scroll"]._pit_ok = False  # as after a cluster refused to open one
+        for name, reader in readers.items():
+            got = [doc["urn"] for _id, doc in reader.stream(index, ["urn"], page=10)]
+            assert got == urns, (name, got[:3])
+            reader.close()
+        assert readers["pit"]._pit_ok and readers["told"]._pit_ok, "a point in time was refused"
+        assert readers["pit"].engine is not None and readers["told"].engine is None
+    finally:
+        raw.delete_index(index)
