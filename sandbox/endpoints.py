@@ -17,6 +17,10 @@ OPENSEARCH = "http://127.0.0.1:19200"
 # OpenSearch 3.x (Java 21+): the engine OpenMetadata's runbook names; DataHub's tests use 2.19
 OPENSEARCH3 = "http://127.0.0.1:19202"
 ELASTICSEARCH = "http://127.0.0.1:19201"
+# Elasticsearch 7.17 and 8.x: extra nodes the engine-compatibility phase starts
+# (`sandbox/stack up es7 es8`, docs/stack.md)
+ELASTICSEARCH7 = "http://127.0.0.1:19203"
+ELASTICSEARCH8 = "http://127.0.0.1:19204"
 
 
 def stack_home() -> Path:
@@ -40,6 +44,8 @@ class Endpoints:
     opensearch: str = OPENSEARCH
     elasticsearch: str = ELASTICSEARCH
     opensearch3: str = OPENSEARCH3
+    elasticsearch7: str = ELASTICSEARCH7
+    elasticsearch8: str = ELASTICSEARCH8
     tls_ca: str = ""  # the databases' CA bundle; from_env fills it in
 
     @classmethod
@@ -58,6 +64,8 @@ class Endpoints:
             opensearch=pick("SANDBOX_OPENSEARCH", OPENSEARCH),
             elasticsearch=pick("SANDBOX_ELASTICSEARCH", ELASTICSEARCH),
             opensearch3=pick("SANDBOX_OPENSEARCH3", OPENSEARCH3),
+            elasticsearch7=pick("SANDBOX_ELASTICSEARCH7", ELASTICSEARCH7),
+            elasticsearch8=pick("SANDBOX_ELASTICSEARCH8", ELASTICSEARCH8),
             tls_ca=pick("SANDBOX_TLS_CA", _stack_ca()),
         )
 
@@ -70,13 +78,15 @@ class Endpoints:
         raise ValueError(f"unknown store {store!r} (expected postgres or mariadb)")
 
     def search_url(self, search: str) -> str:
-        """HTTP address for `opensearch` (2.19), `opensearch3` (3.x) or `elasticsearch` (9.x)."""
-        if search == "opensearch":
-            return self.opensearch
-        if search == "opensearch3":
-            return self.opensearch3
-        if search == "elasticsearch":
-            return self.elasticsearch
-        raise ValueError(
-            f"unknown search backend {search!r} (expected opensearch, opensearch3 or elasticsearch)"
-        )
+        """HTTP address for `opensearch` (2.19), `opensearch3` (3.x), `elasticsearch` (9.x),
+        `elasticsearch7` (7.17) or `elasticsearch8` (8.x)."""
+        urls = {
+            "opensearch": self.opensearch,
+            "opensearch3": self.opensearch3,
+            "elasticsearch": self.elasticsearch,
+            "elasticsearch7": self.elasticsearch7,
+            "elasticsearch8": self.elasticsearch8,
+        }
+        if search not in urls:
+            raise ValueError(f"unknown search backend {search!r} (expected one of {', '.join(urls)})")
+        return urls[search]

@@ -267,7 +267,8 @@ class SearchStore:
 
 
 def connect(search: str, endpoints: Endpoints | None = None) -> SearchStore:
-    """SearchStore for `opensearch`, `opensearch3` or `elasticsearch` at the sandbox's address."""
+    """SearchStore for `opensearch`, `opensearch3`, `elasticsearch` (9.x), `elasticsearch7` or
+    `elasticsearch8` at the sandbox's address."""
     endpoints = endpoints or Endpoints.from_env()
     url = endpoints.search_url(search)
     # https: a node the stack's CA signed for (user:password@ in the URL is basic auth)
@@ -276,7 +277,34 @@ def connect(search: str, endpoints: Endpoints | None = None) -> SearchStore:
         from opensearchpy import OpenSearch
         return SearchStore(OpenSearch(hosts=[url], timeout=30, **tls))
     from elasticsearch import Elasticsearch
+    if search in ("elasticsearch7", "elasticsearch8"):  # older than the 9 client: see below
+        tls["transport_class"] = _own_media_types()
     return SearchStore(Elasticsearch(url, request_timeout=30, **tls))
+
+
+def _own_media_types() -> Any:
+    """A transport for the elasticsearch 9 client that asks an older node for its own API:
+    Elasticsearch 8.x refuses `application/vnd.elasticsearch+json; compatible-with=9` (400
+    media_type_header_exception); plain `application/json` and `application/x-ndjson` are what
+    7.17 and 8.x speak natively."""
+    import re
+
+    from elastic_transport import Transport
+
+    vnd = re.compile(r"application/vnd\.elasticsearch\+([\w.-]+)\s*;\s*compatible-with=\d+")
+
+    class OwnMediaTypes(Transport):  # type: ignore[misc]
+        def perform_request(self, method: str, target: str, **kwargs: Any) -> Any:
+            headers = kwargs.get("headers")
+            if headers is not None and hasattr(headers, "copy"):
+                headers = headers.copy()
+                for name in ("accept", "content-type"):
+                    if headers.get(name):
+                        headers[name] = vnd.sub(r"application/\1", headers[name])
+                kwargs["headers"] = headers
+            return super().perform_request(method, target, **kwargs)
+
+    return OwnMediaTypes
 
 
 def as_store(client: Any) -> SearchStore:

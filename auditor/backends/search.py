@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from auditor.backends.protocols import Capability
+from auditor.backends.search_engine import Engine, engine_of, transport_class
 from auditor.core.model import Selection
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
@@ -141,7 +142,12 @@ class SearchIndex:
         self.retried = 0  # requests sent again after a 429/5xx, a timeout or a lost connection
         self.docs_read = 0  # documents fetched by the streams (a shard's share of the indices)
         auth = (username, password or "") if username else None
-        self.kind = kind if kind != "auto" else self._detect(url, auth, verify_certs, ca_certs)
+        # the engine's version (`GET /`): None when told the kind, or when `GET /` is refused
+        self.engine: Engine | None = None
+        if kind == "auto":
+            self.engine = self._probe(url, auth, verify_certs, ca_certs)
+            kind = self.engine.kind
+        self.kind = kind
         # the clients' own retries are immediate (no backoff) and skip 429: `_call` retries instead
         opts: dict[str, Any] = {"verify_certs": verify_certs, "request_timeout": timeout, "max_retries": 0}
         if ca_certs:
@@ -160,6 +166,10 @@ class SearchIndex:
                 opts["serializers"] = {"application/json": OrjsonSerializer()}
             except ImportError:  # pragma: no cover
                 pass
+            # 7.x and 8.x refuse (or ignore) the 9 client's `compatible-with=9` (search_engine.py)
+            transport = transport_class(self.engine.major if self.engine else None)
+            if transport is not None:
+                opts["transport_class"] = transport
             self.client = Elasticsearch(url, basic_auth=auth, **opts)
         else:
             raise ConfigError(f"unknown search kind {kind!r}: use opensearch or elasticsearch")
@@ -167,6 +177,13 @@ class SearchIndex:
 
     @staticmethod
     def _detect(url: str, auth: Any, verify: bool, ca: str | None) -> str:
+        """`opensearch` or `elasticsearch`, by `GET /`."""
+        return SearchIndex._probe(url, auth, verify, ca).kind
+
+    @staticmethod
+    def _probe(url: str, auth: Any, verify: bool, ca: str | None) -> Engine:
+        """The engine by `GET /`: its kind and version (Elasticsearch without a version when
+        the role may not read `GET /`)."""
         import json
         import ssl
         import urllib.error
@@ -192,7 +209,7 @@ class SearchIndex:
             # not guessed at.
             if exc.code == 403:
                 if "is unauthorized for user" in exc.read(65536).decode("utf-8", "replace"):
-                    return "elasticsearch"
+                    return Engine("elasticsearch")
                 raise ConfigError(
                     f"search cluster {redact_url(url)} refused `GET /` (403): cannot tell OpenSearch "
                     "from Elasticsearch",
@@ -201,8 +218,7 @@ class SearchIndex:
             raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
         except Exception as exc:
             raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
-        distribution = info.get("version", {}).get("distribution", "elasticsearch")
-        return "opensearch" if distribution == "opensearch" else "elasticsearch"
+        return engine_of(info)
 
     def close(self) -> None:
         """Close the client's connection pool."""

@@ -1,0 +1,81 @@
+"""Which search engine answers, and the media types the elasticsearch client speaks to it.
+
+The `elasticsearch` 9 client asks every request for 9.x behaviour
+(`application/vnd.elasticsearch+json; compatible-with=9`, `+x-ndjson` for a bulk). Elasticsearch
+8.x refuses that with 400 `media_type_header_exception` ("Accept version must be either version 8
+or 7"). An Elasticsearch older than the client is sent plain `application/json` and
+`application/x-ndjson` instead: its own current API, which 7.17, 8.x and 9.x all accept, and which
+the requests the auditor makes (point in time + search_after, mget, bulk, aliases) fit on each.
+A server as new as the client, or newer, keeps the client's compatibility request. When the
+version cannot be read (a role without the cluster's `monitor` privilege is refused `GET /`) the
+plain media types are the ones every supported version accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# `application/vnd.elasticsearch+json; compatible-with=9` -> `application/json`
+_COMPAT = re.compile(r"application/vnd\.elasticsearch\+([\w.-]+)\s*;\s*compatible-with=\d+")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What `GET /` says about the cluster: its kind and (when given) its version."""
+
+    kind: str  # opensearch | elasticsearch
+    number: str | None = None  # 8.19.0
+
+    @property
+    def major(self) -> int | None:
+        head = (self.number or "").split(".", 1)[0]
+        return int(head) if head.isdigit() else None
+
+
+def engine_of(info: Mapping[str, Any]) -> Engine:
+    """The engine behind a `GET /` answer: OpenSearch names itself in `version.distribution`
+    (and in its tagline); Elasticsearch has no distribution field."""
+    version = info.get("version") or {}
+    number = version.get("number")
+    number = str(number) if number is not None else None
+    tagline = str(info.get("tagline") or "")
+    if version.get("distribution") == "opensearch" or "opensearch" in tagline.lower():
+        return Engine("opensearch", number)
+    return Engine("elasticsearch", number)
+
+
+def client_major() -> int:
+    """The major version of the installed `elasticsearch` client."""
+    from elasticsearch import __versionstr__
+
+    return int(__versionstr__.split(".", 1)[0])
+
+
+def plain_media_types(headers: Any) -> Any:
+    """A copy of `headers` whose Accept and Content-Type ask for no compatibility mode."""
+    out = headers.copy()
+    for name in ("accept", "content-type"):
+        value = out.get(name)
+        if value and "compatible-with" in value:
+            out[name] = _COMPAT.sub(r"application/\1", value)
+    return out
+
+
+def transport_class(major: int | None) -> Any:
+    """The transport the elasticsearch client should use for a server of this major version:
+    None (the client's own) for one as new as the client or newer, otherwise one that sends plain
+    media types (an unknown version included)."""
+    if major is not None and major >= client_major():
+        return None
+    from elastic_transport import Transport
+
+    class PlainMediaTypes(Transport):  # type: ignore[misc]
+        def perform_request(self, method: str, target: str, **kwargs: Any) -> Any:
+            if isinstance(kwargs.get("headers"), Mapping):
+                kwargs["headers"] = plain_media_types(kwargs["headers"])
+            return super().perform_request(method, target, **kwargs)
+
+    return PlainMediaTypes
