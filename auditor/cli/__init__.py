@@ -67,4 +67,5 @@ from auditor.cli import config_cmd  # noqa: E402, F401
 from auditor.cli import drill_cmd  # noqa: E402, F401
 from auditor.cli import watch_cmd  # noqa: E402, F401
 from auditor.cli import probe_cmd  # noqa: E402, F401
+from auditor.cli import serve_cmd  # noqa: E402, F401
 # isort: on
