@@ -208,7 +208,7 @@ def main() -> int:
     parser.add_argument("--store", default="postgres", choices=["mariadb", "postgres"])
     parser.add_argument("--search", default="elasticsearch", choices=["opensearch", "elasticsearch"])
     parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--sessions", type=int, default=4, help="the console's --sessions")
+    parser.add_argument("--sessions", type=int, default=8, help="the console's --sessions")
     parser.add_argument("--no-cli", action="store_true", help="skip the cold CLI round")
     args = parser.parse_args()
     breakage = Breakage(args.store, args.search)

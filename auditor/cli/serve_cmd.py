@@ -70,7 +70,7 @@ def serve(
     ] = 10.0,
     sessions: Annotated[
         int, typer.Option(min=1, help="Warm backend sessions (triages at once; more requests wait).")
-    ] = 4,
+    ] = 8,
     grace: Annotated[
         float | None,
         typer.Option(
@@ -122,7 +122,8 @@ def serve(
 
             raise ConfigError(f"--reports {reports}: not a folder")
         console = Console(settings, sessions=sessions, grace=grace, settle=settle)
-        application = build(console, Options(timeout=timeout, reports=reports, guard=guard))
+        options = Options(timeout=timeout, reports=reports, guard=guard, workers=sessions + 4)
+        application = build(console, options)
         shown = "localhost" if host in ("127.0.0.1", "::1") else host
         auth = (
             "loopback only"

@@ -119,7 +119,7 @@ class Options:
     timeout: float = 10.0  # seconds a request may take, whatever the backends do
     reports: Path | None = None
     guard: Guard = Guard()
-    workers: int = 8  # worker threads for walks (a walk past its deadline keeps one until it ends)
+    workers: int = 12  # worker threads: the sessions' walks, /readyz's probes, the reports' reads
 
 
 def build(console: Console, options: Options, watch: Any = None) -> Starlette:

@@ -119,7 +119,7 @@ class Console:
     `auditor triage TEXT` on warm backends: the same result, the same verdicts."""
 
     settings: Settings
-    sessions: int = 4
+    sessions: int = 8
     grace: float | None = None
     settle: float = 10.0
     pool: Sessions = field(init=False)
