@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from html import escape as _html_escape
 
-from rich.markup import escape as _rich_escape
-
 # C0/C1 controls (newline, ESC, CSI ...), line/paragraph separators, bidi overrides, lone surrogates
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -65,7 +63,9 @@ def console_text(text: str) -> str:
 
 def console_markup(text: str) -> str:
     """For data interpolated into rich markup: as console_text, with markup tags escaped."""
-    return _rich_escape(visible(text))
+    from rich.markup import escape  # here: the JSON and HTML outputs do not load rich
+
+    return escape(visible(text))
 
 
 def html_text(value: object) -> str:

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from auditor.core.model import Classified, Report, Selection
 from auditor.core.triage import Status, TriageResult, boundary_of
 from auditor.reports.commands import finding_commands, finding_rebuild
 from auditor.reports.escape import console_text
 from auditor.reports.json_report import finding_json, plain
+
+if TYPE_CHECKING:  # rich is loaded by the console output only (`--format json` does without it)
+    from rich.console import Console
 
 SCHEMA = "triage/1"
 MARKS = {
@@ -60,6 +59,9 @@ def _headline(result: TriageResult) -> tuple[str, str]:
 
 
 def render_console(result: TriageResult, console: Console, group: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     console.print(Text(console_text(result.urn), style="bold"))
     if result.read_as:
         console.print(Text(f"read as a urn: {', '.join(result.read_as)}", style="dim"))

@@ -42,6 +42,9 @@ def main() -> None:
     # opensearch-py imports its asyncio client when aiohttp is installed (about 0.1 s at every
     # start); the command line never uses it. Only this process is affected, not the Python API.
     sys.modules.setdefault("aiohttp", None)  # type: ignore[arg-type]
+    # httpx (elasticsearch's transport loads it) imports its own command line, and with it click,
+    # rich's progress bars and pygments, when they are installed (~0.1 s); it falls back without
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     sys.unraisablehook = _log_unraisable
     app()
 
@@ -67,4 +70,5 @@ from auditor.cli import config_cmd  # noqa: E402, F401
 from auditor.cli import drill_cmd  # noqa: E402, F401
 from auditor.cli import watch_cmd  # noqa: E402, F401
 from auditor.cli import probe_cmd  # noqa: E402, F401
+from auditor.cli import serve_cmd  # noqa: E402, F401
 # isort: on

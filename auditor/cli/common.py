@@ -7,18 +7,36 @@ import sys
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from auditor.errors import AuditorError, ConfigError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_CODES = """Exit codes: 0 no persistent divergence (in-flight findings allowed); 1 persistent
 divergence (or unreadable rows) found; 2 usage or configuration error; 3 could not complete (a
 backend down or failing); 4 the MAE consumer is stalled (findings wait on it, none diverged)."""
 
-err = Console(stderr=True, soft_wrap=True)  # an error is one line, also in a log (the terminal wraps)
+
+class _Stderr:
+    """rich's Console on stderr, made when first used: a command that prints nothing there (a
+    triage with --format json) never imports rich (~0.15 s of every start)."""
+
+    _console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _Stderr._console is None:
+            from rich.console import Console
+
+            # an error is one line, also in a log (the terminal wraps)
+            _Stderr._console = Console(stderr=True, soft_wrap=True)
+        return getattr(_Stderr._console, name)
+
+
+err: Any = _Stderr()
 
 
 class Format(StrEnum):
@@ -70,6 +88,8 @@ def shard_range(path: Path | None, shard: tuple[int, int] | None) -> tuple[str |
 
 def stdout_console() -> Console:
     """A terminal's own width; 140 columns when piped to a file or a log."""
+    from rich.console import Console
+
     probe = Console()
     return probe if probe.is_terminal else Console(width=140, soft_wrap=True)
 

@@ -12,7 +12,6 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import DebugOpt, run
-from auditor.datahub_env import plan, render, toml_value
 from auditor.errors import ConfigError
 
 config_app = typer.Typer(help="Write configuration files.", no_args_is_help=True)
@@ -74,6 +73,8 @@ def config_init(
     """
 
     def go() -> int:
+        from auditor.datahub_env import plan, render, toml_value  # here: no other command loads it
+
         p = plan(os.environ)
         text = render(p)
         _check(text)

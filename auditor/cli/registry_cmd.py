@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from auditor.cli import app
 from auditor.cli.common import (
@@ -23,6 +22,7 @@ def registry(
     """List the entity types, aspects and search indices DataHub's own schemas define."""
 
     def go() -> int:
+        from rich.console import Console
         from rich.table import Table
 
         from auditor.core.naming import entity_index

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
+    from auditor.platforms.resident import Resident
     from auditor.rebuild.run import RebuildRequest
     from auditor.scan.join import Progress
     from auditor.scan.run import ScanOptions
@@ -60,6 +61,8 @@ class Platform(ABC):
     fills_repair_datahub: ClassVar[bool] = False
     # why the verdicts rest on time and history when the platform has no change log
     weak_evidence: ClassVar[str | None] = None
+    # what a person pastes to triage one entity (the console's prompt)
+    paste_hint: ClassVar[str] = "an entity's name or id"
 
     def supports(self, capability: Capability) -> bool:
         return capability in self.capabilities
@@ -131,6 +134,16 @@ class Platform(ABC):
     def drill_tables(self) -> tuple[TableSpec, ...]:
         """The tables a restore drill compares row by row (`auditor drill compare --table`)."""
         return ()
+
+    def open_resident(self, settings: Settings) -> Resident:
+        """Warm backends for a resident service (`auditor serve`): opened once, reused."""
+        self.require(Capability.TRIAGE)
+        raise NotImplementedError  # a platform that declares TRIAGE implements this
+
+    def readiness(self, settings: Settings) -> dict[str, Callable[[], str]]:
+        """Each backend's own probe for `/readyz`: name -> a function returning its version,
+        raising when it is down (a fresh connection each)."""
+        return {}
 
     def check_name(self, text: str) -> None:
         """Refuse, before anything heavy is opened, what cannot name one of this platform's

@@ -23,6 +23,7 @@ from auditor.settings import Settings
 
 if TYPE_CHECKING:
     from auditor.drill.spec import TableSpec
+    from auditor.platforms.resident import Resident
     from auditor.rebuild.run import RebuildRequest
 
 
@@ -45,6 +46,20 @@ class DataHub(Platform):
     title = "DataHub"
     capabilities = frozenset(Capability)
     fills_repair_datahub = True
+    paste_hint = "a urn or a DataHub URL (quoted, URL-encoded: as pasted)"
+
+    def open_resident(self, settings: Settings) -> Resident:
+        from auditor.platforms.datahub.resident import DataHubResident
+
+        return DataHubResident(settings, Registry.load())
+
+    def readiness(self, settings: Settings) -> dict[str, Callable[[], str]]:
+        from auditor.platforms.resident import search_probe
+
+        out = {"database": lambda: _ping_store(settings), "search": lambda: search_probe(settings)}
+        if settings.kafka_bootstrap:
+            out["kafka"] = lambda: _ping_kafka(settings)
+        return out
 
     def drill_tables(self) -> tuple[TableSpec, ...]:
         from auditor.drill.spec import METADATA_ASPECT_V2
@@ -205,6 +220,28 @@ class DataHub(Platform):
         self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
     ) -> list[str]:
         return commands.repair_commands(findings, group=group, until=until)
+
+
+def _ping_store(settings: Settings) -> str:
+    with closing(open_store(settings)) as store:
+        return str(store.ping())
+
+
+def _ping_kafka(settings: Settings) -> str:
+    from auditor.backends.connect import kafka_config
+    from auditor.backends.events import EventLog
+    from auditor.errors import BackendUnavailable
+
+    events = EventLog(kafka_config(settings), None, timeout=3.0)
+    try:
+        topic = settings.mcl_versioned_topic
+        n = events.partitions(topic)
+        if n == 0:
+            why = events.topic_errors.get(topic) or "not found"
+            raise BackendUnavailable(f"topic {topic}: {why}")
+        return f"{topic}: {n} partitions"
+    finally:
+        events.close()
 
 
 PLATFORM = DataHub()

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
+    from auditor.platforms.resident import Resident
     from auditor.rebuild.run import RebuildRequest
     from auditor.scan.join import Progress
     from auditor.scan.run import ScanOptions
@@ -37,6 +38,7 @@ class OpenMetadata(Platform):
     name = "openmetadata"
     title = "OpenMetadata"
     capabilities = frozenset({Capability.STAGED_REINDEX, Capability.TRIAGE})
+    paste_hint = "an OpenMetadata FQN, entity id or entity page URL"
     weak_evidence = (
         "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
         "queue, the change's age and earlier scans"
@@ -84,6 +86,21 @@ class OpenMetadata(Platform):
     def rebuild(self, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         return om_rebuild(self, settings, request)
 
+    def open_resident(self, settings: Settings) -> Resident:
+        from auditor.platforms.openmetadata.resident import OpenMetadataResident
+
+        return OpenMetadataResident(settings)
+
+    def readiness(self, settings: Settings) -> dict[str, Callable[[], str]]:
+        from auditor.platforms.openmetadata.connect import open_om_store
+        from auditor.platforms.resident import search_probe
+
+        def database() -> str:
+            with closing(open_om_store(settings)) as store:
+                return str(store.ping())
+
+        return {"database": database, "search": lambda: search_probe(settings)}
+
     def drill_tables(self) -> tuple[TableSpec, ...]:
         from auditor.drill.spec import om_entity_table
         from auditor.platforms.openmetadata.naming import BY_TABLE
@@ -105,7 +122,7 @@ class OpenMetadata(Platform):
         return commands.repair_commands(findings)
 
 
-def _om_state(settings: Settings) -> Settings:
+def om_state(settings: Settings) -> Settings:
     """The default state file is DataHub's: OpenMetadata's history is kept beside it."""
     if settings.state_file == Settings.model_fields["state_file"].default:
         own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
@@ -125,7 +142,7 @@ def om_triage(
     from auditor.platforms.openmetadata.triage import om_walk
 
     chosen = entities(entity_types)
-    settings = _om_state(settings)
+    settings = om_state(settings)
     options = OmScanOptions(
         grace=settings.grace_seconds if grace is None else grace,
         visibility=settings.index_visibility_seconds,
@@ -156,7 +173,7 @@ def om_scan(
     selection = selection or Selection()  # (a caller may pass an empty one)
     platform.require_selection(selection)
     chosen = entities(selection.entity_types)
-    settings = _om_state(settings)
+    settings = om_state(settings)
     report = Report(
         started_at=datetime.now(UTC),
         scope=selection,

@@ -1,0 +1,67 @@
+"""DataHub's warm backends for `auditor serve`: the store's and search's pools, the Kafka clients,
+the registry; a triage is `auditor triage`'s walk on them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import closing
+from typing import Any
+
+from auditor.backends.connect import open_events, open_search, open_store
+from auditor.core.triage import TriageResult
+from auditor.errors import ConfigError
+from auditor.platforms.resident import Resident
+from auditor.settings import Settings
+
+
+class DataHubResident(Resident):
+    def __init__(self, settings: Settings, registry: Any) -> None:
+        super().__init__()
+        self.settings, self.registry = settings, registry
+        try:
+            self.store = self.opened.enter_context(closing(open_store(settings)))
+            self.search = self.opened.enter_context(closing(open_search(settings)))
+            self.events = open_events(settings, self.warnings)
+            if self.events is not None:
+                self.opened.callback(self.events.close)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.settings.kafka_bootstrap) and self.events is None
+
+    def triage(
+        self, text: str, *, entity_types: Sequence[str] = (), grace: float | None = None, settle: float = 10.0
+    ) -> TriageResult:
+        from auditor.backends.state import ScanState
+        from auditor.core.urn_text import normalize
+        from auditor.core.urns import UrnError
+        from auditor.platforms.datahub.platform import scan_target
+        from auditor.scan.run import ScanBackends
+        from auditor.triage.walk import walk
+
+        if entity_types:
+            raise ConfigError("an entity type is for OpenMetadata (a urn names its type)")
+        try:
+            urn, read_as = normalize(text)
+        except UrnError as exc:
+            raise ConfigError(
+                f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
+            ) from None
+        target = scan_target(self.settings)
+        with closing(ScanState(self.settings.state_file, read_only=True)) as state:
+            backends = ScanBackends(self.store, self.search, self.events, state)
+            result = walk(
+                backends,
+                self.registry,
+                target,
+                urn,
+                asked=text,
+                read_as=read_as,
+                grace=target.grace if grace is None else grace,
+                settle=settle,
+            )
+        result.warnings = self.warnings + result.warnings
+        return result
