@@ -10,6 +10,7 @@ from auditor.backends.index_writer import IndexWriter
 from auditor.backends.producer import MclProducer
 from auditor.backends.store import MetadataStore
 from auditor.core.model import Classified, RepairKind, Selection, Verdict
+from auditor.core.naming import entity_index
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
 from auditor.errors import ConfigError
@@ -19,6 +20,7 @@ from auditor.rebuild.reindex import Reindexer
 from auditor.rebuild.replay import Replayer
 from auditor.rebuild.rows import RowSource
 from auditor.rebuild.verify import reaudit, reaudit_selection, wait_for_consumer
+from auditor.scan.datahub_reindex import refuse_full
 from auditor.scan.run import ScanBackends, ScanTarget
 
 # what each mode can do; the rest of a plan is left to the other mode (or to a person)
@@ -287,6 +289,8 @@ def _full(
     types = list(selection.entity_types) or sorted(
         name for name in registry.entity_names if backends.store.count_rows(Selection(entity_types=(name,)))
     )
+    live = [entity_index(registry.entity(name).name, target.index_prefix) for name in types]
+    refuse_full(backends.scan.store, backends.scan.search, target.index_prefix, live)
     lock = Lock(
         request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
     )

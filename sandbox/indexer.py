@@ -65,6 +65,9 @@ class IndexUpdater:
         self._pending: list[dict[str, Any]] = []
         self._last_op: dict[tuple[str, str], str] = {}  # (index, id) -> last queued op type
         self.failed_writes = 0
+        # live index -> the other indices each of its document writes also goes to (the dual
+        # write of a zero-downtime reindex to its next index: sandbox/zdr.py)
+        self.dual_writes: dict[str, list[str]] = {}
         # Templates, so that an index auto-created by a write (after someone deleted it)
         # still gets the sandbox's mappings. Prefixed ones win over the unprefixed pattern.
         tag, priority = (f"{index_prefix}-", 20) if index_prefix else ("", 10)
@@ -113,12 +116,14 @@ class IndexUpdater:
     def _upsert(self, index: str, mappings: dict[str, Any], doc_id: str,
                 doc: dict[str, Any]) -> None:
         self.store.ensure_index(index, mappings)
-        self._pending.append({"_op_type": "update", "_index": index, "_id": doc_id,
-                              "doc": doc, "doc_as_upsert": True, "retry_on_conflict": 3})
+        for target in (index, *self.dual_writes.get(index, ())):
+            self._pending.append({"_op_type": "update", "_index": target, "_id": doc_id,
+                                  "doc": doc, "doc_as_upsert": True, "retry_on_conflict": 3})
         self._last_op[(index, doc_id)] = "update"
 
     def _delete_doc(self, index: str, doc_id: str) -> None:
-        self._pending.append({"_op_type": "delete", "_index": index, "_id": doc_id})
+        for target in (index, *self.dual_writes.get(index, ())):
+            self._pending.append({"_op_type": "delete", "_index": target, "_id": doc_id})
         self._last_op[(index, doc_id)] = "delete"
 
     def _delete_matching(self, index: str, query: dict[str, Any]) -> int:

@@ -292,6 +292,22 @@ class SearchIndex:
                 counts[alias] = counts[index]
         return counts
 
+    def index_meta(self, pattern: str) -> dict[str, tuple[list[str], int]]:
+        """Concrete index -> (its aliases, its creation time in epoch ms), for the indices matching
+        `pattern` (index metadata only: `view_index_metadata`). Empty when nothing matches."""
+        try:
+            listed = self._call(self.client.indices.get_alias, index=pattern)
+            settings = self._call(self.client.indices.get_settings, index=pattern, name="index.creation_date")
+        except Exception as exc:
+            if "index_not_found" in str(exc) or "404" in str(exc):
+                return {}
+            raise self._fail("reading index metadata", exc) from None
+        out: dict[str, tuple[list[str], int]] = {}
+        for index, entry in listed.items():
+            created = (settings.get(index) or {}).get("settings", {}).get("index", {}).get("creation_date")
+            out[index] = (sorted(entry.get("aliases") or {}), int(created or 0))
+        return out
+
     def _open_pit(self, index: str) -> str | None:
         if not self._pit_ok:
             return None

@@ -13,6 +13,7 @@ from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VE
 from auditor.core.registry import Registry
 from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
+from auditor.scan.datahub_reindex import detect as detect_datahub_reindex
 from auditor.scan.evidence import start_window
 from auditor.scan.join import JoinResult, Progress, Scanner
 from auditor.scan.judge import confirm, finish, judge, mark_restores
@@ -74,6 +75,7 @@ def run_scan(
     selection = report.scope
     kafka = open_window(backends, options, target, report.warnings, selection.urns)
     scanner = scanner_for(backends, registry, target, report.started_at)
+    note_datahub_reindex(report, backends, scanner)
     rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
     joined = scanner.run(selection, progress)
     report.read = {  # what the join fetched (re-observation reads a few entities again: not counted)
@@ -122,6 +124,14 @@ def run_scan(
     if options.use_state:
         record_trend(backends.state, report)
     return report
+
+
+def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanner) -> None:
+    """DataHub's own reindexes of the scanned indices: a notice each (the alias is what is audited)."""
+    aliases = [scanner.index_of(t) for t in scanner.entity_types(report.scope)]
+    for found in detect_datahub_reindex(backends.store, backends.search, scanner.index_prefix, aliases):
+        report.reindex.append(found.to_json())
+        report.warnings.append(found.notice())
 
 
 def scanner_for(
