@@ -14,8 +14,9 @@ from auditor.core.registry import Registry
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
 from auditor.scan.join import Progress
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget
 from auditor.scan.shards import ShardPlan, make_plan
+from auditor.scan.v3 import scan_with_v3
 from auditor.settings import Settings
 from auditor.triage import walk
 
@@ -77,7 +78,7 @@ def scan(
             opened.callback(events.close)
         state = opened.enter_context(closing(open_state(settings, options.use_state)))
         backends = ScanBackends(store, search, events, state)
-        return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
+        return scan_with_v3(backends, registry, report, options, scan_target(settings), progress, log)
 
 
 def _om_state(settings: Settings) -> Settings:

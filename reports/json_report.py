@@ -90,6 +90,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "findings": [finding_json(c, report) for c in report.findings],
         "trend": [plain(run) for run in report.trend],
         "reindex": report.reindex,
+        "v3": report.v3,
     }
 
 

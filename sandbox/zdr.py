@@ -74,6 +74,7 @@ class ZeroDowntimeReindex:
     version: str = "1.7.0-1"
     kafka: str = ""
     group: str = MAE_CONSUMER_GROUP
+    topics: tuple[str, ...] = MCL_TOPICS
     alias: str = field(init=False)
     next_index: str = ""
     old_backing: str | None = None
@@ -168,10 +169,10 @@ class ZeroDowntimeReindex:
     def lag(self) -> int:
         """MclConsumerLagUtils.combinedMedianLag: per topic, median(end) - median(committed)."""
         kafka = self.kafka or self.writer.endpoints.kafka
-        committed = committed_offsets(kafka, self.group, MCL_TOPICS)
-        ends = end_offsets(kafka, MCL_TOPICS)
+        committed = committed_offsets(kafka, self.group, self.topics)
+        ends = end_offsets(kafka, self.topics)
         total = 0
-        for topic in MCL_TOPICS:
+        for topic in self.topics:
             mine = {tp: off for tp, off in committed.items() if tp[0] == topic and off >= 0}
             if not mine:
                 continue

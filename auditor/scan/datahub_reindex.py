@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from auditor.core.naming import prefixed
+from auditor.core.naming import entity_index, prefixed
 from auditor.errors import AuditorError
 
 STATE_URN_LIKE = "urn:li:dataHubUpgrade:BuildIndicesIncremental_%"
@@ -165,3 +165,10 @@ def refuse_full(store: Any, search: Any, index_prefix: str, aliases: Iterable[st
             hint="wait for DataHub's system-update to swap the alias, scan again, then repair "
             "(a targeted reindex or replay is not refused)",
         )
+
+
+def reindex_mirrors(store: Any, search: Any, index_prefix: str, registry: Any) -> dict[str, list[str]]:
+    """Live entity index -> the next index DataHub is building for it (a repair writes both)."""
+    aliases = [entity_index(name, index_prefix) for name in registry.entity_names]
+    found = detect(store, search, index_prefix, aliases)
+    return {r.alias: [r.next_index] for r in found if r.phase == "in_progress"}

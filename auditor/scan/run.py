@@ -15,6 +15,7 @@ from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
 from auditor.scan.datahub_reindex import detect as detect_datahub_reindex
 from auditor.scan.evidence import start_window
+from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.join import JoinResult, Progress, Scanner
 from auditor.scan.judge import confirm, finish, judge, mark_restores
 from auditor.scan.reobserve import KafkaSide, Observer, Reobservation
@@ -50,6 +51,7 @@ class ScanTarget:
     prefetch: bool = False  # the streams read in threads beside the join (settings.scan_prefetch)
     # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
     entity_indices: tuple[tuple[str, str], ...] = ()
+    type_field: str | None = None  # a unified (V3) index: the field naming each document's type
 
 
 @dataclass
@@ -73,6 +75,7 @@ def run_scan(
 ) -> Report:
     """Scan `report.scope`: the join's findings are candidates, re-observed in causal order."""
     selection = report.scope
+    target = with_hook_group(backends.events, target, report)
     kafka = open_window(backends, options, target, report.warnings, selection.urns)
     scanner = scanner_for(backends, registry, target, report.started_at)
     note_datahub_reindex(report, backends, scanner)
@@ -146,6 +149,7 @@ def scanner_for(
         index_overrides=dict(target.entity_indices),
         now=now,
         prefetch=target.prefetch,
+        type_field=target.type_field,
     )
 
 
