@@ -77,3 +77,20 @@ def test_a_state_for_another_index_or_a_deleted_next_index_is_ignored() -> None:
     search = Search({ALIAS: ([], 1)})  # the next index is gone (a failed run cleaned up)
     assert detect(Store(STATE), search, "p", [ALIAS]) == []
     assert detect(Store(STATE), Search({ALIAS: ([], 1), NEXT: ([], 2)}), "p", ["p_chartindex_v2"]) == []
+
+
+def test_the_reindex_and_v3_sections_survive_json_and_a_shard_merge() -> None:
+    from auditor.core.model import Report, Selection
+    from auditor.reports.json_report import to_dict
+    from auditor.reports.merge import from_dict, merge
+
+    notice = {"alias": ALIAS, "phase": "in_progress", "next_index": NEXT}
+    parts = []
+    for i, urn in enumerate(("urn:li:dataset:a", "urn:li:dataset:b")):
+        r = Report(datetime.now(UTC), scope=Selection(shard=(i, 2)), reindex=[notice])
+        r.v3 = {"indices": {"dataset": "p_primaryindex_v3"}, "wrong_in_v3_only": [urn], "disagreeing": 1}
+        parts.append(from_dict(json.loads(json.dumps(to_dict(r), default=str))))
+    merged = merge(parts)
+    assert merged.reindex == [notice]
+    assert merged.v3["wrong_in_v3_only"] == ["urn:li:dataset:a", "urn:li:dataset:b"]
+    assert merged.v3["disagreeing"] == 2 and merged.v3["indices"] == {"dataset": "p_primaryindex_v3"}
