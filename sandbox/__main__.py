@@ -25,6 +25,19 @@ STORES = ("postgres", "mariadb")
 SEARCHES = ("opensearch", "elasticsearch")
 
 
+def v3_groups(given: list[str] | None) -> dict[str, str] | None:
+    """`--v3` (each entity type its own V3 index) or `--v3 TYPE=GROUP ...`: DataHub's V3 dual write."""
+    if given is None:
+        return None
+    groups = {}
+    for item in given:
+        etype, sep, group = item.partition("=")
+        if not sep or not etype or not group:
+            raise SystemExit(f"--v3 takes TYPE=GROUP, not {item!r}")
+        groups[etype] = group
+    return groups
+
+
 def cmd_seed(args: argparse.Namespace) -> int:
     """Create the table, write the catalog through the writer, consume until drained."""
     endpoints = Endpoints.from_env()
@@ -40,6 +53,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
     if args.no_consume:
         return 0
     consumer = MaeConsumer(args.search, endpoints, index_prefix=args.index_prefix)
+    consumer.updater.v3 = v3_groups(args.v3)
     with consumer:
         drained = consumer.drain(args.drain_timeout)
     stats = consumer.stats
@@ -52,6 +66,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
     """Run the MAE consumer in the foreground with fault knobs until interrupted."""
     consumer = MaeConsumer(args.search, Endpoints.from_env(), index_prefix=args.index_prefix,
                            batch_size=args.batch_size, group_id=args.group)
+    consumer.updater.v3 = v3_groups(args.v3)
     if args.rate:
         consumer.rate(args.rate)
     if args.pause:
@@ -118,6 +133,8 @@ def parser() -> argparse.ArgumentParser:
     seed.add_argument("--drain-timeout", type=float, default=600.0)
     seed.add_argument("--no-consume", action="store_true",
                       help="only write rows and MCLs (leave consuming to a running consumer)")
+    seed.add_argument("--v3", nargs="*", metavar="TYPE=GROUP",
+                      help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)")
     seed.set_defaults(func=cmd_seed)
 
     consume = sub.add_parser("consume", help="run the MAE consumer with fault knobs")
@@ -131,6 +148,8 @@ def parser() -> argparse.ArgumentParser:
                          help="consume and commit but do not write this urn's doc (repeatable)")
     consume.add_argument("--group", default=MAE_CONSUMER_GROUP, help="consumer group")
     consume.add_argument("--report-every", type=float, default=10.0, help="seconds between stats")
+    consume.add_argument("--v3", nargs="*", metavar="TYPE=GROUP",
+                         help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)")
     consume.set_defaults(func=cmd_consume)
 
     reset = sub.add_parser("reset", help="wipe table, indices, group offsets and topics")
