@@ -11,7 +11,7 @@ from faults import _datasets, _tags
 from test_rebuild import rebuild_cli
 from world import World
 
-from auditor.api import rebuild
+from auditor.api import rebuild, triage
 from auditor.core.model import Report, Verdict
 from auditor.core.plan import RebuildOutcome
 from auditor.rebuild.run import RebuildRequest
@@ -127,6 +127,7 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
         world.consumer.updater.v3_skip = set()
         world.search.put(primary, entity_doc_id_v3(ghost), {"urn": ghost, "_entityType": "dataset"})
         before = world.scan()
+        walked = triage(world.settings(), stale, settle=0.5)
         outcome = repair(world, "reindex", before, tmp_path)
         after = world.scan()
     finally:
@@ -149,6 +150,7 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
     assert not outcome.failed and not outcome.still_wrong and outcome.exit_code == 0, outcome.still_wrong
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
     assert after.v3["disagreeing"] == 0
+    assert {(c.finding.index, c.subkind) for c in walked.findings} == {(primary, "stale_fields")}
 
 
 @pytest.mark.integration
