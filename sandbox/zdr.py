@@ -16,6 +16,9 @@ the per-index state of IncrementalReindexState) rebuilds an index without blocki
    are re-emitted as RESTATE MCLs (read from SQL, urn-paged); the dual-writing consumer applies
    them to both indices.
 4. lag: wait until the MAE group's median lag on the two MCL topics is 0.
+   (DataHub's newest code swaps right after the copy and catches up after the swap, with a
+   rollback dual write to the old index: call the phases in that order; the sandbox does not
+   keep writing the old index after a swap.)
 5. swap: document counts compared, then one `_aliases` request moves the alias to the next index
    (a live name that is a concrete index is removed in the same request); the state says
    COMPLETED and the consumer stops dual-writing.
@@ -149,7 +152,8 @@ class ZeroDowntimeReindex:
 
     def catch_up(self, *, skip: bool = False) -> None:
         """RESTATE MCLs for the entity type's rows written in [T0, dualWriteStartTime]."""
-        if skip:
+        if skip:  # a catch-up that reports success having written nothing
+            self._persist_catch_up("COMPLETED")
             return
         low = datetime.fromtimestamp(self.reindex_start / 1000, UTC).replace(tzinfo=None)
         high = datetime.fromtimestamp(self.dual_write_start / 1000, UTC).replace(tzinfo=None)
@@ -165,6 +169,7 @@ class ZeroDowntimeReindex:
             self.writer.restate(urn, aspect, actor=SYSTEM_ACTOR, wait=False)
         self.writer.flush()
         self.restated = len(rows)
+        self._persist_catch_up("COMPLETED")
 
     def lag(self) -> int:
         """MclConsumerLagUtils.combinedMedianLag: per topic, median(end) - median(committed)."""
@@ -237,6 +242,14 @@ class ZeroDowntimeReindex:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"_reindex {self.task_id} not done after {timeout}s")
             time.sleep(0.2)
+
+    def _persist_catch_up(self, status: str) -> None:
+        """The catch-up step's own state: `<alias>.catchUpStatus` on IncrementalReindexCatchUp_<version>."""
+        urn = f"urn:li:dataHubUpgrade:IncrementalReindexCatchUp_{self.version}"
+        value = self.writer.read_aspect(urn, UPGRADE_ASPECT) or {"result": {}}
+        value.setdefault("result", {})[f"{self.alias}.catchUpStatus"] = status
+        value["state"], value["timestampMs"] = "SUCCEEDED", _now_ms()
+        self.writer.write(urn, UPGRADE_ASPECT, value, actor=SYSTEM_ACTOR)
 
     def _persist(self, status: str, **props: str) -> None:
         """Merge this index's state into the upgrade result (written like any aspect, with its MCL)."""

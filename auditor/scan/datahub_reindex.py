@@ -22,13 +22,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
+from auditor.core.model import Report, Verdict
 from auditor.core.naming import entity_index, prefixed
 from auditor.errors import AuditorError
 
-STATE_URN_LIKE = "urn:li:dataHubUpgrade:BuildIndicesIncremental_%"
+STATE_URN_LIKE = "urn:li:dataHubUpgrade:%"
+PHASE1 = "urn:li:dataHubUpgrade:BuildIndicesIncremental_"
+CATCH_UP = "urn:li:dataHubUpgrade:IncrementalReindexCatchUp_"
+WAITING = frozenset({"", "PENDING"})  # a catch-up not run yet (FAILED, SKIPPED, COMPLETED: it ran)
 STATE_ASPECT = "dataHubUpgradeResult"
 UPGRADE_TYPE = "dataHubUpgrade"
 _VERSIONED = r"_.+_\d{13}$"  # `<alias>_<version>_<epoch ms>` (the auditor's own `--full` has no version)
@@ -53,6 +58,7 @@ class IndexReindex:
     upgrade: str = ""  # the upgrade's urn
     reindex_start_ms: int | None = None
     dual_write_start_ms: int | None = None
+    catch_up: str = ""  # DataHub's catch-up status for the index ("": not run yet)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -115,7 +121,12 @@ def detect(store: Any, search: Any, index_prefix: str, aliases: Iterable[str]) -
 
     found: dict[str, IndexReindex] = {}
     latest: dict[str, int] = {}
-    for urn, result in _states(store):
+    states = list(_states(store))
+    catch_ups = {u[len(CATCH_UP) :]: r for u, r in states if u.startswith(CATCH_UP)}
+    for urn, result in states:
+        if not urn.startswith(PHASE1):
+            continue
+        caught = catch_ups.get(urn[len(PHASE1) :], {})
         for key, status in result.items():
             alias, _, prop = key.rpartition(".")
             if prop != "status" or alias not in wanted:
@@ -137,6 +148,7 @@ def detect(store: Any, search: Any, index_prefix: str, aliases: Iterable[str]) -
                 urn,
                 start,
                 _int(result.get(f"{alias}.dualWriteStartTime")),
+                caught.get(f"{alias}.catchUpStatus", ""),
             )
     for alias in sorted(wanted - found.keys()):
         now = serving(alias)
@@ -172,3 +184,40 @@ def reindex_mirrors(store: Any, search: Any, index_prefix: str, registry: Any) -
     aliases = [entity_index(name, index_prefix) for name in registry.entity_names]
     found = detect(store, search, index_prefix, aliases)
     return {r.alias: [r.next_index] for r in found if r.phase == "in_progress"}
+
+
+def hold_for_catch_up(report: Report) -> None:
+    """DataHub swapped the alias before its catch-up ran (its newest order: copy, swap, catch-up):
+    a diverged finding of that index on an entity changed in the gap (after the copy began,
+    before the consumer wrote both indices) is in flight, DataHub's RESTATE catch-up will write it.
+    A catch-up that ran (or failed) leaves the verdict alone: what it missed is divergence."""
+    waiting = {
+        r["alias"]: r
+        for r in report.reindex
+        if r.get("phase") == "swapped" and r.get("catch_up", "") in WAITING and r.get("reindex_start_ms")
+    }
+    if not waiting:
+        return
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    kept = []
+    for c in report.findings:
+        r = waiting.get(c.finding.index or "")
+        changed = c.finding.changed_at
+        if r and c.verdict == Verdict.DIVERGED and changed is not None:
+            ms = int(changed.timestamp() * 1000)
+            if r["reindex_start_ms"] <= ms <= (r.get("dual_write_start_ms") or now_ms):
+                reason = (
+                    f"changed while DataHub's reindex of {r['alias']} copied it (before its consumer "
+                    "wrote both indices); the alias was swapped and DataHub's catch-up (RESTATE) has not "
+                    "run yet: it will write this entity"
+                )
+                old = (c.finding.entity_type, c.verdict.value, c.subkind)
+                report.counts[old] -= 1
+                if not report.counts[old]:
+                    del report.counts[old]
+                c = replace(c, verdict=Verdict.IN_FLIGHT, subkind=Verdict.IN_FLIGHT.value)
+                c = replace(c, evidence=replace(c.evidence, reason=reason))
+                new = (c.finding.entity_type, c.verdict.value, c.subkind)
+                report.counts[new] = report.counts.get(new, 0) + 1
+        kept.append(c)
+    report.findings = kept

@@ -14,6 +14,7 @@ from auditor.core.registry import Registry
 from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
 from auditor.scan.datahub_reindex import detect as detect_datahub_reindex
+from auditor.scan.datahub_reindex import hold_for_catch_up
 from auditor.scan.evidence import start_window
 from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.join import JoinResult, Progress, Scanner
@@ -124,6 +125,7 @@ def run_scan(
             "connection); each was sent again after a backoff and answered"
         )
     finish(report, classified, options.max_findings)
+    hold_for_catch_up(report)
     if options.use_state:
         record_trend(backends.state, report)
     return report
