@@ -29,6 +29,20 @@ def repair(world: World, mode: str, report: Report, tmp: Path) -> RebuildOutcome
     )
 
 
+def zdr_of(world: World) -> ZeroDowntimeReindex:
+    """DataHub's zero-downtime reindex of the world's dataset index, on its topics and group."""
+    return ZeroDowntimeReindex(
+        world.engine,
+        world.search,
+        world.consumer.updater,
+        world.writer,
+        "dataset",
+        world.prefix,
+        group=world.group,
+        topics=world.topics,
+    )
+
+
 def diverged(report: Report) -> Counter[tuple[str, str]]:
     return Counter((c.finding.urn, c.subkind) for c in report.findings if c.verdict == Verdict.DIVERGED)
 
@@ -45,16 +59,7 @@ def test_a_zero_downtime_reindex_mid_way_then_swapped(catch_up: str, tmp_path: P
         dropped, *gap = _datasets(world, 4)
         world.writer.write(dropped, "globalTags", _tags("dropped"), drop_mcl=True)  # before T0
         assert world.consumer.drain(60)
-        zdr = ZeroDowntimeReindex(
-            world.engine,
-            world.search,
-            world.consumer.updater,
-            world.writer,
-            "dataset",
-            world.prefix,
-            group=world.group,
-            topics=world.topics,
-        )
+        zdr = zdr_of(world)
         zdr.copy()
         for i, urn in enumerate(gap):  # consumed before the poller sees the state: live index only
             world.writer.write(urn, "globalTags", _tags(f"gap-{i}"))
@@ -193,16 +198,7 @@ def test_swapped_before_its_catch_up_the_gap_is_in_flight_until_it_runs(tmp_path
     world = World("mariadb", "opensearch", tmp_path, n=30, own_topics=True)
     try:
         gap = _datasets(world, 3)
-        zdr = ZeroDowntimeReindex(
-            world.engine,
-            world.search,
-            world.consumer.updater,
-            world.writer,
-            "dataset",
-            world.prefix,
-            group=world.group,
-            topics=world.topics,
-        )
+        zdr = zdr_of(world)
         zdr.copy()
         for i, urn in enumerate(gap):
             world.writer.write(urn, "globalTags", _tags(f"gap-{i}"))
