@@ -301,6 +301,7 @@ def load_settings(
                 f"configuration file {path}: unknown key {', '.join(hints)}",
                 hint="every key is listed in docs/auditor.example.toml",
             )
+    from_file = set(merged)
     for name, names in ENV_NAMES.items():
         for var in names:
             if environ.get(var):
@@ -309,6 +310,12 @@ def load_settings(
             if name in SECRETS and environ.get(f"{var}_FILE"):
                 merged[name] = _read_secret(environ[f"{var}_FILE"], f"{var}_FILE")
                 break
+    suffix = environ.get("UPDATE_INDICES_CONSUMER_GROUP_SUFFIX")
+    own = environ.get("AUDITOR_MAE_CONSUMER_GROUP") or (
+        "mae_consumer_group" in from_file and not environ.get("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID")
+    )
+    if suffix and not own:  # DataHub's UpdateIndicesHook consumes as `<base>-<suffix>` (a per-hook group)
+        merged["mae_consumer_group"] = f"{merged.get('mae_consumer_group') or MAE_CONSUMER_GROUP}-{suffix}"
     merged.update({k: v for k, v in flags.items() if v is not None})
     if merged.get("stores"):
         merged["stores"] = store_entries(merged["stores"], environ)

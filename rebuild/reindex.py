@@ -20,7 +20,14 @@ from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
 from auditor.backends.store import row_fingerprint
 from auditor.core.model import Selection
-from auditor.core.naming import document_id, entity_index, graph_index, system_metadata_index
+from auditor.core.naming import (
+    V3_TYPE_FIELD,
+    document_id,
+    document_id_v3,
+    entity_index,
+    graph_index,
+    system_metadata_index,
+)
 from auditor.core.projection import COMPARED_EDGE_TYPES
 from auditor.core.records import EntityRows, rows_digest
 from auditor.core.registry import Registry
@@ -51,7 +58,14 @@ class Reindexer:
         rate: float | None = None,
         batch: int = 500,
         progress: Progress | None = None,
+        v3: dict[str, str] | None = None,
+        mirrors: dict[str, list[str]] | None = None,
     ) -> None:
+        # live entity index -> the next indices of DataHub's own reindex in progress: written too,
+        # as DataHub's consumer dual-writes them (a repair then survives DataHub's alias swap)
+        self.mirrors = mirrors or {}
+        # entity type -> DataHub's V3 index of it: every entity doc written (or deleted) there too
+        self.v3 = v3 or {}
         self.store, self.search, self.writer, self.registry = store, search, writer, registry
         self.checkpoint, self.path = checkpoint, path
         self.prefix = index_prefix
@@ -199,6 +213,9 @@ class Reindexer:
             entity = rows.get(urn)
             if entity is None:  # rows gone (asked just now): every projection of it goes
                 items.append(BulkItem("delete", index, document_id(urn), urn))
+                items += [BulkItem("delete", m, document_id(urn), urn) for m in self.mirrors.get(index, ())]
+                if v3 := self.v3.get(self._name_of(urn)):
+                    items.append(BulkItem("delete", v3, document_id_v3(urn), urn))
                 items += [BulkItem("delete", sysmeta, i, urn) for i, _ in stored_meta.get(urn, [])]
                 items += [BulkItem("delete", graph, i, urn) for i, _ in stored_edges.get(urn, [])]
                 self.checkpoint.count("deleted")
@@ -206,6 +223,13 @@ class Reindexer:
             built = build(self.registry, entity, current.get(urn))
             if built.entity_doc is not None:
                 items.append(BulkItem("index", index, document_id(urn), urn, built.entity_doc))
+                items += [
+                    BulkItem("index", m, document_id(urn), urn, built.entity_doc)
+                    for m in self.mirrors.get(index, ())
+                ]
+                if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
+                    doc = {**built.entity_doc, V3_TYPE_FIELD: self._name_of(urn)}
+                    items.append(BulkItem("index", v3, document_id_v3(urn), urn, doc))
             items += [BulkItem("index", sysmeta, i, urn, d) for i, d in built.system_metadata.items()]
             items += [
                 BulkItem("delete", sysmeta, i, urn)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.producer import MclProducer
 from auditor.backends.store import MetadataStore
-from auditor.core.model import Classified, RepairKind, Selection, Verdict
+from auditor.core.model import Classified, RepairKind, Report, Selection, Verdict
+from auditor.core.naming import entity_index
 from auditor.core.plan import REINDEXED, REPLAYED, RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
 from auditor.errors import ConfigError
@@ -19,7 +21,10 @@ from auditor.rebuild.reindex import Reindexer
 from auditor.rebuild.replay import Replayer
 from auditor.rebuild.rows import RowSource
 from auditor.rebuild.verify import reaudit, reaudit_selection, wait_for_consumer
+from auditor.scan.datahub_reindex import refuse_full, reindex_mirrors
+from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.run import ScanBackends, ScanTarget
+from auditor.scan.v3 import v3_indices
 
 # what each mode can do (core.plan's one table of modes); the rest of a plan is left to the
 # other mode (or to a person)
@@ -224,6 +229,8 @@ def _reindex(
         rate=request.rate,
         batch=min(request.batch, 500),
         progress=progress,
+        v3=v3_indices(backends.scan.search, target.index_prefix, registry),
+        mirrors=reindex_mirrors(backends.scan.store, backends.scan.search, target.index_prefix, registry),
     )
     reindexer.run(sorted(urns))
     reindexer.writer.refresh_written()
@@ -241,8 +248,9 @@ def _verify(
     events = backends.scan.events
     if request.mode == "replay" and events is not None and checkpoint.produced:
         progress = _progress(request, "partitions the consumer has passed")
+        group = with_hook_group(events, target, Report(datetime.now(UTC))).group  # the one feeding the index
         outcome.consumer_caught_up = wait_for_consumer(
-            events, target.versioned_topic, target.group, checkpoint.produced, request.wait_seconds, progress
+            events, target.versioned_topic, group, checkpoint.produced, request.wait_seconds, progress
         )
         if not outcome.consumer_caught_up:
             outcome.warnings.append(
@@ -280,6 +288,8 @@ def _full(
     types = list(selection.entity_types) or sorted(
         name for name in registry.entity_names if backends.store.count_rows(Selection(entity_types=(name,)))
     )
+    live = [entity_index(registry.entity(name).name, target.index_prefix) for name in types]
+    refuse_full(backends.scan.store, backends.scan.search, target.index_prefix, live)
     lock = Lock(
         request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
     )

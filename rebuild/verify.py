@@ -10,6 +10,7 @@ from auditor.backends.protocols import Events
 from auditor.core.model import Classified, Report, Selection, Verdict
 from auditor.core.registry import Registry
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.scan.v3 import scan_with_v3
 
 BATCH = 1000
 
@@ -41,6 +42,15 @@ def wait_for_consumer(
         sleep(1.0)
 
 
+def audit(
+    backends: ScanBackends, registry: Registry, report: Report, options: ScanOptions, target: ScanTarget
+) -> Report:
+    """The scan's steps; DataHub's V3 index too, unless a full rebuild's new index is verified."""
+    if target.entity_indices:
+        return run_scan(backends, registry, report, options, target)
+    return scan_with_v3(backends, registry, report, options, target)
+
+
 def reaudit(
     backends: ScanBackends, registry: Registry, target: ScanTarget, urns: Sequence[str], grace: float = 300.0
 ) -> list[Classified]:
@@ -55,7 +65,7 @@ def reaudit(
             consumer_group=target.group,
         )
         options = ScanOptions(sample_window=0, use_state=False, grace=grace, settle=0.0)
-        run_scan(backends, registry, report, options, target)
+        audit(backends, registry, report, options, target)
         still += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
     return still
 
@@ -80,9 +90,7 @@ def reaudit_selection(
             index_prefix=target.index_prefix,
             consumer_group=target.group,
         )
-        run_scan(
-            backends, registry, report, ScanOptions(sample_window=0, use_state=False, settle=0.0), target
-        )
+        audit(backends, registry, report, ScanOptions(sample_window=0, use_state=False, settle=0.0), target)
         entities += sum(report.entities.values())
         still += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
     return entities, still

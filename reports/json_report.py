@@ -90,6 +90,8 @@ def to_dict(report: Report) -> dict[str, Any]:
         "findings_dropped": report.findings_dropped,
         "findings": [finding_json(c, report) for c in report.findings],
         "trend": [plain(run) for run in report.trend],
+        "reindex": report.reindex,
+        "v3": report.v3,
     }
 
 

@@ -29,6 +29,19 @@ STORES = ("postgres", "mariadb")
 SEARCHES = ("opensearch", "elasticsearch")
 
 
+def v3_groups(given: list[str] | None) -> dict[str, str] | None:
+    """`--v3` (each entity type its own V3 index) or `--v3 TYPE=GROUP ...`: DataHub's V3 dual write."""
+    if given is None:
+        return None
+    groups = {}
+    for item in given:
+        etype, sep, group = item.partition("=")
+        if not sep or not etype or not group:
+            raise SystemExit(f"--v3 takes TYPE=GROUP, not {item!r}")
+        groups[etype] = group
+    return groups
+
+
 def cmd_seed(args: argparse.Namespace) -> int:
     """Create the table, write the catalog through the writer, consume until drained."""
     endpoints = Endpoints.from_env()
@@ -44,6 +57,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
     if args.no_consume:
         return 0
     consumer = _consumer(args, endpoints, engine)
+    consumer.updater.v3 = v3_groups(args.v3)
     with consumer:
         drained = consumer.drain(args.drain_timeout)
     stats = consumer.stats
@@ -68,6 +82,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
     """Run the MAE consumer in the foreground with fault knobs until interrupted."""
     endpoints = Endpoints.from_env()
     consumer = _consumer(args, endpoints, engine_for("postgres", endpoints))
+    consumer.updater.v3 = v3_groups(args.v3)
     if args.rate:
         consumer.rate(args.rate)
     if args.pause:
@@ -140,6 +155,8 @@ def parser() -> argparse.ArgumentParser:
     seed.add_argument("--drain-timeout", type=float, default=600.0)
     seed.add_argument("--no-consume", action="store_true",
                       help="only write rows and MCLs (leave consuming to a running consumer)")
+    seed.add_argument("--v3", nargs="*", metavar="TYPE=GROUP",
+                      help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)")
     seed.set_defaults(func=cmd_seed)
     for command in (seed, consume := sub.add_parser("consume", help="run the MAE consumer with fault knobs"),
                     reset := sub.add_parser("reset", help="wipe table, indices, group offsets and topics")):
@@ -156,6 +173,8 @@ def parser() -> argparse.ArgumentParser:
                          help="consume and commit but do not write this urn's doc (repeatable)")
     consume.add_argument("--group", default=MAE_CONSUMER_GROUP, help="consumer group")
     consume.add_argument("--report-every", type=float, default=10.0, help="seconds between stats")
+    consume.add_argument("--v3", nargs="*", metavar="TYPE=GROUP",
+                         help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)")
     consume.set_defaults(func=cmd_consume)
 
     reset.add_argument("--store", choices=STORES, action="append")

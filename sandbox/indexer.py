@@ -13,7 +13,9 @@ from sandbox.edges import Edge, extract_edges, relationship_types
 from sandbox.mcl import UPDATE_CHANGE_TYPES, ChangeLog
 from sandbox.naming import (
     entity_doc_id,
+    entity_doc_id_v3,
     entity_index,
+    entity_index_v3,
     graph_index,
     system_metadata_doc_id,
     system_metadata_index,
@@ -24,6 +26,7 @@ from sandbox.search import (
     ENTITY_MAPPINGS,
     GRAPH_MAPPINGS,
     SYSTEM_METADATA_MAPPINGS,
+    V3_MAPPINGS,
     SearchStore,
 )
 
@@ -65,6 +68,14 @@ class IndexUpdater:
         self._pending: list[dict[str, Any]] = []
         self._last_op: dict[tuple[str, str], str] = {}  # (index, id) -> last queued op type
         self.failed_writes = 0
+        # live index -> the other indices each of its document writes also goes to (the dual
+        # write of a zero-downtime reindex to its next index: sandbox/zdr.py)
+        self.dual_writes: dict[str, list[str]] = {}
+        # DataHub's V3 index written beside V2 (entityIndex.v3.enabled): entity type -> its search
+        # group (the entity type itself when it has none); None: V2 only. `v3_skip` drops the V3
+        # write of the urns it names (a lost write to one of the two).
+        self.v3: dict[str, str] | None = None
+        self.v3_skip: set[str] = set()
         # Templates, so that an index auto-created by a write (after someone deleted it)
         # still gets the sandbox's mappings. Prefixed ones win over the unprefixed pattern.
         tag, priority = (f"{index_prefix}-", 20) if index_prefix else ("", 10)
@@ -113,12 +124,14 @@ class IndexUpdater:
     def _upsert(self, index: str, mappings: dict[str, Any], doc_id: str,
                 doc: dict[str, Any]) -> None:
         self.store.ensure_index(index, mappings)
-        self._pending.append({"_op_type": "update", "_index": index, "_id": doc_id,
-                              "doc": doc, "doc_as_upsert": True, "retry_on_conflict": 3})
+        for target in (index, *self.dual_writes.get(index, ())):
+            self._pending.append({"_op_type": "update", "_index": target, "_id": doc_id,
+                                  "doc": doc, "doc_as_upsert": True, "retry_on_conflict": 3})
         self._last_op[(index, doc_id)] = "update"
 
     def _delete_doc(self, index: str, doc_id: str) -> None:
-        self._pending.append({"_op_type": "delete", "_index": index, "_id": doc_id})
+        for target in (index, *self.dual_writes.get(index, ())):
+            self._pending.append({"_op_type": "delete", "_index": target, "_id": doc_id})
         self._last_op[(index, doc_id)] = "delete"
 
     def _delete_matching(self, index: str, query: dict[str, Any]) -> int:
@@ -156,6 +169,7 @@ class IndexUpdater:
                 return "unchanged"  # search diff mode: no-op update skipped
         self._upsert(self.entity_index(change.entity_type), ENTITY_MAPPINGS,
                      entity_doc_id(change.urn), doc)
+        self._v3_write(change, doc)
         return "upserted"
 
     def _insert_system_metadata(self, change: ChangeLog) -> None:
@@ -240,10 +254,25 @@ class IndexUpdater:
         index = self.entity_index(change.entity_type)
         if is_key:
             self._delete_doc(index, entity_doc_id(change.urn))
+            self._v3_write(change, None)
             return Applied("deleted", 0, deleted)
         doc = search_document(change.urn, change.aspect_name, change.previous_aspect,
                               for_delete=True)
         if doc is None:
             return Applied("none", 0, deleted)
         self._upsert(index, ENTITY_MAPPINGS, entity_doc_id(change.urn), doc)
+        self._v3_write(change, doc)
         return Applied("nulled", 0, deleted)
+
+    # ------------------------------------------------------------ V3
+
+    def _v3_write(self, change: ChangeLog, doc: dict[str, Any] | None) -> None:
+        """The same document into the V3 index: SHA-256 id, `_entityType` (None: delete it)."""
+        if self.v3 is None or change.urn in self.v3_skip:
+            return
+        index = entity_index_v3(self.v3.get(change.entity_type, change.entity_type), self.prefix)
+        if doc is None:
+            self._delete_doc(index, entity_doc_id_v3(change.urn))
+            return
+        self._upsert(index, V3_MAPPINGS, entity_doc_id_v3(change.urn),
+                     {**doc, "_entityType": change.entity_type})

@@ -57,6 +57,16 @@ def entity_doc_id(urn: str) -> str:
     return quote_plus(urn, safe="*").replace("~", "%7E")
 
 
+def entity_index_v3(key: str, prefix: str = "") -> str:
+    """DataHub's V3 index: `<search group, else the entity type>index_v3` (IndexConventionImpl)."""
+    return _prefixed(f"{key.lower()}index_v3", prefix)
+
+
+def entity_doc_id_v3(urn: str) -> str:
+    """A V3 document's `_id`: the SHA-256 hex of the urn."""
+    return hashlib.sha256(urn.encode("utf-8")).hexdigest()
+
+
 def _md5_base64(raw: str) -> str:
     return base64.b64encode(hashlib.md5(raw.encode("utf-8")).digest()).decode("ascii")
 

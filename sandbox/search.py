@@ -19,6 +19,12 @@ ENTITY_MAPPINGS: dict[str, Any] = {
         "systemCreated": {"type": "date"},
     },
 }
+# DataHub's V3 entity index: the same fields, and the entity type of each document (a search
+# group's index holds several types)
+V3_MAPPINGS: dict[str, Any] = {
+    **ENTITY_MAPPINGS,
+    "properties": {**ENTITY_MAPPINGS["properties"], "_entityType": {"type": "keyword"}},
+}
 SYSTEM_METADATA_MAPPINGS: dict[str, Any] = {
     "dynamic": True,
     "date_detection": False,

@@ -106,6 +106,16 @@ class EventLog(HitDecoding):
                 self.topic_errors[topic] = t.error.str()
         return self._partitions[topic]
 
+    def groups(self, prefix: str = "") -> list[str]:
+        """The consumer groups the cluster knows whose id starts with `prefix` (list, no describe)."""
+        try:
+            listed = self.admin.list_consumer_groups(request_timeout=self.timeout).result(
+                timeout=self.timeout
+            )
+        except Exception as exc:
+            raise self._fail("listing consumer groups", exc) from None
+        return sorted(g.group_id for g in listed.valid if g.group_id.startswith(prefix))
+
     def group_members(self, group: str) -> tuple[int, dict[tuple[str, int], str]]:
         """Active members of the group, and which member owns each assigned partition."""
         try:

@@ -308,6 +308,35 @@ class SearchIndex:
                 counts[alias] = counts[index]
         return counts
 
+    def index_meta(self, pattern: str) -> dict[str, tuple[list[str], int]]:
+        """Concrete index -> (its aliases, its creation time in epoch ms), for the indices matching
+        `pattern` (index metadata only: `view_index_metadata`). Empty when nothing matches."""
+        try:
+            listed = self._call(self.client.indices.get_alias, index=pattern)
+            settings = self._call(self.client.indices.get_settings, index=pattern, name="index.creation_date")
+        except Exception as exc:
+            if "index_not_found" in str(exc) or "404" in str(exc):
+                return {}
+            raise self._fail("reading index metadata", exc) from None
+        out: dict[str, tuple[list[str], int]] = {}
+        for index, entry in listed.items():
+            created = (settings.get(index) or {}).get("settings", {}).get("index", {}).get("creation_date")
+            out[index] = (sorted(entry.get("aliases") or {}), int(created or 0))
+        return out
+
+    def terms(self, index: str, field_name: str, size: int = 1000) -> dict[str, int]:
+        """The values of a keyword field in an index and their document counts (one aggregation)."""
+        aggs = {"t": {"terms": {"field": field_name, "size": size}}}
+        try:
+            if self.kind == "elasticsearch":
+                found = self._call(self.client.search, index=index, size=0, aggs=aggs)
+            else:
+                found = self._call(self.client.search, index=index, body={"size": 0, "aggs": aggs})
+        except Exception as exc:
+            raise self._fail(f"terms of {field_name} in {index}", exc) from None
+        buckets = found.get("aggregations", {}).get("t", {}).get("buckets", [])
+        return {str(b["key"]): int(b["doc_count"]) for b in buckets}
+
     def _open_pit(self, index: str) -> str | None:
         if not self._pit_ok:
             return None

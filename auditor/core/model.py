@@ -267,6 +267,10 @@ class Report:
     # a federation: per store, its entities, conflicts, findings and diverged findings
     stores: dict[str, dict[str, int]] = field(default_factory=dict)
     trend: list[RunSummary] = field(default_factory=list)  # past scans of the same scope, oldest first
+    # DataHub's own zero-downtime reindexes of the scanned indices (in progress or swapped)
+    reindex: list[dict[str, Any]] = field(default_factory=list)
+    # DataHub's V3 index, when it exists: its indices and the entities wrong in one version only
+    v3: dict[str, Any] = field(default_factory=dict)
 
     def total(self, verdict: Verdict) -> int:
         return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)

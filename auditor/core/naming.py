@@ -26,6 +26,20 @@ def entity_index(entity_type: str, prefix: str = "") -> str:
     return prefixed(f"{entity_type.lower()}{ENTITY_INDEX_SUFFIX}", prefix)
 
 
+ENTITY_INDEX_V3_SUFFIX = "index_v3"
+V3_TYPE_FIELD = "_entityType"  # the entity type of a V3 document (a search group holds several)
+
+
+def entity_index_v3(key: str, prefix: str = "") -> str:
+    """DataHub's V3 index: `[prefix_]<search group, or the entity type when none>index_v3`."""
+    return prefixed(f"{key.lower()}{ENTITY_INDEX_V3_SUFFIX}", prefix)
+
+
+def document_id_v3(urn: str) -> str:
+    """A V3 document's `_id`: the SHA-256 hex of the urn (V2 keeps the URL-encoded urn)."""
+    return hashlib.sha256(urn.encode("utf-8")).hexdigest()
+
+
 def system_metadata_index(prefix: str = "") -> str:
     return prefixed(SYSTEM_METADATA_INDEX, prefix)
 

@@ -70,7 +70,9 @@ class Scanner:
         checks: tuple[type[Check], ...] = BUILTIN_CHECKS,
         now: datetime | None = None,
         prefetch: bool = False,
+        type_field: str | None = None,
     ) -> None:
+        self.type_field = type_field  # a unified index (V3): the field naming each doc's type
         self.store = store
         self.search = search
         self.registry = registry
@@ -116,7 +118,11 @@ class Scanner:
                 index = indices.get(t)
                 if index is None:
                     continue
-                for doc_id, source in self.search.stream(index, ["urn"], query=query, few=few):
+                q = query
+                if self.type_field:  # a search group's index holds several entity types
+                    term = {"term": {self.type_field: t}}
+                    q = {"bool": {"filter": [term, query]}} if query else term
+                for doc_id, source in self.search.stream(index, ["urn"], query=q, few=few):
                     urn = source.get("urn")
                     if not isinstance(urn, str):  # sorted by the index where no urn string is
                         plan.misshapen.setdefault(index, []).append(doc_id)
@@ -154,6 +160,9 @@ class Scanner:
         indices = {t: name for t in types if (name := self.index_of(t)) in existing}
         plan = ScanPlan(selection, types, indices)
         sysmeta = system_metadata_index(self.index_prefix)
+        if self.type_field:  # a V3 pass: the entity documents only (the rest is shared with V2)
+            plan.checks = [c for c in self.checks if c.id not in ("system-metadata.stale", "graph.edges")]
+            return plan
         if sysmeta in existing:
             plan.sysmeta = sysmeta
         else:

@@ -12,7 +12,10 @@ from auditor.core.model import Report, RunSummary, Selection
 from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.core.registry import Registry
 from auditor.errors import BackendUnavailable
+from auditor.scan.datahub_reindex import detect as detect_datahub_reindex
+from auditor.scan.datahub_reindex import hold_for_catch_up
 from auditor.scan.evidence import partition_of, start_window
+from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.join import JoinResult, Progress, Scanner
 from auditor.scan.judge import confirm, finish, judge, mark_restores
 from auditor.scan.reobserve import KafkaSide, Observer, Reobservation
@@ -48,6 +51,7 @@ class ScanTarget:
     prefetch: bool = False  # the streams read in threads beside the join (settings.scan_prefetch)
     # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
     entity_indices: tuple[tuple[str, str], ...] = ()
+    type_field: str | None = None  # a unified (V3) index: the field naming each document's type
 
 
 @dataclass
@@ -71,8 +75,10 @@ def run_scan(
 ) -> Report:
     """Scan `report.scope`: the join's findings are candidates, re-observed in causal order."""
     selection = report.scope
+    target = with_hook_group(backends.events, target, report)
     kafka = open_window(backends, options, target, report.warnings, selection.urns)
     scanner = scanner_for(backends, registry, target, report.started_at)
+    note_datahub_reindex(report, backends, scanner)
     rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
     joined = scanner.run(selection, progress)
     report.read = {  # what the join fetched (re-observation reads a few entities again: not counted)
@@ -118,9 +124,18 @@ def run_scan(
             "connection); each was sent again after a backoff and answered"
         )
     finish(report, classified, options.max_findings)
+    hold_for_catch_up(report)
     if options.use_state:
         record_trend(backends.state, report)
     return report
+
+
+def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanner) -> None:
+    """DataHub's own reindexes of the scanned indices: a notice each (the alias is what is audited)."""
+    aliases = [scanner.index_of(t) for t in scanner.entity_types(report.scope)]
+    for found in detect_datahub_reindex(backends.store, backends.search, scanner.index_prefix, aliases):
+        report.reindex.append(found.to_json())
+        report.warnings.append(found.notice())
 
 
 def scanner_for(
@@ -135,6 +150,7 @@ def scanner_for(
         index_overrides=dict(target.entity_indices),
         now=now,
         prefetch=target.prefetch,
+        type_field=target.type_field,
     )
 
 

@@ -20,7 +20,8 @@ from auditor.core.registry import Registry
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.core.urns import entity_type
 from auditor.errors import ConfigError
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan, scanner_for
+from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, scanner_for
+from auditor.scan.v3 import scan_with_v3
 from auditor.triage.boundaries import (
     consumed_step,
     document_step,
@@ -65,7 +66,7 @@ def walk(
     options = ScanOptions(
         grace=grace, settle=settle, sample_window=0, use_state=False, max_window=MAX_WINDOW_SECONDS
     )
-    report = run_scan(backends, registry, report, options, target)
+    report = scan_with_v3(backends, registry, report, options, target)  # V3's document too, if any
     out.findings = [c for c in report.findings if c.finding.urn == urn]
     out.warnings = list(report.warnings)
 

@@ -49,6 +49,9 @@ class World:
         n: int = 60,
         endpoints: Endpoints | None = None,
         transport: str = "kafka",
+        v3: dict[str, str] | None = None,
+        own_topics: bool = False,
+        group_suffix: str = "",
     ) -> None:
         self.store_name, self.search_name = store, search
         self.endpoints = endpoints or Endpoints.from_env()  # another server: dataclasses.replace
@@ -59,6 +62,11 @@ class World:
             conn.execute(text(f"DELETE FROM {ASPECT_TABLE}"))
         self.search = connect(search, self.endpoints)
         self.transport = transport
+        # topics and a MAE group of its own: no cross-talk with other runs on a shared broker
+        self.topics = (f"{self.prefix}-MCL_Versioned", f"{self.prefix}-MCL_Timeseries") if own_topics else ()
+        self.group = f"{self.prefix}-mae" if own_topics else MAE_CONSUMER_GROUP
+        # DataHub's per-hook groups: the consumer runs as `<group>-<suffix>`, the settings name the base
+        consuming = f"{self.group}-{group_suffix}" if group_suffix else self.group
         if transport == "pgqueue":  # DataHub's PostgreSQL queue in the store's database, emptied
             from sandbox.pgqueue import queue_for
             from sandbox.pgqueue_consumer import PgQueueMaeConsumer
@@ -69,10 +77,18 @@ class World:
             self.consumer: MaeConsumer = PgQueueMaeConsumer(
                 self.queue, search, self.endpoints, index_prefix=self.prefix
             )
+        elif own_topics:
+            self.writer = GmsWriter(
+                self.engine, self.endpoints, versioned_topic=self.topics[0], timeseries_topic=self.topics[1]
+            )
+            self.consumer = MaeConsumer(
+                search, self.endpoints, index_prefix=self.prefix, group_id=consuming, topics=self.topics
+            )
         else:
             move_group_to_end(self.endpoints.kafka)
             self.writer = GmsWriter(self.engine, self.endpoints)
             self.consumer = MaeConsumer(search, self.endpoints, index_prefix=self.prefix)
+        self.consumer.updater.v3 = v3  # DataHub's V3 index beside V2: entity type -> search group
         if transport == "kafka":
             self.consumer.start()
         self.entities: list[CatalogEntity] = seed_catalog(
@@ -89,6 +105,8 @@ class World:
         self.writer.close()
         for index in self.search.list_indices(f"{self.prefix}_*"):
             self.search.delete_index(index)
+        if self.topics:
+            admin_client(self.endpoints.kafka).delete_topics(list(self.topics), operation_timeout=30)
         self.engine.dispose()
 
     def of_type(self, entity_type: str, removed: bool | None = False) -> list[CatalogEntity]:
@@ -110,8 +128,19 @@ class World:
             schema_registry_url=e.registry if kafka else None,
             index_prefix=self.prefix,
             state_file=str(self.state_file),
+            **self.own_kafka(),
             **over,
         )
+
+    def own_kafka(self) -> dict[str, str]:
+        """The settings naming this world's own topics and group (none: DataHub's defaults)."""
+        if not self.topics:
+            return {}
+        return {
+            "mcl_versioned_topic": self.topics[0],
+            "mcl_timeseries_topic": self.topics[1],
+            "mae_consumer_group": self.group,
+        }
 
     def cli_env(self, **over: str) -> dict[str, str]:
         """The environment a CLI process (or the soak's scanner) reads this world's settings from."""

@@ -18,7 +18,8 @@ from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
 from auditor.platforms.datahub import commands
 from auditor.scan.join import Progress
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget
+from auditor.scan.v3 import scan_with_v3
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class DataHub(Platform):
                 opened.callback(events.close)
             state = opened.enter_context(closing(open_state(settings, options.use_state)))
             backends = ScanBackends(store, search, events, state)
-            return run_scan(backends, registry, report, options, scan_target(settings), progress, log)
+            return scan_with_v3(backends, registry, report, options, scan_target(settings), progress, log)
 
     def triage(
         self,
