@@ -19,10 +19,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.json_text import json_as_text
+from auditor.backends.om_child_tags import with_child_tags
 from auditor.backends.om_inherit import Inheritance
 from auditor.backends.protocols import Capability
 from auditor.core.json_guard import loads
-from auditor.core.om_derive import CHILD_TAGGED, INHERITS
+from auditor.core.om_derive import INHERITS
 from auditor.core.om_naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.core.om_records import OmRow, RetryRow
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
@@ -147,11 +148,7 @@ class OmStore:
                 f"{obj}('tagFQN', t.tagFQN, 'source', t.source, 'labelType', t.labelType, 'state', t.state, "
                 "'target', t.targetFQNHash)"
             )
-            target = f"t.targetFQNHash = e.{hashed}"
-            if entity.entity_type in CHILD_TAGGED:  # its columns', tasks', fields' tags too
-                prefix = f"e.{hashed} || '.%'" if self.postgres else f"CONCAT(e.{hashed}, '.%')"
-                target = f"({target} OR t.targetFQNHash LIKE {prefix})"
-            tags = f"(SELECT {agg}({label}) FROM tag_usage t WHERE {target})"
+            tags = f"(SELECT {agg}({label}) FROM tag_usage t WHERE t.targetFQNHash = e.{hashed})"
         updated = "e.updatedAt" if "updatedat" in cols else "NULL"
         deleted = "e.deleted" if "deleted" in cols else "NULL"
         return (
@@ -193,9 +190,10 @@ class OmStore:
                 result = conn.execution_options(stream_results=True, yield_per=page).execute(
                     text(sql), params
                 )
-                for r in result:
+                rows = (self._row(r, entity, heir) for r in result)
+                for row in with_child_tags(self.engine, entity.entity_type, rows):  # their columns' tags
                     self.rows_read += 1
-                    yield self._row(r, entity, heir)
+                    yield row
         except SQLAlchemyError as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
 
@@ -211,8 +209,9 @@ class OmStore:
                     marks = ", ".join(f":i{n}" for n in range(len(chunk)))
                     params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
                     params["etype"] = entity.entity_type
-                    for r in conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params):
-                        row = self._row(r, entity, heir)
+                    got = conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params)
+                    found = [self._row(r, entity, heir) for r in got]
+                    for row in with_child_tags(self.engine, entity.entity_type, found):
                         out[row.id] = row
         except SQLAlchemyError as exc:
             raise self._fail(f"reading {entity.table}", exc) from None

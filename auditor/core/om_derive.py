@@ -21,6 +21,7 @@ repositories), written here on its own:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -77,6 +78,33 @@ def _children(entity: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         yield feature
         yield from _dicts(feature.get("featureSources"))
     yield from _nested(entity.get("fields"))
+
+
+def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
+    """The FQN hashes of the children whose tags the document merges (tag_usage targets): a
+    child's FQN is its parent's plus its quoted name, so its hash is the parent's hash, a dot
+    and the MD5 of that name (FullyQualifiedName.buildHash, part by part)."""
+    out: list[str] = []
+
+    def walk(items: Any, parent: str, depth: int) -> None:
+        for item in _dicts(items):
+            name = quote_name(str(item.get("name") or ""))
+            mine = f"{parent}.{hashlib.md5(name.encode('utf-8'), usedforsecurity=False).hexdigest()}"
+            out.append(mine)
+            if depth < 64:
+                walk(item.get("children"), mine, depth + 1)
+
+    walk(entity.get("columns"), own_hash, 0)
+    walk(entity.get("tasks"), own_hash, 64)
+    schema = entity.get("messageSchema")
+    if isinstance(schema, Mapping):
+        walk(schema.get("schemaFields"), own_hash, 0)
+    model = entity.get("dataModel")
+    if isinstance(model, Mapping):
+        walk(model.get("columns"), own_hash, 0)
+    walk(entity.get("mlFeatures"), own_hash, 64)
+    walk(entity.get("fields"), own_hash, 0)
+    return out
 
 
 def inline_child_labels(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -1,0 +1,80 @@
+"""The tags of an entity's children (columns, tasks, fields), looked up by their FQN hashes.
+
+A child's tags are `tag_usage` rows whose `targetFQNHash` is the child's FQN hash. Matching
+them by prefix of the entity's hash in SQL cannot use an index on PostgreSQL (a LIKE under a
+non-C collation, and an OR with the entity's own hash): per row it read the whole table.
+Instead the children's FQNs come from the row's JSON, their hashes are computed here, and a
+page of rows takes one indexed `IN` lookup per 100 hashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from auditor.core.json_guard import loads
+from auditor.core.om_derive import CHILD_TAGGED, child_hashes
+from auditor.core.om_document import fqn_hash
+from auditor.core.om_records import OmRow
+
+IN_LIST = 1000  # hashes per lookup (an index probe each)
+PAGE = 500
+
+
+def _entity(raw: Any) -> dict[str, Any] | None:
+    if isinstance(raw, bytes | bytearray):
+        raw = raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        try:
+            raw = loads(raw)
+        except ValueError:
+            return None  # the check reports it, with the reason
+    return raw if isinstance(raw, dict) else None
+
+
+def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
+    """The rows, each with its children's tag_usage labels added (`target`: the child's hash)."""
+    if entity_type not in CHILD_TAGGED:
+        yield from rows
+        return
+    page: list[OmRow] = []
+    for row in rows:
+        page.append(row)
+        if len(page) >= PAGE:
+            yield from _attach(engine, page)
+            page = []
+    if page:
+        yield from _attach(engine, page)
+
+
+def _attach(engine: Engine, page: Sequence[OmRow]) -> list[OmRow]:
+    wanted: dict[str, list[int]] = {}
+    for n, row in enumerate(page):
+        data = _entity(row.json)
+        own = data.get("fullyQualifiedName") if data else None
+        if data and isinstance(own, str) and own:
+            for child in child_hashes(data, fqn_hash(own)):
+                wanted.setdefault(child, []).append(n)
+    if not wanted:
+        return list(page)
+    found: dict[int, list[dict[str, Any]]] = {}
+    hashes = sorted(wanted)
+    with engine.connect() as conn:
+        for i in range(0, len(hashes), IN_LIST):
+            chunk = hashes[i : i + IN_LIST]
+            marks = ", ".join(f":h{k}" for k in range(len(chunk)))
+            sql = (
+                "SELECT targetFQNHash, tagFQN, source, labelType, state FROM tag_usage "
+                f"WHERE targetFQNHash IN ({marks})"
+            )
+            for target, tag, source, label_type, state in conn.execute(
+                text(sql), {f"h{k}": v for k, v in enumerate(chunk)}
+            ):
+                label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state}
+                for n in wanted.get(str(target), ()):
+                    found.setdefault(n, []).append({**label, "target": str(target)})
+    return [replace(row, tags=(*row.tags, *found[n])) if n in found else row for n, row in enumerate(page)]
