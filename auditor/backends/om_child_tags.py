@@ -16,24 +16,13 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from auditor.core.json_guard import loads
+from auditor.core.json_guard import load_object
 from auditor.core.om_derive import CHILD_TAGGED, child_hashes
 from auditor.core.om_document import fqn_hash
 from auditor.core.om_records import OmRow
 
 IN_LIST = 1000  # hashes per lookup (an index probe each)
 PAGE = 500
-
-
-def _entity(raw: Any) -> dict[str, Any] | None:
-    if isinstance(raw, bytes | bytearray):
-        raw = raw.decode("utf-8", "replace")
-    if isinstance(raw, str):
-        try:
-            raw = loads(raw)
-        except ValueError:
-            return None  # the check reports it, with the reason
-    return raw if isinstance(raw, dict) else None
 
 
 def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
@@ -54,7 +43,7 @@ def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> 
 def _attach(engine: Engine, page: Sequence[OmRow]) -> list[OmRow]:
     wanted: dict[str, list[int]] = {}
     for n, row in enumerate(page):
-        data = _entity(row.json)
+        data = load_object(row.json)  # unreadable: the check reports it, with the reason
         own = data.get("fullyQualifiedName") if data else None
         if data and isinstance(own, str) and own:
             for child in child_hashes(data, fqn_hash(own)):

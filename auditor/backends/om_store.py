@@ -22,7 +22,7 @@ from auditor.backends.json_text import json_as_text
 from auditor.backends.om_child_tags import with_child_tags
 from auditor.backends.om_inherit import Inheritance
 from auditor.backends.protocols import Capability
-from auditor.core.json_guard import loads
+from auditor.core.json_guard import load_object, loads
 from auditor.core.om_derive import INHERITS
 from auditor.core.om_naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.core.om_records import OmRow, RetryRow
@@ -52,14 +52,7 @@ def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
 
 def _object(value: Any) -> dict[str, Any]:
     """One JSON object (text, bytes or decoded); {} when it is not one."""
-    if isinstance(value, bytes | bytearray):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            value = loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
+    return load_object(value) or {}
 
 
 class OmStore:

@@ -36,3 +36,15 @@ def loads(text: str | bytes | bytearray) -> Any:
         raise TooDeep(f"the JSON nests deeper than {DEPTH_LIMIT} levels") from None
     except ValueError:
         raise ValueError(str(first)) from None
+
+
+def load_object(raw: Any) -> dict[str, Any] | None:
+    """A JSON object from text, bytes or an already decoded value; None when it is not one."""
+    if isinstance(raw, bytes | bytearray):
+        raw = raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        try:
+            raw = loads(raw)
+        except ValueError:
+            return None
+    return raw if isinstance(raw, dict) else None
