@@ -52,17 +52,18 @@ def _attach(engine: Engine, page: Sequence[OmRow]) -> list[OmRow]:
         return list(page)
     found: dict[int, list[dict[str, Any]]] = {}
     hashes = sorted(wanted)
+    postgres = engine.dialect.name == "postgresql"
+    columns = "SELECT targetFQNHash, tagFQN, source, labelType, state FROM tag_usage"
     with engine.connect() as conn:
         for i in range(0, len(hashes), IN_LIST):
             chunk = hashes[i : i + IN_LIST]
-            marks = ", ".join(f":h{k}" for k in range(len(chunk)))
-            sql = (
-                "SELECT targetFQNHash, tagFQN, source, labelType, state FROM tag_usage "
-                f"WHERE targetFQNHash IN ({marks})"
-            )
-            for target, tag, source, label_type, state in conn.execute(
-                text(sql), {f"h{k}": v for k, v in enumerate(chunk)}
-            ):
+            if postgres:  # one array parameter: no 1,000-parameter statement to parse and plan
+                sql, params = f"{columns} WHERE targetFQNHash = ANY(:hashes)", {"hashes": chunk}
+            else:
+                marks = ", ".join(f":h{k}" for k in range(len(chunk)))
+                sql = f"{columns} WHERE targetFQNHash IN ({marks})"
+                params = {f"h{k}": v for k, v in enumerate(chunk)}
+            for target, tag, source, label_type, state in conn.execute(text(sql), params):
                 label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state}
                 for n in wanted.get(str(target), ()):
                     found.setdefault(n, []).append({**label, "target": str(target)})
