@@ -57,6 +57,7 @@ def _attach(engine: Engine, page: Sequence[OmRow]) -> list[OmRow]:
     with engine.connect() as conn:
         for i in range(0, len(hashes), IN_LIST):
             chunk = hashes[i : i + IN_LIST]
+            params: dict[str, Any]
             if postgres:  # one array parameter: no 1,000-parameter statement to parse and plan
                 sql, params = f"{columns} WHERE targetFQNHash = ANY(:hashes)", {"hashes": chunk}
             else:

@@ -10,7 +10,7 @@ per row as JSON by the database (any character in a name survives).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -169,6 +169,12 @@ class OmStore:
             domains,
         )
 
+    def _child_tags(self, entity: OmEntity, rows: Iterable[OmRow]) -> Iterable[OmRow]:
+        """The rows with their children's tags (as they are when the server has no tag_usage)."""
+        if self.columns("tag_usage", required=False) is None:
+            return rows
+        return with_child_tags(self.engine, entity.entity_type, rows)
+
     def stream(self, entity: OmEntity, *, since: datetime | None = None, page: int = 2000) -> Iterator[OmRow]:
         """Every row of the entity's table in id byte order (a server-side cursor)."""
         sql = self._select(entity)
@@ -184,7 +190,7 @@ class OmStore:
                     text(sql), params
                 )
                 rows = (self._row(r, entity, heir) for r in result)
-                for row in with_child_tags(self.engine, entity.entity_type, rows):  # their columns' tags
+                for row in self._child_tags(entity, rows):  # their columns' tags
                     self.rows_read += 1
                     yield row
         except SQLAlchemyError as exc:
@@ -204,7 +210,7 @@ class OmStore:
                     params["etype"] = entity.entity_type
                     got = conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params)
                     found = [self._row(r, entity, heir) for r in got]
-                    for row in with_child_tags(self.engine, entity.entity_type, found):
+                    for row in self._child_tags(entity, found):
                         out[row.id] = row
         except SQLAlchemyError as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
