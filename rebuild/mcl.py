@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+from auditor.core.json_guard import loads as guarded_loads
 from auditor.core.records import AspectRow, json_loads
 from auditor.core.urns import entity_type
 
@@ -51,8 +52,8 @@ class RestateBuilder:
                 stored = json_loads(row.systemmetadata)
             except ValueError:  # orjson is stricter (a lone surrogate): the stdlib's reading
                 try:
-                    stored = json.loads(row.systemmetadata)
-                except ValueError:
+                    stored = guarded_loads(row.systemmetadata)
+                except ValueError:  # not JSON, or nested too deep to read
                     stored = {}
         if not isinstance(stored, dict):
             stored = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from auditor.core.aspect_codegen import _AspectCodegen
 from auditor.core.emit import _aspect_dups, _aspect_fields, _compile_emitter
 from auditor.core.extract import _compile_extractor, _kind, _Malformed
+from auditor.core.json_guard import loads as guarded_loads
 from auditor.core.registry import AspectSpec, RelationshipSpec
 
 
@@ -88,7 +88,7 @@ def _decode(value: Any) -> Any:
     """An aspect value as stored (JSON text or bytes) or already decoded -> the decoded value."""
     if isinstance(value, (str, bytes, bytearray)):
         try:
-            return json.loads(value)
+            return guarded_loads(value)
         except ValueError as exc:
             raise _Malformed(f"not JSON: {exc}") from None
     return value

@@ -60,8 +60,13 @@ class OmRepair:
 
     def documents(self, entity: OmEntity, rows: Sequence[OmRow]) -> dict[str, dict[str, Any]]:
         """id -> the document for each readable row (an unreadable row is a failure, said why)."""
-        refs = [o for r in rows for o in r.owners]
+        refs = [o for r in rows for o in (*r.owners, *r.domains)]
         known = self.store.owner_refs(refs) if refs else {}
+
+        def named(ref: dict[str, Any]) -> dict[str, Any]:  # an inherited one stays marked so
+            found = known.get(str(ref.get("id")), ref)
+            return {**found, "inherited": True} if ref.get("inherited") else found
+
         out: dict[str, dict[str, Any]] = {}
         for row in rows:
             try:
@@ -69,8 +74,9 @@ class OmRepair:
             except BadRow as exc:
                 self.failed[row.id] = f"its row cannot be read: {exc}"
                 continue
-            owners = [known.get(str(o.get("id")), o) for o in row.owners]
-            out[row.id] = build_document(data, entity.entity_type, owners, row.tags)
+            owners = [named(o) for o in row.owners]
+            domains = [named(d) for d in row.domains]
+            out[row.id] = build_document(data, entity.entity_type, owners, row.tags, domains)
         return out
 
     def write_index(self, entity: OmEntity, name: str | None) -> str:

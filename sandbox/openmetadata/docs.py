@@ -2,7 +2,10 @@
 
 SearchIndex.buildSearchIndexDoc: the entity's JSON (the full entity, owners and tags included)
 plus getCommonAttributesMap (displayName, entityType, owners with displayName, domains,
-followers, totalVotes, descriptionStatus, fqnParts, deleted as a boolean, tier), the type's
+followers, totalVotes, descriptionStatus, fqnParts, deleted as a boolean, tier), the tags of
+getAllTags merged with the nested columns' (mergeChildTags: a table's columns, a pipeline's
+tasks), the owners and domains a table or schema inherits from its parent when it has none
+(setInheritedFields, marked `inherited`), the type's
 own fields (TableIndex: columnNames, service/database/databaseSchema references, ...), then
 fqnHash, then DEFAULT_EXCLUDED_FIELDS removed (changeDescription, votes, connection,
 changeSummary, incrementalChangeDescription). This is the sandbox's own builder: the auditor
@@ -11,6 +14,7 @@ has its own, and the two must agree only because both follow OM.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,6 +27,51 @@ EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "conne
 TABLE_EXCLUDED = ("sampleData", "tableProfile", "joins")
 DATA_ASSETS = ("table", "dashboard", "topic", "pipeline", "glossaryTerm", "database",
                "databaseSchema")
+# setInheritedFields: child type -> (parent type, inherited fields)
+INHERITED = {"table": ("databaseSchema", ("owners", "domains")),
+             "databaseSchema": ("database", ("owners", "domains")),
+             "database": ("databaseService", ("domains",))}
+Lookup = Callable[[str], "OmEntity | None"]
+
+
+def _flatten(columns: list[dict[str, Any]], parent: str | None = None
+             ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """ColumnIndex.parseColumns: (name, tags) for each column and nested child; a child's name
+    is `<its parent's name>.<its name>` (quoted when it holds a dot)."""
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    for col in columns:
+        name = col["name"] if parent is None else parent + "." + fqnlib.quote_name(col["name"])
+        out.append((name, list(col.get("tags") or [])))
+        if col.get("children"):
+            out.extend(_flatten(col["children"], col["name"]))
+    return out
+
+
+def all_tags(entity: OmEntity) -> list[dict[str, Any]]:
+    """EntityRepository.getAllTags, then mergeChildTags: the entity's tags, then its columns'
+    (nested ones included) or its tasks'; the first of each tagFQN kept."""
+    labels = list(entity.json.get("tags") or [])
+    for _, tags in _flatten(entity.json.get("columns") or []):
+        labels.extend(tags)
+    for task in entity.json.get("tasks") or []:
+        labels.extend(task.get("tags") or [])
+    seen: dict[str, dict[str, Any]] = {}
+    for label in labels:
+        seen.setdefault(label["tagFQN"], label)
+    return list(seen.values())
+
+
+def inherited(entity: OmEntity, lookup: Lookup | None, field: str) -> list[dict[str, Any]]:
+    """The entity's owners or domains: its own, else its parent's (as the parent's doc has them,
+    itself inherited or not), marked inherited."""
+    own = list(entity.json.get(field) or [])
+    if own or lookup is None or entity.type not in INHERITED:
+        return own
+    parent_type, fields = INHERITED[entity.type]
+    parent = lookup(entity.parent_id or "")
+    if field not in fields or parent is None or parent.type != parent_type:
+        return []
+    return [dict(ref, inherited=True) for ref in inherited(parent, lookup, field)]
 
 
 def _with_display_name(ref: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -33,16 +82,18 @@ def _with_display_name(ref: dict[str, Any] | None) -> dict[str, Any] | None:
     return clone
 
 
-def build_doc(entity: OmEntity) -> dict[str, Any]:
-    """The `_source` OM writes for this entity (its `_id` is `entity.id`)."""
+def build_doc(entity: OmEntity, lookup: Lookup | None = None) -> dict[str, Any]:
+    """The `_source` OM writes for this entity (its `_id` is `entity.id`); `lookup` finds an
+    entity by id (its parent, whose owners and domains it inherits)."""
     doc: dict[str, Any] = orjson.loads(orjson.dumps(entity.json))
-    tags = [t for t in doc.get("tags", []) if not t["tagFQN"].startswith("Tier.")]
-    tier = next((t for t in doc.get("tags", []) if t["tagFQN"].startswith("Tier.")), None)
+    every = all_tags(entity)
+    tier = next((t for t in every if t["tagFQN"].split(".")[0].lower() == "tier"), None)
+    tags = [t for t in every if t is not tier]
     common: dict[str, Any] = {
         "displayName": doc.get("displayName") or doc["name"],
         "entityType": entity.type,
-        "owners": [_with_display_name(o) for o in doc.get("owners", [])],
-        "domains": [_with_display_name(d) for d in doc.get("domains", [])],
+        "owners": [_with_display_name(o) for o in inherited(entity, lookup, "owners")],
+        "domains": [_with_display_name(d) for d in inherited(entity, lookup, "domains")],
         "followers": [f["id"] for f in doc.get("followers", [])],
         "totalVotes": 0,
         "descriptionStatus": "COMPLETE" if doc.get("description") else "INCOMPLETE",
@@ -55,14 +106,14 @@ def build_doc(entity: OmEntity) -> dict[str, Any]:
     if tier is not None:
         common["tier"] = tier
     doc.update(common)
+    doc["tags"] = tags
     if entity.type in DATA_ASSETS:
-        doc["tags"] = tags
         doc["tier"] = tier
     for ref_field in ("service", "database", "databaseSchema", "glossary", "classification"):
         if ref_field in doc:
             doc[ref_field] = _with_display_name(doc[ref_field])
     if entity.type == "table":
-        names = [c["name"] for c in doc.get("columns", [])]
+        names = [name for name, _ in _flatten(doc.get("columns", []))]
         doc["columnNames"] = names
         doc["columnNamesFuzzy"] = " ".join(names)
         doc["columnDescriptionStatus"] = (

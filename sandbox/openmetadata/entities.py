@@ -82,8 +82,13 @@ class OmEntity:
         """The JSON OM writes to the entity's table (relationship fields left out)."""
         stored = {k: v for k, v in self.json.items() if k not in NOT_STORED}
         stored = orjson.loads(orjson.dumps(stored))
-        for column in stored.get("columns", []):
+        columns = list(stored.get("columns", []))
+        while columns:  # column tags live in tag_usage (nested columns' too)
+            column = columns.pop(0)
             column.pop("tags", None)
+            columns.extend(column.get("children") or [])
+        for task in stored.get("tasks", []):  # PipelineRepository stores tasks without tags
+            task.pop("tags", None)
         return stored
 
 

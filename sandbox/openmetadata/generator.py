@@ -1,5 +1,7 @@
 """A deterministic OpenMetadata catalog: services -> databases -> schemas -> tables, dashboards,
 topics, pipelines, glossary terms, users and teams as owners, classifications and tags.
+Some columns (nested ones too) and pipeline tasks carry tags, and about a third of the tables
+have no owner of their own (they inherit their schema's).
 
 `seed(server, n, seed=...)` creates exactly `n` entities (containers and scaffolding included)
 through the server's bulk path (one transaction and one bulk index request per chunk). Ids,
@@ -95,6 +97,29 @@ class _Builder:
             fields["tags"] = tags
         return fields
 
+    def column_tags(self) -> list[dict[str, object]]:
+        return [tag_label(self.tags[self.rng.randrange(2)])] if self.rng.random() < 0.25 else []
+
+    def columns(self, table_fqn: str) -> list[dict[str, object]]:
+        cols = []
+        for i in range(self.rng.randrange(2, 8)):
+            col = column(table_fqn, f"col_{i}", self.rng.choice(COLUMN_TYPES), i + 1,
+                         description=f"column {i}" if self.rng.random() < 0.5 else None)
+            col["tags"] = self.column_tags()
+            cols.append(col)
+        if self.rng.random() < 0.2:  # a struct column with nested children
+            parent = column(table_fqn, "address", "STRUCT", len(cols) + 1, description="nested")
+            parent["children"] = [column(str(parent["fullyQualifiedName"]), name, "VARCHAR", n + 1)
+                                  for n, name in enumerate(("street", "zip.code"))]
+            parent["children"][1]["tags"] = [tag_label(self.tags[0])]
+            cols.append(parent)
+        return cols
+
+    def task(self, pipeline_fqn: str, i: int) -> dict[str, object]:
+        name = f"task_{i}"
+        return {"name": name, "displayName": name, "taskType": "PythonOperator",
+                "fullyQualifiedName": pipeline_fqn + "." + name, "tags": self.column_tags()}
+
     def parent_for(self, kind: str) -> OmEntity:
         if kind == "glossaryTerm":
             return self.containers["glossary"]
@@ -130,12 +155,14 @@ class _Builder:
             if kind == "table":
                 fields["tableType"] = "Regular"
                 fields["columns"] = []
+                if self.rng.random() < 0.35:  # no owner of its own: inherits its schema's
+                    fields.pop("owners")
             entity = self.make(kind, parent, **fields)
             if kind == "table":
-                entity.json["columns"] = [
-                    column(entity.fqn, f"col_{i}", self.rng.choice(COLUMN_TYPES), i + 1,
-                           description=f"column {i}" if self.rng.random() < 0.5 else None)
-                    for i in range(self.rng.randrange(2, 8))]
+                entity.json["columns"] = self.columns(entity.fqn)
+            if kind == "pipeline":
+                entity.json["tasks"] = [self.task(entity.fqn, i)
+                                        for i in range(self.rng.randrange(1, 4))]
             parent.children.append(entity.id)
             yield entity
 

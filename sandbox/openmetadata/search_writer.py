@@ -9,7 +9,7 @@ same string. A hard delete removes the doc and, by query, its children's docs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sandbox.openmetadata import indices
@@ -21,9 +21,11 @@ from sandbox.search import SearchStore
 class OmSearchWriter:
     """Writes OM's documents into one cluster under one cluster alias."""
 
-    def __init__(self, search: SearchStore, cluster_alias: str = "") -> None:
+    def __init__(self, search: SearchStore, cluster_alias: str = "",
+                 lookup: Callable[[str], OmEntity | None] | None = None) -> None:
         self.search = search
         self.cluster_alias = cluster_alias
+        self.lookup = lookup  # an entity by id: the parent a doc inherits owners and domains from
 
     def index_of(self, entity: OmEntity) -> str:
         return indices.index_name(entity.type, self.cluster_alias)
@@ -31,7 +33,7 @@ class OmSearchWriter:
     def create(self, entities: Iterable[OmEntity]) -> int:
         """Index whole docs in bulk; returns the number written (raises on any failure)."""
         actions = [{"_op_type": "index", "_index": self.index_of(e), "_id": e.id,
-                    "_source": build_doc(e)} for e in entities]
+                    "_source": build_doc(e, self.lookup)} for e in entities]
         if not actions:
             return 0
         failed = self.search.bulk(actions)
@@ -41,7 +43,7 @@ class OmSearchWriter:
 
     def update(self, entity: OmEntity) -> None:
         """updateEntity: the new doc as a partial update (fields it lacks stay in the index)."""
-        self.search.upsert(self.index_of(entity), entity.id, build_doc(entity))
+        self.search.upsert(self.index_of(entity), entity.id, build_doc(entity, self.lookup))
 
     def set_deleted(self, entity: OmEntity, deleted: bool, *, children: bool = True) -> None:
         """softDeleteOrRestoreEntity (+ its children): `deleted` written as 'true'/'false'."""

@@ -49,10 +49,10 @@ class OmServer:
 
     def __init__(self, engine: Engine, search: SearchStore, cluster_alias: str = "") -> None:
         self.store = OmStore(engine)
-        self.writer = OmSearchWriter(search, cluster_alias)
+        self.entities: dict[str, OmEntity] = {}
+        self.writer = OmSearchWriter(search, cluster_alias, self.entities.get)
         self.search = search
         self.cluster_alias = cluster_alias
-        self.entities: dict[str, OmEntity] = {}
         self.search_failures: list[tuple[str, str]] = []  # (entity id, reason) as logged
         self._lock = threading.RLock()
 
@@ -158,6 +158,9 @@ class OmServer:
             log.debug("fault %s: update of %s not sent to search", fault.name, e.id)
             return e
         self._search([e], "update", fault, lambda: self.writer.update(e))
+        if owners is not None:  # children that inherit its owners: their docs follow
+            heirs = [d for d in self._subtree(e)[1:] if not d.json.get("owners")]
+            self._search(heirs, "update", None, lambda: [self.writer.update(d) for d in heirs])
         return e
 
     # ------------------------------------------------------------ delete, restore
@@ -279,9 +282,15 @@ class OmServer:
 
     @staticmethod
     def _tag_rows(e: OmEntity) -> Iterable[dict[str, Any]]:
+        """applyTags: the entity's, its columns' (nested ones too) and its tasks' tag labels."""
         targets = [(e.fqn, label) for label in e.json.get("tags", [])]
-        for col in e.json.get("columns", []):
+        columns = list(e.json.get("columns", []))
+        while columns:
+            col = columns.pop(0)
             targets.extend((col["fullyQualifiedName"], label) for label in col.get("tags", []))
+            columns.extend(col.get("children") or [])
+        for task in e.json.get("tasks", []):
+            targets.extend((task["fullyQualifiedName"], label) for label in task.get("tags", []))
         for target, label in targets:
             yield {"source": TAG_SOURCES.index(label["source"]), "tagFQN": label["tagFQN"],
                    "tagFQNHash": fqnlib.fqn_hash(label["tagFQN"]),

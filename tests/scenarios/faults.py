@@ -118,6 +118,23 @@ def malformed_json(world: World) -> set[str]:
     return {urn}
 
 
+def deeply_nested_json(world: World) -> set[str]:
+    """An aspect whose JSON nests deeper than any decoder follows (orjson: 1024, Python: its
+    recursion limit): the row is unreadable, never a crash of the scan."""
+    urn = _datasets(world, 1)[0]
+    depth = 5000
+    with world.engine.begin() as conn:
+        done = conn.execute(
+            text(
+                f"UPDATE {ASPECT_TABLE} SET metadata = :bad "
+                "WHERE urn = :urn AND aspect = 'globalTags' AND version = 0"
+            ),
+            {"bad": '{"tags": [], "x": ' + "[" * depth + "]" * depth + "}", "urn": urn},
+        )
+        assert done.rowcount == 1
+    return {urn}
+
+
 FAULTS: dict[str, Callable[[World], set[str]]] = {
     f.__name__: f
     for f in (
@@ -132,5 +149,6 @@ FAULTS: dict[str, Callable[[World], set[str]]] = {
         backlog,
         stall,
         malformed_json,
+        deeply_nested_json,
     )
 }

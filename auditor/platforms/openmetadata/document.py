@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from auditor.platforms.openmetadata.derive import enrich, inline_child_labels, place_child_tags, unique_refs
+
 # SearchIndex.DEFAULT_EXCLUDED_FIELDS (top level)
 EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "connection", "changeSummary")
 # tag_usage stores enums by ordinal (TagLabel.TagSource, LabelType, State)
@@ -80,15 +82,23 @@ def build_document(
     entity_type: str,
     owners: Iterable[Mapping[str, Any]] = (),
     tags: Iterable[Mapping[str, Any]] = (),
+    domains: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The whole document for one entity: its JSON, then the attributes OpenMetadata adds."""
+    """The whole document for one entity: its JSON, then the attributes OpenMetadata adds (its
+    children's tags, inherited owners and domains, column names: auditor/platforms/openmetadata/derive.py)."""
     doc = {k: v for k, v in entity.items() if k not in EXCLUDED}
     owner_refs: dict[str, dict[str, Any]] = {}
     for ref in [*(entity.get("owners") or []), *owners]:
         key = str(ref.get("id") or f"{ref.get('type')}:{ref.get('name')}")
         owner_refs.setdefault(key, owner_ref(ref))
+    tags = list(tags)
+    own_hash = fqn_hash(str(entity.get("fullyQualifiedName") or ""))
+    theirs = [t for t in tags if t.get("target") not in (None, own_hash)]  # the children's
+    children = [{**tag_label(t), "target": t["target"]} for t in theirs]
+    place_child_tags(doc, children, fqn_hash)
     labels: dict[str, dict[str, Any]] = {}
-    for usage in [*(entity.get("tags") or []), *tags]:
+    own = [t for t in tags if t.get("target") in (None, own_hash)]
+    for usage in [*(entity.get("tags") or []), *own, *inline_child_labels(entity), *children]:
         label = tag_label(usage)
         if label.get("tagFQN"):
             labels.setdefault(str(label["tagFQN"]), label)
@@ -99,6 +109,7 @@ def build_document(
         displayName=entity.get("displayName") or entity.get("name"),
         entityType=entity_type,
         owners=list(owner_refs.values()),
+        domains=[owner_ref(d) for d in unique_refs([*(entity.get("domains") or []), *domains])],
         followers=[str(f.get("id")) for f in entity.get("followers") or [] if isinstance(f, Mapping)],
         totalVotes=max(int(votes.get("upVotes", 0)) - int(votes.get("downVotes", 0)), 0),
         descriptionStatus="COMPLETE" if entity.get("description") else "INCOMPLETE",
@@ -110,4 +121,4 @@ def build_document(
         doc["tier"] = tier
     if fqn:
         doc["fqnHash"] = fqn_hash(str(fqn))
-    return doc
+    return enrich(doc, entity, entity_type)

@@ -17,10 +17,12 @@ the JSON itself holds (a writer that keeps them inline). Rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from auditor.core.json_guard import loads
+from auditor.platforms.openmetadata.derive import inline_child_labels
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
@@ -130,7 +132,7 @@ def parse_entity(raw: Any, row_id: str) -> dict[str, Any]:
         raw = raw.decode("utf-8", "replace")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads(raw)
         except ValueError as exc:
             raise BadRow(f"the json column is not JSON: {exc}") from None
     if not isinstance(raw, dict):
@@ -141,7 +143,8 @@ def parse_entity(raw: Any, row_id: str) -> dict[str, Any]:
 
 
 def row_fields(entity: Mapping[str, Any], owners: Iterable[Any] = (), tags: Iterable[Any] = ()) -> KeyFields:
-    """The truth: the entity JSON plus its owner relationships and tag usages."""
+    """The truth: the entity JSON plus its owner relationships (inherited ones included) and tag
+    usages (its children's included, auditor/platforms/openmetadata/derive.py)."""
     return KeyFields(
         version=_number(entity.get("version")),
         updated_at=_int(entity.get("updatedAt")),
@@ -149,7 +152,7 @@ def row_fields(entity: Mapping[str, Any], owners: Iterable[Any] = (), tags: Iter
         fqn=entity.get("fullyQualifiedName"),
         description=entity.get("description") or "",
         owners=owner_set([*_list(entity.get("owners")), *owners]),
-        tags=tag_set([*_list(entity.get("tags")), *tags]),
+        tags=tag_set([*_list(entity.get("tags")), *inline_child_labels(entity), *tags]),
         deleted=bool(as_bool(entity.get("deleted"))),
     )
 

@@ -17,6 +17,7 @@ class OmRow:
     deleted: bool | None  # the generated deleted column
     owners: tuple[dict[str, Any], ...] = ()  # entity_relationship owns=8: {"id", "type"}
     tags: tuple[dict[str, Any], ...] = ()  # tag_usage: {"tagFQN", "source", "labelType", "state"}
+    domains: tuple[dict[str, Any], ...] = ()  # entity_relationship has=10 from a domain (or inherited)
 
     @property
     def fingerprint(self) -> tuple[Any, ...]:

@@ -9,9 +9,8 @@ per row as JSON by the database (any character in a name survives).
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,8 +18,13 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from auditor.backends.json_text import json_as_text
 from auditor.backends.protocols import Capability
+from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
+from auditor.platforms.openmetadata.child_tags import with_child_tags
+from auditor.platforms.openmetadata.derive import INHERITS
+from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.platforms.openmetadata.records import OmRow, RetryRow
 from auditor.settings import redact_url
@@ -28,7 +32,7 @@ from auditor.settings import redact_url
 log = logging.getLogger(__name__)
 
 IN_LIST = 100  # ids per IN list
-OWNS = 8  # entityRelationship.json: owns
+CONTAINS, OWNS, HAS = 0, 8, 10  # entityRelationship.json: contains, owns, has
 
 
 def _first_line(exc: Exception) -> str:
@@ -42,20 +46,13 @@ def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
     if isinstance(value, bytes | bytearray):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
-        value = json.loads(value)
+        value = loads(value)
     return tuple(v for v in value or () if isinstance(v, dict))
 
 
 def _object(value: Any) -> dict[str, Any]:
     """One JSON object (text, bytes or decoded); {} when it is not one."""
-    if isinstance(value, bytes | bytearray):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
+    return load_object(value) or {}
 
 
 class OmStore:
@@ -70,6 +67,7 @@ class OmStore:
         except Exception as exc:  # a bad URL or a missing driver
             raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
         self.postgres = self.engine.dialect.name == "postgresql"
+        json_as_text(self.engine)  # a too-deep jsonb row is decoded (and refused) by us, not the driver
         self._columns: dict[str, set[str] | None] = {}
         self.denied: set[str] = set()  # tables whose SELECT was refused
         self.rows_read = 0
@@ -120,40 +118,62 @@ class OmStore:
                 hint="is this OpenMetadata's database? pass --entity-type for the tables it has",
             )
         obj, agg = ("json_build_object", "json_agg") if self.postgres else ("JSON_OBJECT", "JSON_ARRAYAGG")
-        owners = "NULL"
+        owners = domains = parent = "NULL"
         if self.columns("entity_relationship") is not None:
             ref = f"{obj}('id', r.fromId, 'type', r.fromEntity)"
             owners = (
                 f"(SELECT {agg}({ref}) FROM entity_relationship r "
                 f"WHERE r.toId = e.id AND r.relation = {OWNS} AND r.toEntity = :etype)"
             )
+            domains = (
+                f"(SELECT {agg}({ref}) FROM entity_relationship r WHERE r.toId = e.id "
+                f"AND r.relation = {HAS} AND r.fromEntity = 'domain' AND r.toEntity = :etype)"
+            )
+            if entity.entity_type in INHERITS:  # the container it inherits owners and domains from
+                parent = (
+                    "(SELECT MIN(r.fromId) FROM entity_relationship r WHERE r.toId = e.id "
+                    f"AND r.relation = {CONTAINS} AND r.fromEntity = '{INHERITS[entity.entity_type][0]}')"
+                )
         tags = "NULL"
         hashed = "fqnhash" if "fqnhash" in cols else "namehash" if "namehash" in cols else None
         if hashed and self.columns("tag_usage") is not None:
             label = (
-                f"{obj}('tagFQN', t.tagFQN, 'source', t.source, 'labelType', t.labelType, 'state', t.state)"
+                f"{obj}('tagFQN', t.tagFQN, 'source', t.source, 'labelType', t.labelType, 'state', t.state, "
+                "'target', t.targetFQNHash)"
             )
             tags = f"(SELECT {agg}({label}) FROM tag_usage t WHERE t.targetFQNHash = e.{hashed})"
         updated = "e.updatedAt" if "updatedat" in cols else "NULL"
         deleted = "e.deleted" if "deleted" in cols else "NULL"
         return (
             f"SELECT e.id, e.json, {updated} AS updated_at, {deleted} AS deleted, "
-            f"{owners} AS owners, {tags} AS tags FROM {entity.table} e"
+            f"{owners} AS owners, {tags} AS tags, {domains} AS domains, {parent} AS parent "
+            f"FROM {entity.table} e"
         )
 
     def _order(self) -> str:
         return 'ORDER BY e.id COLLATE "C"' if self.postgres else "ORDER BY BINARY e.id"
 
-    @staticmethod
-    def _row(r: Any) -> OmRow:
+    def _row(self, r: Any, entity: OmEntity | None = None, heir: Inheritance | None = None) -> OmRow:
+        owners, domains = _decoded(r[4]), _decoded(r[6]) if len(r) > 6 else ()
+        if entity is not None and heir is not None and (not owners or not domains) and r[7] is not None:
+            up_owners, up_domains = heir.inherited(entity.entity_type, str(r[7]))
+            owners = owners or tuple(up_owners)
+            domains = domains or tuple(up_domains)
         return OmRow(
             str(r[0]),
             r[1],
             int(r[2]) if r[2] is not None else None,
             bool(r[3]) if r[3] is not None else None,
-            _decoded(r[4]),
+            owners,
             _decoded(r[5]),
+            domains,
         )
+
+    def _child_tags(self, entity: OmEntity, rows: Iterable[OmRow]) -> Iterable[OmRow]:
+        """The rows with their children's tags (as they are when the server has no tag_usage)."""
+        if self.columns("tag_usage", required=False) is None:
+            return rows
+        return with_child_tags(self.engine, entity.entity_type, rows)
 
     def stream(self, entity: OmEntity, *, since: datetime | None = None, page: int = 2000) -> Iterator[OmRow]:
         """Every row of the entity's table in id byte order (a server-side cursor)."""
@@ -163,14 +183,16 @@ class OmStore:
             sql += " WHERE e.updatedAt >= :since"
             params["since"] = int(since.timestamp() * 1000)
         sql = f"{sql} {self._order()}"
+        heir = Inheritance(self.engine, whole=True)  # each parent type read once, whole
         try:
             with self.engine.connect() as conn:
                 result = conn.execution_options(stream_results=True, yield_per=page).execute(
                     text(sql), params
                 )
-                for r in result:
+                rows = (self._row(r, entity, heir) for r in result)
+                for row in self._child_tags(entity, rows):  # their columns' tags
                     self.rows_read += 1
-                    yield self._row(r)
+                    yield row
         except SQLAlchemyError as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
 
@@ -178,6 +200,7 @@ class OmStore:
         """The rows of these ids (those that exist)."""
         out: dict[str, OmRow] = {}
         base = self._select(entity)
+        heir = Inheritance(self.engine)  # the parents of these rows, read now
         try:
             with self.engine.connect() as conn:
                 for i in range(0, len(ids), IN_LIST):
@@ -185,8 +208,9 @@ class OmStore:
                     marks = ", ".join(f":i{n}" for n in range(len(chunk)))
                     params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
                     params["etype"] = entity.entity_type
-                    for r in conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params):
-                        row = self._row(r)
+                    got = conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params)
+                    found = [self._row(r, entity, heir) for r in got]
+                    for row in self._child_tags(entity, found):
                         out[row.id] = row
         except SQLAlchemyError as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
@@ -221,7 +245,7 @@ class OmStore:
     def owner_refs(self, refs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """id -> {id, type, name, fullyQualifiedName, displayName, deleted} of owners (users, teams)."""
         out: dict[str, dict[str, Any]] = {}
-        by_table = {"user": "user_entity", "team": "team_entity"}
+        by_table = {"user": "user_entity", "team": "team_entity", "domain": "domain_entity"}
         with self.engine.connect() as conn:
             for kind, table in by_table.items():
                 ids = sorted({str(r["id"]) for r in refs if r.get("type") == kind and r.get("id")})

@@ -1,0 +1,206 @@
+"""What OpenMetadata derives into a search document beyond the entity's own JSON.
+
+Read from OpenMetadata's sources (the newest `search/indexes/*Index` classes and the entity
+repositories), written here on its own:
+
+- Child tags. A document's `tags` are `EntityRepository.getAllTags` (the entity's tags, then
+  its children's: table columns, pipeline tasks, topic schema fields, container and data
+  model columns, ML model features and their sources, search index fields) with the first
+  `Tier.*` tag lifted into `tier` (`ParseTags`); `TableIndex` and `TopicIndex` also flatten
+  nested columns / schema fields and merge their tags (`TaggableIndex.mergeChildTags`). The
+  children's tags live in `tag_usage` under the child's FQN (the entity's FQN plus the
+  child's name), so their hash starts with the entity's own hash and a dot.
+  Dashboards and charts are separate entities: a dashboard's document holds its own tags only.
+- Inherited owners and domains (`setInheritedFields`): a table or stored procedure without
+  owners takes its schema's, a schema its database's (the parent already holding what it
+  inherited); domains likewise, and a database takes its service's domains. An inherited
+  reference carries `inherited: true`.
+- Column names (`columnNames`, `columnNamesFuzzy`, `columnDescriptionStatus`) for a table,
+  `fieldNames` / `fieldNamesFuzzy` for a topic, and the fields each index class leaves out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+# entity types whose document merges the tags of children embedded in the entity
+CHILD_TAGGED = frozenset(
+    {"table", "pipeline", "topic", "container", "dashboardDataModel", "mlmodel", "searchIndex"}
+)
+# entity type -> (the parent it inherits from, what it inherits)
+INHERITS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "table": ("databaseSchema", ("owners", "domains")),
+    "storedProcedure": ("databaseSchema", ("owners", "domains")),
+    "databaseSchema": ("database", ("owners", "domains")),
+    "database": ("databaseService", ("domains",)),
+}
+# fields an index class leaves out of its document, besides SearchIndex's defaults
+EXCLUDED_BY_TYPE: dict[str, tuple[str, ...]] = {
+    "table": (
+        "sampleData",
+        "tableProfile",
+        "joins",
+        "tableProfilerConfig",
+        "profile",
+        "location",
+        "queries",
+        "tests",
+    ),
+    "topic": ("sampleData",),
+}
+_REFERENCES = ("service", "database", "databaseSchema")
+
+
+def _dicts(value: Any) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _nested(items: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
+    """Children and their children (columns, schema fields), depth-first; bounded depth."""
+    for item in _dicts(items):
+        yield item
+        if depth < 64:
+            yield from _nested(item.get("children"), depth + 1)
+
+
+def _children(entity: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    yield from _nested(entity.get("columns"))
+    yield from _dicts(entity.get("tasks"))
+    schema = entity.get("messageSchema")
+    if isinstance(schema, Mapping):
+        yield from _nested(schema.get("schemaFields"))
+    model = entity.get("dataModel")
+    if isinstance(model, Mapping):
+        yield from _nested(model.get("columns"))
+    for feature in _dicts(entity.get("mlFeatures")):
+        yield feature
+        yield from _dicts(feature.get("featureSources"))
+    yield from _nested(entity.get("fields"))
+
+
+def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
+    """The FQN hashes of the children whose tags the document merges (tag_usage targets): a
+    child's FQN is its parent's plus its quoted name, so its hash is the parent's hash, a dot
+    and the MD5 of that name (FullyQualifiedName.buildHash, part by part)."""
+    out: list[str] = []
+
+    def walk(items: Any, parent: str, depth: int) -> None:
+        for item in _dicts(items):
+            name = quote_name(str(item.get("name") or ""))
+            mine = f"{parent}.{hashlib.md5(name.encode('utf-8'), usedforsecurity=False).hexdigest()}"
+            out.append(mine)
+            if depth < 64:
+                walk(item.get("children"), mine, depth + 1)
+
+    walk(entity.get("columns"), own_hash, 0)
+    walk(entity.get("tasks"), own_hash, 64)
+    schema = entity.get("messageSchema")
+    if isinstance(schema, Mapping):
+        walk(schema.get("schemaFields"), own_hash, 0)
+    model = entity.get("dataModel")
+    if isinstance(model, Mapping):
+        walk(model.get("columns"), own_hash, 0)
+    walk(entity.get("mlFeatures"), own_hash, 64)
+    walk(entity.get("fields"), own_hash, 0)
+    return out
+
+
+def inline_child_labels(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Tag labels a writer kept inline on the entity's children (OpenMetadata itself keeps
+    them in tag_usage); they count among the document's tags as the children's do."""
+    return [label for child in _children(entity) for label in _dicts(child.get("tags"))]
+
+
+def quote_name(name: str) -> str:
+    """FullyQualifiedName.quoteName: a name holding a dot is written in double quotes."""
+    return f'"{name}"' if "." in name and not (name.startswith('"') and name.endswith('"')) else name
+
+
+def flattened_names(items: Any, parent: str | None = None, depth: int = 0) -> list[str]:
+    """ColumnIndex.parseColumns' names: `parent.child` for a nested one, where parent is the
+    direct parent's own name (as OpenMetadata passes it down)."""
+    out: list[str] = []
+    for item in _dicts(items):
+        name = str(item.get("name") or "")
+        out.append(f"{parent}.{quote_name(name)}" if parent else name)
+        if depth < 64 and item.get("children"):
+            out.extend(flattened_names(item.get("children"), name, depth + 1))
+    return out
+
+
+def unique_refs(refs: Any) -> list[Mapping[str, Any]]:
+    """References without repeats (by id, else type and name), first one kept."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for ref in _dicts(refs):
+        out.setdefault(str(ref.get("id") or f"{ref.get('type')}:{ref.get('name')}"), ref)
+    return list(out.values())
+
+
+def place_child_tags(doc: dict[str, Any], labels: list[dict[str, Any]], fqn_hash: Any) -> None:
+    """Put each child's tag_usage labels back on the child (a column, task or field whose
+    fullyQualifiedName hashes to the label's target), as the entity OpenMetadata indexes holds
+    them: its stored JSON keeps children without tags. Copies the children it changes."""
+    wanted: dict[str, list[dict[str, Any]]] = {}
+    for label in labels:
+        target = label.get("target")
+        if target:
+            wanted.setdefault(str(target), []).append({k: v for k, v in label.items() if k != "target"})
+    if not wanted:
+        return
+
+    def walk(items: Any, depth: int = 0) -> Any:
+        if not isinstance(items, list):
+            return items
+        out = []
+        for item in items:
+            if isinstance(item, Mapping):
+                item = dict(item)
+                fqn = item.get("fullyQualifiedName")
+                found = wanted.get(fqn_hash(str(fqn))) if isinstance(fqn, str) and fqn else None
+                if found:
+                    have = {str(t.get("tagFQN")) for t in _dicts(item.get("tags"))}
+                    more = [t for t in found if str(t.get("tagFQN")) not in have]
+                    item["tags"] = [*_dicts(item.get("tags")), *more]
+                if depth < 64 and isinstance(item.get("children"), list):
+                    item["children"] = walk(item["children"], depth + 1)
+            out.append(item)
+        return out
+
+    for key in ("columns", "tasks", "fields", "mlFeatures"):
+        if isinstance(doc.get(key), list):
+            doc[key] = walk(doc[key])
+    for outer, inner in (("messageSchema", "schemaFields"), ("dataModel", "columns")):
+        if isinstance(doc.get(outer), Mapping) and isinstance(doc[outer].get(inner), list):
+            doc[outer] = {**doc[outer], inner: walk(doc[outer][inner])}
+
+
+def with_display_name(ref: Any) -> Any:
+    """getEntityWithDisplayName: a reference with its displayName (its name when it has none)."""
+    if not isinstance(ref, Mapping):
+        return ref
+    out = dict(ref)
+    out["displayName"] = out.get("displayName") or out.get("name")
+    return out
+
+
+def enrich(doc: dict[str, Any], entity: Mapping[str, Any], entity_type: str) -> dict[str, Any]:
+    """The type's own fields (TableIndex, TopicIndex) and the fields its index leaves out."""
+    for key in EXCLUDED_BY_TYPE.get(entity_type, ()):
+        doc.pop(key, None)
+    for key in _REFERENCES:
+        if isinstance(doc.get(key), Mapping):
+            doc[key] = with_display_name(doc[key])
+    if entity_type == "table" and isinstance(entity.get("columns"), list):
+        names = flattened_names(entity.get("columns"))
+        doc["columnNames"] = names
+        doc["columnNamesFuzzy"] = " ".join(names)
+        complete = all(c.get("description") for c in _dicts(entity.get("columns")))
+        doc["columnDescriptionStatus"] = "COMPLETE" if complete else "INCOMPLETE"
+    schema = entity.get("messageSchema")
+    if entity_type == "topic" and isinstance(schema, Mapping) and _dicts(schema.get("schemaFields")):
+        names = flattened_names(schema.get("schemaFields"))
+        doc["fieldNames"] = names
+        doc["fieldNamesFuzzy"] = " ".join(names)
+    return doc

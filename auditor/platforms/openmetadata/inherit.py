@@ -1,0 +1,98 @@
+"""Owners and domains an OpenMetadata entity inherits from its parents (setInheritedFields).
+
+A table or stored procedure without owners takes its schema's, a schema its database's; the
+same for domains, and a database takes its service's domains (auditor/platforms/openmetadata/derive.py
+INHERITS). The parent is the `contains` (0) relationship to the entity, owners are relation
+owns (8) to it, domains relation has (10) from a domain. A parent's own relations are read
+once per parent type for a stream (one query), or for the parents asked about (a read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from auditor.platforms.openmetadata.derive import INHERITS
+
+CONTAINS, OWNS, HAS = 0, 8, 10
+IN_LIST = 100
+
+
+class Inheritance:
+    """Resolves inherited owners and domains; caches each parent type's relations."""
+
+    def __init__(self, engine: Engine, *, whole: bool = False) -> None:
+        self.engine, self.whole = engine, whole
+        # parent type -> parent id -> (own owners, own domains, its own parent id)
+        self._known: dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]]] = {}
+        self._whole: set[str] = set()
+
+    def _load(self, kind: str, ids: Iterable[str] | None) -> None:
+        grand = INHERITS.get(kind, ("", ()))[0]
+        table = self._known.setdefault(kind, {})
+        if ids is None:
+            if kind in self._whole:
+                return
+            self._whole.add(kind)
+            chunks: list[list[str] | None] = [None]
+        else:
+            wanted = sorted({i for i in ids if i and i not in table})
+            if not wanted:
+                return
+            chunks = [wanted[i : i + IN_LIST] for i in range(0, len(wanted), IN_LIST)]
+            for i in wanted:
+                table[i] = ([], [], None)
+        sql = (
+            "SELECT toId, fromId, fromEntity, relation FROM entity_relationship "
+            "WHERE toEntity = :kind AND (relation = :owns OR (relation = :has AND fromEntity = 'domain') "
+            "OR (relation = :contains AND fromEntity = :grand))"
+        )
+        with self.engine.connect() as conn:
+            for chunk in chunks:
+                params: dict[str, Any] = {"kind": kind, "owns": OWNS, "has": HAS, "contains": CONTAINS}
+                params["grand"] = grand
+                query = sql
+                if chunk is not None:
+                    query += " AND toId IN (" + ", ".join(f":i{n}" for n in range(len(chunk))) + ")"
+                    params.update({f"i{n}": v for n, v in enumerate(chunk)})
+                for to_id, from_id, from_entity, relation in conn.execute(text(query), params):
+                    owners, domains, parent = table.setdefault(str(to_id), ([], [], None))
+                    ref = {"id": str(from_id), "type": str(from_entity)}
+                    if relation == OWNS:
+                        owners.append(ref)
+                    elif relation == HAS:
+                        domains.append(ref)
+                    else:
+                        table[str(to_id)] = (owners, domains, str(from_id))
+
+    def effective(
+        self, kind: str, parent_id: str | None, depth: int = 0
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """A parent's owners and domains as its own document holds them: its own, else what it
+        inherits itself (marked inherited)."""
+        if not kind or not parent_id:
+            return [], []
+        self._load(kind, None if self.whole else [parent_id])
+        owners, domains, grand = self._known.get(kind, {}).get(parent_id, ([], [], None))
+        if (not owners or not domains) and kind in INHERITS and grand and depth < 4:
+            grand_kind, what = INHERITS[kind]
+            up_owners, up_domains = self.effective(grand_kind, grand, depth + 1)
+            if not owners and "owners" in what:
+                owners = up_owners
+            if not domains and "domains" in what:
+                domains = up_domains
+        return owners, domains
+
+    def inherited(
+        self, entity_type: str, parent_id: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What an entity of this type whose parent is `parent_id` inherits (owners, domains)."""
+        if entity_type not in INHERITS:
+            return [], []
+        kind, what = INHERITS[entity_type]
+        owners, domains = self.effective(kind, parent_id)
+        mark = lambda refs: [dict(r, inherited=True) for r in refs]  # noqa: E731
+        return (mark(owners) if "owners" in what else []), (mark(domains) if "domains" in what else [])

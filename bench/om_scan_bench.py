@@ -1,0 +1,134 @@
+"""OpenMetadata scan benchmark: a seeded OM catalog (columns and tasks with tags, tables that
+inherit their schema's owners), then, in the same run, the bare reads the scan cannot beat
+(every entity table's `SELECT id, json` streamed, every index scrolled in `_doc` order, nothing
+parsed) and the scan itself; prints the scan's ratio to the slower bare read and the peak RSS.
+
+    python bench/om_scan_bench.py --entities 20000 --store postgres --search opensearch3
+
+Target: the scan at most 1.5x the slower bare read, memory flat. Not a timed test: figures on
+stdout, one JSON line last. The database and indices are dropped after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import resource
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import text  # noqa: E402
+
+from auditor.api import ScanOptions, om_scan  # noqa: E402
+from auditor.settings import load_settings  # noqa: E402
+from sandbox.endpoints import Endpoints  # noqa: E402
+from sandbox.openmetadata import indices  # noqa: E402
+from sandbox.openmetadata.databases import scratch_database  # noqa: E402
+from sandbox.openmetadata.ddl import create_schema  # noqa: E402
+from sandbox.openmetadata.generator import seed  # noqa: E402
+from sandbox.openmetadata.model import ENTITY_TYPES  # noqa: E402
+from sandbox.openmetadata.server import OmServer  # noqa: E402
+from sandbox.search import connect  # noqa: E402
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bare_table_read(engine) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    started, rows = time.perf_counter(), 0
+    with engine.connect() as conn:
+        for et in ENTITY_TYPES.values():
+            result = conn.execution_options(stream_results=True, yield_per=2000).execute(
+                text(f"SELECT id, json FROM {et.table}")
+            )
+            rows += sum(1 for _ in result)
+    return time.perf_counter() - started, rows
+
+
+def bare_index_read(search, alias: str) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    started, docs = time.perf_counter(), 0
+    for et in ENTITY_TYPES.values():
+        docs += sum(1 for _ in search.scan(indices.index_name(et.key, alias)))
+    return time.perf_counter() - started, docs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entities", type=int, default=20000)
+    parser.add_argument("--store", default="postgres", choices=("postgres", "mariadb"))
+    parser.add_argument("--search", default="opensearch3")
+    parser.add_argument("--profile", type=int, default=0, help="print the scan's N costliest functions")
+    args = parser.parse_args()
+    endpoints = Endpoints.from_env()
+    search = connect(args.search, endpoints)
+    alias = f"ombench{uuid.uuid4().hex[:6]}"
+    with scratch_database(args.store, endpoints, prefix="ombench") as engine:
+        create_schema(engine)
+        indices.create_indices(search, alias)
+        try:
+            started = time.perf_counter()
+            seed(OmServer(engine, search, alias), args.entities, seed=1)
+            indices.refresh_all(search, alias)
+            seeded = time.perf_counter() - started
+            print(f"seeded {args.entities} entities in {seeded:.1f} s ({args.store} + {args.search})")
+            url = engine.url.render_as_string(hide_password=False)
+            settings = load_settings(
+                env={},
+                store_url=url,
+                search_url=endpoints.search_url(args.search),
+                platform="openmetadata",
+                cluster_alias=alias,
+                index_visibility_seconds=0.0,
+            )
+            om_scan(settings, options=ScanOptions(grace=300.0, use_state=False))  # warm both sides
+            table_s, rows = bare_table_read(engine)
+            index_s, docs = bare_index_read(search, alias)
+            rss_before = _rss_mib()
+            profiler = cProfile.Profile() if args.profile else None
+            started = time.perf_counter()
+            if profiler:
+                profiler.enable()
+            report = om_scan(settings, options=ScanOptions(grace=300.0, use_state=False))
+            if profiler:
+                profiler.disable()
+            scan_s = time.perf_counter() - started
+            slower = max(table_s, index_s)
+            print(
+                f"bare table read: {table_s:.2f} s ({rows} rows); "
+                f"bare index scroll: {index_s:.2f} s ({docs} docs)"
+            )
+            print(
+                f"scan: {scan_s:.2f} s, {len(report.findings)} findings; "
+                f"{scan_s / slower:.2f}x the slower bare read"
+            )
+            print(f"peak RSS: {_rss_mib():.0f} MiB (before the scan {rss_before:.0f} MiB)")
+            if profiler:
+                pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+            print(
+                json.dumps(
+                    {
+                        "entities": args.entities,
+                        "pair": f"{args.store}+{args.search}",
+                        "scan_s": round(scan_s, 3),
+                        "bare_table_s": round(table_s, 3),
+                        "bare_index_s": round(index_s, 3),
+                        "ratio": round(scan_s / slower, 2),
+                        "findings": len(report.findings),
+                        "peak_rss_mib": round(_rss_mib()),
+                    }
+                )
+            )
+        finally:
+            indices.delete_indices(search, alias)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
