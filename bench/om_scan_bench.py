@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import text  # noqa: E402
 
-from auditor.api import ScanOptions, om_scan  # noqa: E402
+from auditor.api import ScanOptions, scan  # noqa: E402
 from auditor.settings import load_settings  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.openmetadata import indices  # noqa: E402
@@ -87,7 +87,7 @@ def main() -> int:
                 cluster_alias=alias,
                 index_visibility_seconds=0.0,
             )
-            om_scan(settings, options=ScanOptions(grace=300.0, use_state=False))  # warm both sides
+            scan(settings, options=ScanOptions(grace=300.0, use_state=False))  # warm both sides
             table_s, rows = bare_table_read(engine)
             index_s, docs = bare_index_read(search, alias)
             rss_before = _rss_mib()
@@ -95,7 +95,7 @@ def main() -> int:
             started = time.perf_counter()
             if profiler:
                 profiler.enable()
-            report = om_scan(settings, options=ScanOptions(grace=300.0, use_state=False))
+            report = scan(settings, options=ScanOptions(grace=300.0, use_state=False))
             if profiler:
                 profiler.disable()
             scan_s = time.perf_counter() - started

@@ -75,7 +75,7 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
     try:
         data = parse_entity(row.json, row.id)
     except BadRow as exc:
-        return _finding(entity, index, row.id, Kind.MALFORMED_ASPECT, changed, error=str(exc))
+        return _finding(entity, index, row.id, Kind.MALFORMED_ASPECT, changed, reason=str(exc))
     truth = row_fields(data, row.owners, row.tags)
     changed = _millis(truth.updated_at) or changed
     if doc is None:
@@ -87,7 +87,11 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
     if only_the_delete_flag_moved(data, seen):  # OpenMetadata's soft-delete script, as it writes
         fields = [f for f in fields if f not in ("version", "updatedAt")]
     expected, actual = truth.as_dict(), seen.as_dict()
-    shown = {name: {"expected": expected[name], "actual": actual[name]} for name in fields}
+    # the documented shape of every platform's stale fields (docs/report.md)
+    shown = [
+        {"field": name, "expected": expected[name], "actual": actual[name], "kind": "mismatch"}
+        for name in fields
+    ]
     if truth.deleted != seen.deleted:
         why = (
             "deleted in the database, searchable as live"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from auditor.api import ScanOptions, om_scan, rebuild
+from auditor.api import ScanOptions, rebuild, scan
 from auditor.core.model import Selection, Verdict
 from auditor.rebuild.run import RebuildRequest
 from auditor.settings import Settings, load_settings
@@ -54,7 +54,7 @@ class World:
         )
 
     def scan(self) -> Any:
-        return om_scan(self.settings(), options=ScanOptions(grace=0.0, use_state=False))
+        return scan(self.settings(), options=ScanOptions(grace=0.0, use_state=False))
 
     def doc(self, entity: OmEntity) -> dict[str, Any]:
         found = self.server.doc(entity)
@@ -159,7 +159,11 @@ def test_repairs_keep_child_tags_and_inherited_owners(world: World, tmp_path: Pa
     assert set(found) == {e.id for e in subjects.values()}
     assert {c.finding.kind.value for c in report.findings} == {"stale_fields", "missing_document"}
     for c in report.findings:  # the derived fields are not among the differences
-        assert set(c.finding.details.get("fields", {})) <= {"version", "updatedAt", "description"}
+        assert {d["field"] for d in c.finding.details.get("fields", [])} <= {
+            "version",
+            "updatedAt",
+            "description",
+        }
     assert all(c.verdict == Verdict.DIVERGED for c in report.findings)
     targeted = rebuild(
         world.settings(),
@@ -214,5 +218,5 @@ def test_a_row_nested_deeper_than_any_decoder_is_invalid_and_the_scan_goes_on(wo
     (only,) = report.findings  # the scan read every other row: they agree
     assert only.finding.urn == deep_id and only.verdict == Verdict.INVALID
     assert only.finding.kind.value == "malformed_aspect"
-    assert "deeper than" in only.finding.details["error"]
+    assert "deeper than" in only.finding.details["reason"]
     assert report.complete and report.entities["table"] == len(world.server.of_type("table")) + 1

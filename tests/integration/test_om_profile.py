@@ -147,7 +147,8 @@ def test_each_fault_gets_its_verdict_fresh_then_diverged_when_seen_again(world: 
     assert "search_index_retry_queue" in found[hit["queued"]].evidence.reason
     assert "unconfirmed" in found[hit["orphan"]].evidence.reason
     assert any("no change log" in w for w in first.warnings)
-    assert found[hit["stale"]].finding.details["fields"]["description"]["expected"].startswith("stale <b>")
+    stale = {d["field"]: d for d in found[hit["stale"]].finding.details["fields"]}
+    assert stale["description"]["expected"].startswith("stale <b>")
     time.sleep(1.5)
     second = _by_id(world.scan(grace=1.0))
     for fault in ("stale", "soft_delete", "orphan", "missing"):

@@ -108,7 +108,8 @@ def test_the_verdict_and_exit_code_follow_the_worst_finding() -> None:
 
 
 def test_an_openmetadata_finding_is_said_in_its_own_words_on_the_document() -> None:
-    """Its details differ from DataHub's ({field: {expected, actual}}, a note for a soft delete)."""
+    """Its details have the documented shape ([{field, expected, actual, kind}]); a soft delete
+    is said with OpenMetadata's note."""
     from auditor.triage.place import place
 
     def judged(kind: Kind, **details: object) -> Classified:
@@ -116,7 +117,8 @@ def test_an_openmetadata_finding_is_said_in_its_own_words_on_the_document() -> N
                         details={"platform": "openmetadata", **details})  # fmt: skip
         return Classified(found, Verdict.DIVERGED, kind.value, Evidence("seen twice past the grace"))
 
-    stale = judged(Kind.STALE_FIELDS, fields={"description": {"expected": "new", "actual": "old"}})
+    changed = [{"field": "description", "expected": "new", "actual": "old", "kind": "mismatch"}]
+    stale = judged(Kind.STALE_FIELDS, fields=changed)
     soft = judged(Kind.SOFT_DELETE_MISMATCH, note="deleted in the database, searchable as live")
     for c, says in ((stale, "description: expected 'new', found 'old'"), (soft, "searchable as live")):
         out = TriageResult("x", c.finding.urn, findings=[c])

@@ -17,8 +17,9 @@ from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
 from auditor.platforms.datahub import commands
+from auditor.platforms.datahub.target import scan_target
 from auditor.scan.join import Progress
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget
+from auditor.scan.run import ScanBackends, ScanOptions
 from auditor.scan.v3 import scan_with_v3
 from auditor.settings import Settings
 
@@ -26,20 +27,6 @@ if TYPE_CHECKING:
     from auditor.drill.spec import TableSpec
     from auditor.platforms.resident import Resident
     from auditor.rebuild.run import RebuildRequest
-
-
-def scan_target(settings: Settings) -> ScanTarget:
-    """Where the scan looks and its default judgement, from the settings."""
-    return ScanTarget(
-        index_prefix=settings.index_prefix,
-        versioned_topic=settings.mcl_versioned_topic,
-        timeseries_topic=settings.mcl_timeseries_topic,
-        group=settings.mae_consumer_group,
-        grace=settings.grace_seconds,
-        sample_window=settings.sample_window_seconds,
-        visibility=settings.index_visibility_seconds,
-        prefetch=settings.scan_prefetch,
-    )
 
 
 class DataHub(Platform):

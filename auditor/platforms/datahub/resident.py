@@ -38,7 +38,7 @@ class DataHubResident(Resident):
         from auditor.backends.state import ScanState
         from auditor.core.urn_text import normalize
         from auditor.core.urns import UrnError
-        from auditor.platforms.datahub.platform import scan_target
+        from auditor.platforms.datahub.target import scan_target
         from auditor.scan.run import ScanBackends
         from auditor.triage.walk import walk
 

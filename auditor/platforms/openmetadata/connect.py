@@ -21,3 +21,11 @@ def open_om_store(settings: Settings) -> OmStore:
 def open_om_search(settings: Settings) -> OmSearch:
     """OpenMetadata's indices, named under the cluster alias (ELASTICSEARCH_CLUSTER_ALIAS)."""
     return OmSearch(open_search(settings), settings.cluster_alias)
+
+
+def om_state(settings: Settings) -> Settings:
+    """The default state file is DataHub's: OpenMetadata's history is kept beside it."""
+    if settings.state_file == Settings.model_fields["state_file"].default:
+        own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
+        return settings.model_copy(update={"state_file": own})
+    return settings

@@ -8,13 +8,12 @@ MAX_SHOWN = 4  # alike fields named before "+N more"
 
 
 def describe(c: Classified) -> str:
-    """An OpenMetadata finding's details (its fields are {name: {expected, actual}})."""
+    """An OpenMetadata finding's details, in OpenMetadata's words (a row, its document)."""
     f = c.finding
     if f.kind == Kind.STALE_FIELDS:
-        fields = f.details.get("fields") or {}
+        fields = f.details.get("fields") or []
         shown = [
-            f"{k}: expected {v['expected']!r}, found {v['actual']!r}"
-            for k, v in list(fields.items())[:MAX_SHOWN]
+            f"{d['field']}: expected {d['expected']!r}, found {d['actual']!r}" for d in fields[:MAX_SHOWN]
         ]
         more = f"; +{len(fields) - MAX_SHOWN} more fields" if len(fields) > MAX_SHOWN else ""
         return "; ".join(shown) + more
@@ -27,5 +26,5 @@ def describe(c: Classified) -> str:
     if f.kind == Kind.MISSING_DOCUMENT:
         return "no document although the row exists"
     if f.kind == Kind.MALFORMED_ASPECT:
-        return f"the row's JSON: {f.details.get('error', 'cannot be parsed')}"
+        return f"the row's JSON: {f.details.get('reason', 'cannot be parsed')}"
     return ""

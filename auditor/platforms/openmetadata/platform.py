@@ -19,6 +19,7 @@ from auditor.core.plan import RebuildOutcome, plan
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
 from auditor.platforms.openmetadata import commands
+from auditor.platforms.openmetadata.connect import om_state
 from auditor.platforms.openmetadata.describe import describe
 from auditor.settings import Settings
 
@@ -120,14 +121,6 @@ class OpenMetadata(Platform):
         self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
     ) -> list[str]:
         return commands.repair_commands(findings)
-
-
-def om_state(settings: Settings) -> Settings:
-    """The default state file is DataHub's: OpenMetadata's history is kept beside it."""
-    if settings.state_file == Settings.model_fields["state_file"].default:
-        own = settings.state_file.replace(".sqlite", "-openmetadata.sqlite")
-        return settings.model_copy(update={"state_file": own})
-    return settings
 
 
 def om_triage(

@@ -8,7 +8,7 @@ from contextlib import closing
 
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
-from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
+from auditor.platforms.openmetadata.connect import om_state, open_om_search, open_om_store
 from auditor.platforms.openmetadata.naming import ENTITIES, entities
 from auditor.platforms.openmetadata.pasted import om_pasted
 from auditor.platforms.resident import Resident
@@ -30,7 +30,6 @@ class OpenMetadataResident(Resident):
         self, text: str, *, entity_types: Sequence[str] = (), grace: float | None = None, settle: float = 10.0
     ) -> TriageResult:
         from auditor.backends.state import ScanState
-        from auditor.platforms.openmetadata.platform import om_state
         from auditor.platforms.openmetadata.scan import OmScanOptions
         from auditor.platforms.openmetadata.triage import om_walk
 
