@@ -107,41 +107,14 @@ class DataHub(Platform):
         grace: float | None = None,
         settle: float = 10.0,
     ) -> TriageResult:
-        from auditor.backends.state import ScanState
-        from auditor.core.urn_text import normalize
-        from auditor.core.urns import UrnError
-        from auditor.triage import walk
-
         if entity_types:
             raise ConfigError("--entity-type is for --platform openmetadata (a urn names its type)")
+        self.check_name(text)  # refused before anything is connected
+        resident = self.open_resident(settings)  # the console's walk, on backends opened for one
         try:
-            urn, read_as = normalize(text)
-        except UrnError as exc:
-            raise ConfigError(
-                f"not a urn: {exc}", hint="e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)'"
-            ) from None
-        with ExitStack() as opened:
-            store = opened.enter_context(closing(open_store(settings)))
-            search = opened.enter_context(closing(open_search(settings)))
-            warnings: list[str] = []
-            events = open_events(settings, warnings)
-            if events is not None:
-                opened.callback(events.close)
-            state = opened.enter_context(closing(ScanState(settings.state_file, read_only=True)))
-            backends = ScanBackends(store, search, events, state)
-            target = scan_target(settings)
-            result = walk(
-                backends,
-                Registry.load(),
-                target,
-                urn,
-                asked=text,
-                read_as=read_as,
-                grace=target.grace if grace is None else grace,
-                settle=settle,
-            )
-            result.warnings = warnings + result.warnings
-            return result
+            return resident.triage(text, grace=grace, settle=settle)
+        finally:
+            resident.close()
 
     def rebuild(self, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         from auditor.backends.connect import kafka_config
