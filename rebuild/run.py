@@ -26,10 +26,6 @@ from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.run import ScanBackends, ScanTarget
 from auditor.scan.v3 import v3_indices
 
-# what each mode can do (core.plan's one table of modes); the rest of a plan is left to the
-# other mode (or to a person)
-MODES = {"replay": REPLAYED, "reindex": REINDEXED}
-
 
 @dataclass
 class RebuildRequest:
@@ -104,7 +100,9 @@ def rebuild(
 ) -> RebuildOutcome:
     """Plan (always), then, with `apply`, repair and verify."""
     repairs = repair_plan(request)
-    able = MODES["replay"] if request.mode == "replay" else MODES["reindex"]
+    # what the mode can do (core.plan's one table of modes); the rest is left to the other mode
+    # (or to a person)
+    able = REPLAYED if request.mode == "replay" else REINDEXED
     outcome = RebuildOutcome(request.mode, request.apply and request.mode != "plan", repairs)
     for action in repairs.actions:
         if action.kind not in able:

@@ -1,11 +1,12 @@
-"""The console's resident half: the settings, the registry and warm backends, for many requests.
+"""The console's resident half: the settings and warm backends, for many requests.
 
-A `Session` is one set of opened backends (the store's and the search cluster's connection
-pools, the Kafka clients), used by one request at a time: the Kafka consumer is not thread-safe,
-and a walk's backends hold per-walk state. `Sessions` keeps up to `size` of them and hands one
-out per triage; a session whose backend failed is closed, not returned, so the next request
-opens fresh ones: the service rides out a backend restart without a restart of its own. The
-state file is opened per walk (SQLite's connections stay in their thread), read-only.
+A session is the platform's warm backends (`Platform.open_resident`: the store's and the search
+cluster's connection pools, the Kafka clients), used by one request at a time: the Kafka
+consumer is not thread-safe, and a walk's backends hold per-walk state. `Sessions` keeps up to
+`size` of them and hands one out per triage; a session whose backend failed is closed, not
+returned, so the next request opens fresh ones: the service rides out a backend restart without
+a restart of its own. The state file is opened per walk (SQLite's connections stay in their
+thread), read-only.
 
 Everything here is synchronous; the web layer (auditor.serve.app) runs it in worker threads
 with a deadline.

@@ -77,7 +77,7 @@ def what(c: Classified, all_findings: list[Classified]) -> str:
     elif f.kind in (Kind.MISSING_EDGE, Kind.ORPHAN_EDGE):
         out = f"{f.details.get('relationship')} -> {f.details.get('destination')}"
     elif f.kind == Kind.MALFORMED_ASPECT:
-        out = f"{f.aspect}: {f.details.get('reason') or f.details.get('error') or 'cannot be parsed'}"
+        out = f"{f.aspect}: {f.details.get('reason', 'cannot be parsed')}"
     if f.aspect and f.kind in (Kind.STALE_FIELDS, Kind.FIELD_LEFT_BEHIND, Kind.MISSING_EDGE):
         out = f"[{f.aspect}] " + out
     return out

@@ -163,7 +163,6 @@ def om_scan(
     from auditor.platforms.openmetadata.naming import entities
     from auditor.platforms.openmetadata.scan import NO_KAFKA, OmScanOptions, run_om_scan
 
-    selection = selection or Selection()  # (a caller may pass an empty one)
     platform.require_selection(selection)
     chosen = entities(selection.entity_types)
     settings = om_state(settings)
