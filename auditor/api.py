@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from auditor import platforms
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.registry import Registry
 from auditor.core.triage import TriageResult
+from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanOptions
@@ -24,8 +26,18 @@ from auditor.settings import Settings
 
 if TYPE_CHECKING:
     from auditor.rebuild.run import RebuildRequest
+    from auditor.rebuild.workers import ShardRun
 
-__all__ = ["ScanOptions", "after_restore", "plan_shards", "platform_of", "rebuild", "scan", "triage"]
+__all__ = [
+    "ScanOptions",
+    "after_restore",
+    "plan_shards",
+    "platform_of",
+    "rebuild",
+    "rebuild_in_shards",
+    "scan",
+    "triage",
+]
 
 
 def platform_of(settings: Settings) -> Platform:
@@ -86,11 +98,23 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     """Plan a repair and, with `request.apply`, do it (replay or reindex) and verify it.
 
     A report's findings name their platform; the settings name it for a repair by filters."""
+    return _repairing(settings, request).rebuild(settings, request)
+
+
+def _repairing(settings: Settings, request: RebuildRequest) -> Platform:
+    """The platform a repair runs on, with what the request asks of it that it cannot do refused."""
     platform = platforms.get(settings.platform)
     if request.findings:
         found = platforms.of_findings(request.findings)
         if found.name != platforms.DEFAULT:
             platform = found
+        stores = sorted({n for c in request.findings for n in c.finding.stores})
+        if stores and not settings.stores:  # each row lives in one of several stores: name them
+            raise ConfigError(
+                f"the report is of a federation (stores {', '.join(stores)}): configure its stores",
+                hint="--store NAME=URL for each (or AUDITOR_STORES), as the scan had them "
+                "(docs/federation.md)",
+            )
     if settings.stores and request.mode != "plan":
         platform.require(Capability.FEDERATION, "--store")
     if request.mode == "replay":
@@ -99,7 +123,63 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         platform.require(Capability.STAGED_REINDEX, "--full")
     if request.shard is not None:
         platform.require(Capability.SHARD_PLAN, "--shard")
-    return platform.rebuild(settings, request)
+    return platform
+
+
+def rebuild_in_shards(
+    settings: Settings,
+    request: RebuildRequest,
+    workers: int,
+    *,
+    shard_plan: Path | None = None,
+    started: Callable[[ShardRun], None] | None = None,
+) -> dict[str, Any]:
+    """The repair as shard processes on this machine, `workers` at a time, outcomes merged.
+
+    Each shard is a whole repair of its urn range (its own checkpoint, lock and verification) in
+    a child process (one Python process is bound by its own CPU), given its settings and request
+    on its standard input (nothing on a command line or on disk). The ranges come from
+    `shard_plan`, or from a plan of `workers` ranges made now and kept beside the state file (a
+    `request.resume` reuses it: the checkpoints are named by range). Returns the merged outcome
+    (`reports.rebuild_merge`): its `exit_code` is the worst shard's."""
+    import pickle
+    import sys
+    from dataclasses import replace
+
+    from auditor.rebuild.workers import run_shards
+    from auditor.reports.rebuild_merge import merge_outcomes
+
+    platform = _repairing(settings, request)
+    if settings.stores:
+        raise ConfigError(
+            "--workers is not supported on a federation",
+            hint="one process repairs the stores one after another",
+        )
+    if request.shard is not None:
+        raise ConfigError("--workers runs every shard itself", hint="drop --shard (or drop --workers)")
+    platform.require(Capability.SHARD_PLAN, "--workers")
+    if request.full:
+        raise ConfigError("--workers shards a targeted replay or reindex (not --full)")
+    state_dir = Path(settings.state_file).parent
+    path = shard_plan
+    if path is None:
+        path = state_dir / f"rebuild-shard-plan-{workers}.json"
+        if not (request.resume and path.exists()):
+            types = request.selection.entity_types if request.selection is not None else ()
+            state_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(plan_shards(settings, workers, tuple(types)).to_json(), encoding="utf-8")
+    ranges = ShardPlan.load(path)
+    shards = ranges.shards
+
+    def given(i: int) -> bytes:
+        shard = replace(request, shard=(i, shards), urn_range=ranges.urn_range(i), progress=None)
+        return pickle.dumps((settings, shard))
+
+    def command(i: int, outcome: Path) -> list[str]:
+        return [sys.executable, "-m", "auditor.shard_child", str(outcome)]
+
+    found = run_shards(command, shards, workers, state_dir, started=started, stdin=given)
+    return merge_outcomes(found, shards)
 
 
 def after_restore(

@@ -46,9 +46,7 @@ Holders = Callable[[Sequence[str]], dict[str, list[str]]]
 
 def _conflicted(findings: Sequence[Classified]) -> set[str]:
     return {
-        c.finding.urn
-        for c in findings
-        if c.finding.kind == Kind.STORE_CONFLICT or "," in (c.finding.store or "")
+        c.finding.urn for c in findings if c.finding.kind == Kind.STORE_CONFLICT or len(c.finding.stores) > 1
     }
 
 
@@ -58,7 +56,7 @@ def split(findings: Sequence[Classified], names: Sequence[str]) -> Split:
     out = Split()
     conflicted = _conflicted(findings)
     for c in findings:
-        store = c.finding.store
+        store = c.finding.stores[0] if c.finding.stores else None
         if c.finding.urn in conflicted:
             out.conflicted.append(c)
         elif store is None and c.finding.urn:

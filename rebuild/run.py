@@ -9,11 +9,13 @@ from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.producer import MclProducer
+from auditor.backends.protocols import Capability, require
 from auditor.backends.store import MetadataStore
 from auditor.core.model import Classified, RepairKind, Report, Selection, Verdict
 from auditor.core.naming import entity_index
-from auditor.core.plan import REINDEXED, REPLAYED, RebuildOutcome, RepairPlan, plan
+from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
+from auditor.core.repairs import Executors, Mode
 from auditor.errors import ConfigError
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
 from auditor.rebuild.full import FullRebuild
@@ -96,17 +98,19 @@ def _scope(request: RebuildRequest, repairs: RepairPlan) -> Selection:
 
 
 def rebuild(
-    backends: RebuildBackends, registry: Registry, target: ScanTarget, request: RebuildRequest
+    backends: RebuildBackends,
+    registry: Registry,
+    target: ScanTarget,
+    request: RebuildRequest,
+    executors: Executors,
 ) -> RebuildOutcome:
-    """Plan (always), then, with `apply`, repair and verify."""
+    """Plan (always), then, with `apply`, repair and verify. `executors`: what each of the
+    platform's modes writes; the plan's other actions are left to another mode (or a person)."""
     repairs = repair_plan(request)
-    # what the mode can do (core.plan's one table of modes); the rest is left to the other mode
-    # (or to a person)
-    able = REPLAYED if request.mode == "replay" else REINDEXED
     outcome = RebuildOutcome(request.mode, request.apply and request.mode != "plan", repairs)
-    for action in repairs.actions:
-        if action.kind not in able:
-            outcome.elsewhere[action.kind.value] = outcome.elsewhere.get(action.kind.value, 0) + 1
+    # a plan is counted as a reindex would do it (the mode that writes the most)
+    writes = Mode.REINDEX if request.mode == Mode.PLAN else Mode(request.mode)
+    outcome.elsewhere = executors.elsewhere(writes, repairs)
     scope = _scope(request, repairs)
     windows = repairs.of(RepairKind.REPLAY_WINDOW)
     selections = [scope] if (scope.urns or request.selection is not None) else []
@@ -170,6 +174,7 @@ def _replay(
             "a replay needs Kafka and the schema registry", hint="pass --kafka and --schema-registry"
         )
     producer = backends.open_producer()
+    require(producer, Capability.PRODUCE, "a replay")
     try:
         progress = _progress(request, "replayed")
         for part, selection in enumerate(selections):
@@ -216,10 +221,13 @@ def _reindex(
         if not selection.urns:
             urns.update(RowSource(backends.store, selection).urns())
     progress = _progress(request, "reindexed")
+    writer = backends.open_writer()
+    for needed in (Capability.BULK_WRITE, Capability.DELETE):
+        require(writer, needed, "a reindex")
     reindexer = Reindexer(
         backends.store,
         backends.scan.search,
-        backends.open_writer(),
+        writer,
         registry,
         checkpoint,
         path,

@@ -1,4 +1,4 @@
-"""`--workers K`: a repair's shards run as K processes on this machine, each its own `--shard i/N`.
+"""`--workers K`: a repair's shards run as K processes on this machine, each its own shard i/N.
 
 Each shard is a whole repair of its urn range (its own checkpoint, its own lock, its own
 verification), started as a child process so that the work spreads over the machine's cores
@@ -63,10 +63,11 @@ def run_shards(
     env: dict[str, str] | None = None,
     poll: float = 0.2,
     started: Callable[[ShardRun], None] | None = None,
+    stdin: Callable[[int], bytes] | None = None,
 ) -> list[dict[str, Any]]:
     """Every shard 0..shards-1, `workers` at a time, each `command(i, outcome_path)` as a child
-    process; their outcomes in shard order (a child that wrote none is named with its exit code
-    and its last error line)."""
+    process (`stdin(i)`, when given, written to its standard input); their outcomes in shard order
+    (a child that wrote none is named with its exit code and its last error line)."""
     directory.mkdir(parents=True, exist_ok=True)
     runs = [
         ShardRun(
@@ -85,8 +86,18 @@ def run_shards(
             run = waiting.pop(0)
             with open(run.log, "wb") as log:
                 run.process = subprocess.Popen(
-                    list(command(run.shard, run.outcome)), stdout=subprocess.DEVNULL, stderr=log, env=env
+                    list(command(run.shard, run.outcome)),
+                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    env=env,
                 )
+            if stdin is not None and run.process.stdin is not None:
+                try:
+                    run.process.stdin.write(stdin(run.shard))
+                    run.process.stdin.close()
+                except BrokenPipeError:  # the child died first: its exit code and log say why
+                    pass
             running.append(run)
             if started is not None:
                 started(run)

@@ -149,7 +149,7 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
             where = f" {f.aspect}" if f.aspect else ""
             eta = f" ETA {eta_text(head.evidence.eta_seconds)}" if head.verdict == Verdict.IN_FLIGHT else ""
             console.print(f"  [{style}]{what}[/]{eta} ", end="", highlight=False, emoji=False)
-            _say(console, f"{f.urn}{where}" + (f"  (store {f.store})" if f.store else ""))
+            _say(console, f"{f.urn}{where}" + (f"  (store {','.join(f.stores)})" if f.stores else ""))
             if f.details.get("fields"):
                 names = [d["field"] if isinstance(d, dict) else str(d) for d in f.details["fields"]]
                 _say(console, f"      fields: {', '.join(names)}", style="dim")

@@ -176,7 +176,7 @@ def _finding_row(c: Classified) -> str:
         f'<td class="verdict-{text(c.verdict.value)}" data-sort="{rank}">{text(c.verdict.value)}</td>'
         f"<td>{text(c.subkind)}</td><td>{text(f.entity_type)}</td>"
         f'<td class="urn">{text(f.urn)}'
-        + (f'<br><span class="store">store {text(f.store)}</span>' if f.store else "")
+        + (f'<br><span class="store">store {text(",".join(f.stores))}</span>' if f.stores else "")
         + f"</td><td>{text(f.aspect or '')}</td>"
         f"<td>{text(changed)}</td>"
         f"{eta_cell}"

@@ -43,7 +43,8 @@ def finding_json(c: Classified, report: Report) -> dict[str, Any]:
         "entity_type": f.entity_type,
         "index": f.index,
         "aspect": f.aspect,
-        "store": f.store,
+        "stores": list(f.stores),
+        "store": ",".join(f.stores) or None,  # schema v1: the stores joined
         "changed_at": plain(f.changed_at),
         "details": plain(dict(f.details)),
         "evidence": plain(c.evidence),

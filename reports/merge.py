@@ -26,6 +26,13 @@ def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+def _stores(f: dict[str, Any]) -> tuple[str, ...]:
+    """A finding's stores: `stores` (a list), or from a report written before it, `store` ("a,b")."""
+    if isinstance(f.get("stores"), list):
+        return tuple(str(s) for s in f["stores"])
+    return tuple(s for s in str(f.get("store") or "").split(",") if s)
+
+
 def from_dict(data: dict[str, Any]) -> Report:
     """A report back from its JSON form (schema_version 1)."""
     if data.get("schema_version") != 1:
@@ -114,7 +121,7 @@ def _finding(f: dict[str, Any]) -> Classified:
         changed_at=_dt(f.get("changed_at")),
         details=f.get("details") or {},
         repairs=tuple(RepairKind(k) for k in f.get("repairs") or ()),
-        store=f.get("store"),
+        stores=_stores(f),
     )
     return Classified(finding, Verdict(f["verdict"]), f["subkind"], _evidence(f["evidence"]))
 

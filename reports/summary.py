@@ -52,7 +52,7 @@ def describe(c: Classified) -> str:
         extra = f" fields={','.join(map(str, names))[:80]}"
     elif f.details.get("relationship"):
         extra = f" {f.details['relationship']}->{f.details.get('destination')}"
-    store = f" store={f.store}" if f.store else ""
+    store = f" store={','.join(f.stores)}" if f.stores else ""
     return f"{c.verdict.value}/{c.subkind} {f.urn}{where}{extra}{store}"
 
 

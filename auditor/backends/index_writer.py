@@ -195,6 +195,15 @@ class IndexWriter:
                 f"search cluster {self.description}: settings of {index} failed: {exc}"
             ) from None
 
+    def delete_index(self, index: str) -> None:
+        """Delete one index by its concrete name (a staged index that was not swapped in)."""
+        try:
+            self.client.indices.delete(index=index)
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"search cluster {self.description}: deleting {index} failed: {exc}"
+            ) from None
+
     def swap(self, actions: list[dict[str, Any]]) -> None:
         """One atomic `_aliases` request; an error (or an unacknowledged answer) is raised."""
         try:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from auditor.core.classify import History
 from auditor.core.model import Finding, RunSummary
 from auditor.core.records import CommitRun, EntityRows, MclHit, OffsetSample, RowsDigest
+from auditor.errors import ConfigError
 
 
 class Capability(StrEnum):
@@ -20,6 +21,13 @@ class Capability(StrEnum):
     DELETE = "delete"
     ALIAS = "alias"
     PRODUCE = "produce"
+
+
+def require(backend: Any, capability: Capability, needed_for: str) -> None:
+    """Refuse, before a pipeline starts, a backend that does not declare what it needs."""
+    if capability not in getattr(backend, "capabilities", frozenset()):
+        where = getattr(backend, "description", type(backend).__name__)
+        raise ConfigError(f"{where} cannot {capability.value.replace('_', ' ')}: {needed_for} needs it")
 
 
 class Store(Protocol):

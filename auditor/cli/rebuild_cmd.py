@@ -10,16 +10,13 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
-    ClusterAliasOpt,
     ConfigOpt,
     ConsumerGroupOpt,
     DebugOpt,
     IndexPrefixOpt,
     KafkaOpt,
-    PlatformOpt,
     RegistryOpt,
     SearchUrl,
-    Stores,
     StoreUrl,
     TimeseriesTopicOpt,
     TopicOpt,
@@ -32,8 +29,8 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
+from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
 from auditor.errors import ConfigError
-from auditor.platforms.base import Capability
 
 rebuild_app = typer.Typer(
     help="Repair what a scan found: replay MCLs through DataHub's own consumer, or reindex "
@@ -113,48 +110,22 @@ def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]
 
 def _go(mode: str, opts: dict[str, Any]) -> None:
     def go() -> int:
-        from auditor.api import platform_of, rebuild
+        from auditor.api import rebuild
         from auditor.core.model import Selection
         from auditor.rebuild.run import RebuildRequest
         from auditor.reports.rebuild_report import render_console, to_json
 
-        settings = load(
-            opts["config"],
-            opts["store_url"],
-            opts["search_url"],
-            opts["kafka"],
-            opts["registry"],
-            opts["index_prefix"],
-            topic=opts["topic"],
-            timeseries_topic=opts["timeseries_topic"],
-            group=opts["consumer_group"],
-            platform=opts.get("platform"),
-            cluster_alias=opts.get("cluster_alias"),
-            stores=opts.get("store") or None,
-        )
-        if opts.get("workers") and settings.stores:
-            raise ConfigError(
-                "--workers is not supported on a federation",
-                hint="one process repairs the stores one after another",
-            )
-        if opts.get("workers"):
-            return _workers(mode, opts, settings)
+        settings = settings_of(opts)
         shard = shard_of(opts.get("shard"))
-        urn_range = shard_range(opts.get("shard_plan"), shard)
-        if shard is not None:
-            platform_of(settings).require(Capability.SHARD_PLAN, "--shard")
+        if opts.get("workers") and shard is not None:
+            raise ConfigError("--workers runs every shard itself", hint="drop --shard (or drop --workers)")
+        # with --workers the plan's ranges go to the shards (auditor.api.rebuild_in_shards)
+        urn_range = None if opts.get("workers") else shard_range(opts.get("shard_plan"), shard)
         findings, verdicts, scope = _findings(opts["from_report"], opts["include"])
         if scope:  # the report's index prefix, topics and group, unless others were given
             from auditor.cli.scope import with_report_scope
 
             settings = with_report_scope(settings, scope, opts["from_report"])
-        stores = sorted({n for c in findings or () for n in (c.finding.store or "").split(",") if n})
-        if stores and not settings.stores:  # each row lives in one of several stores: name them
-            raise ConfigError(
-                f"the report is of a federation (stores {', '.join(stores)}): configure its stores",
-                hint="--store NAME=URL for each (or AUDITOR_STORES), as the scan had them "
-                "(docs/federation.md)",
-            )
         filters = (
             opts["entity_type"],
             opts["urn"],
@@ -165,7 +136,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
         )
         selection = None
         if findings is None:
-            if not (any(filters) or opts["all"]):
+            if not (any(filters) or opts["all_rows"]):
                 raise ConfigError("nothing selected", hint="pass --from-report scan.json, filters, or --all")
             selection = Selection(
                 entity_types=tuple(opts["entity_type"] or ()),
@@ -194,8 +165,10 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             if err.is_terminal
             else None,
         )
+        if opts.get("workers"):
+            return _in_shards(settings, request, opts)
         outcome = rebuild(settings, request)
-        if opts["json"] or opts["output"]:
+        if opts["json_out"] or opts["output"]:
             write(opts["output"], to_json(outcome) + "\n")
         else:
             render_console(outcome, stdout_console())
@@ -204,101 +177,53 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
     run(opts["debug"], go)
 
 
+# the options plan, replay and reindex share (auditor.cli.options: declared once)
+SELECTION = {
+    "from_report": (FromReport, None),
+    "include": (Include, "diverged"),
+    "entity_type": (EntityType, None),
+    "urn": (Urns, None),
+    "urn_like": (UrnLike, None),
+    "aspect": (Aspects, None),
+    "since": (Since, None),
+    "until": (Until, None),
+    "all_rows": (All, False),
+}
+WRITING = {
+    "apply": (Apply, False),
+    "rate": (Rate, None),
+    "resume": (Resume, False),
+    "break_stale_lock": (BreakLock, False),
+    "shard": (Shard, None),
+    "shard_plan": (ShardPlanOpt, None),
+    "workers": (Workers, None),
+}
+OUTCOME = {"json_out": (JsonOut, False), "output": (Output, None)}
+
+
 @rebuild_app.command("plan")
-def plan_cmd(
-    from_report: FromReport = None,
-    include: Include = "diverged",
-    entity_type: EntityType = None,
-    urn: Urns = None,
-    urn_like: UrnLike = None,
-    aspect: Aspects = None,
-    since: Since = None,
-    until: Until = None,
-    all_rows: All = False,
-    store_url: StoreUrl = None,
-    store: Stores = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    registry: RegistryOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
-    config: ConfigOpt = None,
-    rate: Rate = None,
-    json_out: JsonOut = False,
-    output: Output = None,
-    platform: PlatformOpt = None,
-    cluster_alias: ClusterAliasOpt = None,
-    debug: DebugOpt = False,
-) -> None:
+@with_options(SELECTION, {"rate": (Rate, None)}, OUTCOME, CONNECTION, DEBUG)
+def plan_cmd(**opts: Any) -> None:
     """What would be done, where and how many (nothing is written)."""
-    opts = dict(locals(), all=all_rows, json=json_out, apply=False)
-    _go("plan", opts)
+    _go("plan", {**opts, "apply": False})
 
 
 @rebuild_app.command("replay")
-def replay_cmd(
-    from_report: FromReport = None,
-    include: Include = "diverged",
-    entity_type: EntityType = None,
-    urn: Urns = None,
-    urn_like: UrnLike = None,
-    aspect: Aspects = None,
-    since: Since = None,
-    until: Until = None,
-    all_rows: All = False,
-    apply: Apply = False,
-    rate: Rate = None,
-    batch_size: Batch = 1000,
-    resume: Resume = False,
-    break_stale_lock: BreakLock = False,
-    wait: Wait = 300.0,
-    shard: Shard = None,
-    shard_plan: ShardPlanOpt = None,
-    workers: Workers = None,
-    store_url: StoreUrl = None,
-    store: Stores = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    registry: RegistryOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
-    config: ConfigOpt = None,
-    json_out: JsonOut = False,
-    output: Output = None,
-    platform: PlatformOpt = None,
-    cluster_alias: ClusterAliasOpt = None,
-    debug: DebugOpt = False,
-) -> None:
+@with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
+def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> None:
     """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.
 
     Keyset-paged, every delivery confirmed, checkpointed per batch, order-guarded (a row written
     meanwhile is produced again after its newer write). Then waits for the MAE group to pass
     what it produced and re-audits the touched entities with the scan's own checks.
     """
-    opts = dict(locals(), all=all_rows, json=json_out)
-    _go("replay", opts)
+    _go("replay", {**opts, "batch_size": batch_size, "wait": wait})
 
 
 @rebuild_app.command("reindex")
+@with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
 def reindex_cmd(
-    from_report: FromReport = None,
-    include: Include = "diverged",
-    entity_type: EntityType = None,
-    urn: Urns = None,
-    urn_like: UrnLike = None,
-    aspect: Aspects = None,
-    since: Since = None,
-    until: Until = None,
-    all_rows: All = False,
-    apply: Apply = False,
-    rate: Rate = None,
     batch_size: Batch = 500,
-    resume: Resume = False,
-    break_stale_lock: BreakLock = False,
     full: Annotated[
         bool,
         typer.Option(
@@ -313,24 +238,7 @@ def reindex_cmd(
             help="--full: a live index that is not an alias is removed in the swap (snapshot first)."
         ),
     ] = False,
-    shard: Shard = None,
-    shard_plan: ShardPlanOpt = None,
-    workers: Workers = None,
-    store_url: StoreUrl = None,
-    store: Stores = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    registry: RegistryOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
-    config: ConfigOpt = None,
-    json_out: JsonOut = False,
-    output: Output = None,
-    platform: PlatformOpt = None,
-    cluster_alias: ClusterAliasOpt = None,
-    debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """Write the selected entities' documents straight from their rows, whole (clears leftovers).
 
@@ -338,8 +246,8 @@ def reindex_cmd(
     projections of an entity whose rows are gone are deleted (re-checked first). Bulk writes
     sized in bytes, every item checked, 429/503 retried; then a refresh and a re-audit.
     """
-    opts = dict(locals(), all=all_rows, json=json_out)
-    _go("reindex", opts)
+    more = {"batch_size": batch_size, "full": full, "replace_concrete_index": replace_concrete_index}
+    _go("reindex", {**opts, **more})
 
 
 @rebuild_app.command("after-restore")
@@ -405,64 +313,19 @@ def after_restore_cmd(
     run(debug, go)
 
 
-# options whose value a shard child gets from its parent, or must not inherit (`--workers`)
-_PARENT_ONLY = {"--workers", "--json", "--output", "-o", "--shard", "--shard-plan"}
-_PARENT_FLAGS = {"--json"}  # of those, the ones without a value
-
-
-def child_argv(argv: list[str]) -> list[str]:
-    """The parent's command line for a shard child: --workers, --shard(-plan) and the output
-    options taken out (each child gets its own); everything else as the user gave it."""
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in _PARENT_ONLY:
-            skip = "=" not in arg and name not in _PARENT_FLAGS
-            continue
-        out.append(arg)
-    return out
-
-
-def _workers(mode: str, opts: dict[str, Any], settings: Any) -> int:
-    """`--workers K`: every shard as a child process, K at a time, then their outcomes merged."""
-    import sys
-
-    from auditor.api import platform_of
-    from auditor.rebuild.workers import run_shards
-    from auditor.reports.rebuild_merge import merge_outcomes, render_console
-    from auditor.scan.shards import ShardPlan
-
-    workers = int(opts["workers"])
-    if opts.get("shard"):
-        raise ConfigError("--workers runs every shard itself", hint="drop --shard (or drop --workers)")
-    platform_of(settings).require(Capability.SHARD_PLAN, "--workers")
-    if opts.get("full"):
-        raise ConfigError("--workers shards a targeted replay or reindex (not --full)")
-    state_dir = Path(settings.state_file).parent
-    path = opts.get("shard_plan")
-    if path is None:  # a plan of K ranges, kept for --resume (the checkpoints are named by range)
-        path = state_dir / f"rebuild-shard-plan-{workers}.json"
-        if not (opts.get("resume") and path.exists()):
-            from auditor.api import plan_shards
-
-            state_dir.mkdir(parents=True, exist_ok=True)
-            write(path, plan_shards(settings, workers, tuple(opts.get("entity_type") or ())).to_json())
-    shards = ShardPlan.load(path).shards
-    argv = child_argv(sys.argv[1:])
-
-    def command(i: int, outcome: Path) -> list[str]:
-        shard = ["--shard", f"{i}/{shards}", "--shard-plan", str(path)]
-        return [sys.executable, "-m", "auditor.cli", *argv, *shard, "--json", "--output", str(outcome)]
+def _in_shards(settings: Any, request: Any, opts: dict[str, Any]) -> int:
+    """`--workers K`: `auditor.api.rebuild_in_shards`, its merged outcome rendered."""
+    from auditor.api import rebuild_in_shards
+    from auditor.reports.rebuild_merge import render_console
 
     def started(run: Any) -> None:
         if err.is_terminal:
             err.print(f"  shard {run.label} started (log {run.log})", highlight=False, markup=False)
 
-    merged = merge_outcomes(run_shards(command, shards, workers, state_dir, started=started), shards)
-    if opts["json"] or opts["output"]:
+    merged = rebuild_in_shards(
+        settings, request, int(opts["workers"]), shard_plan=opts.get("shard_plan"), started=started
+    )
+    if opts["json_out"] or opts["output"]:
         write(opts["output"], json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     else:
         render_console(merged, stdout_console())

@@ -95,9 +95,9 @@ class Finding:
     details: Mapping[str, Any] = field(default_factory=dict)
     # what repairs it when it is a divergence, as its check declares
     repairs: tuple[RepairKind, ...] = ()
-    # a federation: the store whose rows it rests on ("a,b" for a conflict; None: no store
-    # holds the urn, an orphan; or a single-store scan)
-    store: str | None = None
+    # a federation: the store whose rows it rests on (every store holding the urn for a
+    # conflict; none: no store holds the urn, an orphan; or a single-store scan)
+    stores: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -25,20 +25,6 @@ WRITES = (
 )
 
 
-# which repair mode writes each kind of action: a replay re-applies through the platform's own
-# consumer; a reindex writes from the rows and can also do whatever a replay does
-REPLAYED = frozenset(
-    {
-        RepairKind.REPLAY_ASPECT,
-        RepairKind.REPLAY_WINDOW,
-        RepairKind.REWRITE_SYSTEM_METADATA,
-        RepairKind.REWRITE_EDGES,
-    }
-)
-REINDEX_ONLY = frozenset({RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT})
-REINDEXED = REPLAYED | REINDEX_ONLY
-
-
 @dataclass(frozen=True)
 class RepairAction:
     """One thing to do. Entity actions name a urn; window and consumer actions do not."""

@@ -11,16 +11,17 @@ wording), and calls it. Nothing here imports a platform.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
+from auditor.core.repairs import Executors, Renderer
 from auditor.errors import ConfigError
 
 if TYPE_CHECKING:
     from auditor.core.model import Classified, Report, Selection
-    from auditor.core.plan import RebuildOutcome, RestoreEvidence
+    from auditor.core.plan import RebuildOutcome, RepairPlan, RestoreEvidence
     from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
@@ -63,6 +64,9 @@ class Platform(ABC):
     weak_evidence: ClassVar[str | None] = None
     # what a person pastes to triage one entity (the console's prompt)
     paste_hint: ClassVar[str] = "an entity's name or id"
+    # which mode of `auditor rebuild` writes which action, and the platform's own tools per action
+    executors: ClassVar[Executors]
+    renderer: ClassVar[Renderer]
 
     def supports(self, capability: Capability) -> bool:
         return capability in self.capabilities
@@ -150,18 +154,18 @@ class Platform(ABC):
         entities (a ConfigError); the default takes anything."""
         return None
 
-    # the repair commands a person can run (reports render them; one renderer per platform)
+    # repairs as data (auditor.core.repairs): what each mode of `auditor rebuild` writes, and each
+    # action with the platform's own tools; the reports render both for every platform alike
 
-    @abstractmethod
-    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
-        """The platform's own tools that repair one judged finding (none for one in flight)."""
+    @property
+    def flag(self) -> str:
+        """How a command line names this platform (the default platform needs nothing)."""
+        return f" --platform {self.name}"
 
-    @abstractmethod
-    def finding_rebuild(self, c: Classified) -> str | None:
-        """The `auditor rebuild` command that repairs one judged finding (None: nothing to write)."""
-
-    @abstractmethod
-    def repair_commands(
-        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
+    def native_commands(
+        self, repairs: RepairPlan, *, group: str, until: datetime | None, per_urn: int
     ) -> list[str]:
-        """What to run for a report's findings: `auditor rebuild` first, then the platform's tools."""
+        """The plan with the platform's own tools: each action's command once, at most
+        `2 * per_urn` of them (a platform with cheaper forms for many urns says so here)."""
+        lines = (self.renderer.render(a, group=group, until=until) for a in repairs.actions)
+        return list(dict.fromkeys(lines))[: per_urn * 2]

@@ -32,7 +32,7 @@ def conflict_finding(entity: JoinedEntity, rows: FederatedRows) -> Finding:
         changed_at=newest,
         details={"stores": holders, "compared": rows.store},
         repairs=(RepairKind.FIX_ROW,),
-        store=",".join(c.store for c in rows.claims),
+        stores=tuple(c.store for c in rows.claims),
     )
 
 
@@ -44,7 +44,7 @@ def federate(
     if not isinstance(rows, FederatedRows):
         return  # an orphan: no store holds the urn
     for i in range(start, len(findings)):
-        findings[i] = replace(findings[i], store=rows.store)
+        findings[i] = replace(findings[i], stores=(rows.store,))
     for holder in rows.holders:
         counts = stores.setdefault(holder, {"entities": 0, "conflicts": 0})
         counts["entities"] += 1
@@ -78,7 +78,7 @@ def tally(stores: dict[str, dict[str, int]], classified: Iterable[Classified]) -
         counts.setdefault("findings", 0)
         counts.setdefault("diverged", 0)
     for c in classified:
-        for name in (c.finding.store or "").split(","):
+        for name in c.finding.stores:
             if name in stores:
                 stores[name]["findings"] += 1
                 stores[name]["diverged"] += c.verdict in (Verdict.DIVERGED, Verdict.INVALID)

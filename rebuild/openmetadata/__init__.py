@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
-from auditor.core.model import Classified, Evidence, RepairKind, Verdict
+from auditor.core.model import Classified, Evidence, Verdict
 from auditor.core.plan import RebuildOutcome, plan
+from auditor.core.repairs import Mode
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.document import build_document
 from auditor.platforms.openmetadata.fields import BadRow, parse_entity
 from auditor.platforms.openmetadata.join import OmScanner
+from auditor.platforms.openmetadata.modes import EXECUTORS
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmRow
 from auditor.platforms.openmetadata.scan import reobserve
@@ -173,16 +175,14 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     repairs = plan(chosen)
     outcome = RebuildOutcome("reindex", request.apply, repairs)
     outcome.rows = len(repairs.urns)
-    for action in repairs.actions:
-        if action.kind not in (RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT):
-            outcome.elsewhere[action.kind.value] = outcome.elsewhere.get(action.kind.value, 0) + 1
+    outcome.elsewhere = EXECUTORS.elsewhere(Mode.REINDEX, repairs)
     if not request.apply:
         return outcome
     work = OmRepair(store, search, writer)
     by_type = {e.entity_type: e for e in request.entities}
     touched: dict[str, list[str]] = {}
     for action in repairs.actions:
-        if action.kind in (RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT) and action.urn:
+        if action.kind in EXECUTORS.kinds(Mode.REINDEX) and action.urn:
             touched.setdefault(action.entity_type or "", []).append(action.urn)
     names: dict[str, str] = {}
     for entity_type, ids in touched.items():

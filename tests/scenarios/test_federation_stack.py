@@ -288,17 +288,15 @@ def test_a_missing_document_is_attributed_to_its_store_and_a_urn_in_both_is_a_co
     for c in report.findings:
         by_urn.setdefault(c.finding.urn, []).append(c)
     (missing,) = [c for c in by_urn[faults["missing"]] if c.finding.kind.value == "missing_document"]
-    assert missing.verdict == Verdict.DIVERGED and missing.finding.store == "b"
+    assert missing.verdict == Verdict.DIVERGED and missing.finding.stores == ("b",)
     (conflict,) = [c for c in by_urn[faults["both"]] if c.subkind == "store_conflict"]
-    assert conflict.verdict == Verdict.DIVERGED and conflict.finding.store == "a,b"
+    assert conflict.verdict == Verdict.DIVERGED and conflict.finding.stores == ("a", "b")
     assert set(conflict.finding.details["stores"]) == {"a", "b"}
     assert "a (" in conflict.evidence.reason and "b (" in conflict.evidence.reason
     assert conflict.evidence.observed is not None  # re-read from both stores in causal order
     assert report.stores["a"]["conflicts"] == report.stores["b"]["conflicts"] == 1
     assert report.stores["b"]["diverged"] >= 2 and report.stores["a"]["diverged"] >= 1
-    assert all(
-        c.finding.store is not None for c in report.findings if c.finding.kind.value != "orphan_document"
-    )
+    assert all(c.finding.stores for c in report.findings if c.finding.kind.value != "orphan_document")
     assert report.exit_code == 1
 
 

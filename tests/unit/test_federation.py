@@ -125,9 +125,9 @@ def test_federate_names_the_store_of_each_finding_and_adds_one_conflict() -> Non
     }
     federate(_entity(merged), found, 1, stores)
     assert found[0] is earlier  # before `start`: another entity's, untouched
-    assert found[1].store == "a"
+    assert found[1].stores == ("a",)
     conflict = found[2]
-    assert conflict.kind == Kind.STORE_CONFLICT and conflict.store == "a,b"
+    assert conflict.kind == Kind.STORE_CONFLICT and conflict.stores == ("a", "b")
     assert conflict.details["stores"] == {
         "a": {"aspects": 1, "latest_createdon": "2026-01-02T00:00:00+00:00"},
         "b": {"aspects": 1, "latest_createdon": "2026-01-01T00:00:00+00:00"},
@@ -138,7 +138,7 @@ def test_federate_names_the_store_of_each_finding_and_adds_one_conflict() -> Non
 def test_an_orphan_has_no_store() -> None:
     found = [Finding("presence", Kind.ORPHAN_DOCUMENT, "urn:li:tag:t", "tag")]
     federate(_entity(None), found, 0, {"a": {"entities": 0, "conflicts": 0}})
-    assert found[0].store is None
+    assert found[0].stores == ()
 
 
 def _conflict_classified() -> Classified:
@@ -163,7 +163,7 @@ def test_every_renderer_shows_the_store_and_json_reads_it_back() -> None:
 
     c = _conflict_classified()
     missing = Classified(
-        Finding("presence", Kind.MISSING_DOCUMENT, "urn:li:tag:u", "tag", store="teamb"),
+        Finding("presence", Kind.MISSING_DOCUMENT, "urn:li:tag:u", "tag", stores=("teamb",)),
         Verdict.DIVERGED,
         "missing_document",
         Evidence("consumed but not applied"),
@@ -178,8 +178,13 @@ def test_every_renderer_shows_the_store_and_json_reads_it_back() -> None:
     prom = RENDERERS["prometheus"](report)
     assert 'auditor_store_diverged{store="teamb"} 1' in prom
     assert 'auditor_store_entities{store="teamb"} 5' in prom
-    back = from_dict(json.loads(RENDERERS["json"](report)))
-    assert [f.finding.store for f in back.findings] == ["a,b", "teamb"]
+    data = json.loads(RENDERERS["json"](report))
+    assert [f["stores"] for f in data["findings"]] == [["a", "b"], ["teamb"]]
+    assert [f["store"] for f in data["findings"]] == ["a,b", "teamb"]  # schema v1's joined form
+    back = from_dict(data)
+    assert [f.finding.stores for f in back.findings] == [("a", "b"), ("teamb",)]
+    del data["findings"][0]["stores"]  # a report written before `stores`: read from `store`
+    assert from_dict(data).findings[0].finding.stores == ("a", "b")
     assert back.stores == report.stores
 
 

@@ -19,7 +19,7 @@ B_URL = "mysql+pymysql://datahub:pw-b@mysql-b:3306/datahub"
 
 
 def judged(urn: str, kind: Kind, store: str | None) -> Classified:
-    finding = Finding("presence", kind, urn, "dataset", store=store)
+    finding = Finding("presence", kind, urn, "dataset", stores=tuple(store.split(",")) if store else ())
     return Classified(finding, Verdict.DIVERGED, kind.value, Evidence("seen"))
 
 

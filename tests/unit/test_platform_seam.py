@@ -84,7 +84,8 @@ def test_scan_gives_the_shared_verdicts(world: World, tmp_path: Path) -> None:
     data = json.loads(RENDERERS["json"](report))
     stale = next(f for f in data["findings"] if f["urn"] == "stale")
     # its own repair commands, rendered by the reports through the registry
-    assert stale["repair"] == "auditor rebuild reindex --platform toy --urn stale --apply"
+    # the shared renderer's line (every value from the data quoted)
+    assert stale["repair"] == "auditor rebuild reindex --platform toy --urn 'stale' --apply"
     assert stale["repair_platform"] == "toyctl reindex stale" and stale["repair_datahub"] is None
     assert stale["details"]["fields"] == [
         {"field": "description", "expected": "new text", "actual": "old <b>text</b>"}

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from auditor.cli.rebuild_cmd import child_argv
 from auditor.core.model import Classified, Evidence, Finding, Kind, RepairKind, Selection, Verdict
 from auditor.rebuild.checkpoint import Lock, LockHeld, shard_suffix
 from auditor.rebuild.run import RebuildRequest, repair_plan
 from auditor.rebuild.workers import run_shards
 from auditor.reports.rebuild_merge import merge_outcomes
+from auditor.settings import load_settings
 
 URNS = [f"urn:li:dataset:(urn:li:dataPlatform:hive,t{i:02d},PROD)" for i in range(40)]
 
@@ -96,10 +98,24 @@ def test_a_dead_runs_lock_of_another_shard_does_not_block(tmp_path: Path) -> Non
     shard.release()
 
 
-def test_a_child_gets_the_parents_command_without_what_the_parent_sets() -> None:
-    argv = ["rebuild", "reindex", "--all", "--workers", "4", "--json", "-o", "out.json", "--apply",
-            "--shard-plan=p.json", "--output=x", "--rate", "9"]  # fmt: skip
-    assert child_argv(argv) == ["rebuild", "reindex", "--all", "--apply", "--rate", "9"]
+def test_a_shard_child_reads_its_request_on_stdin_and_says_its_error(tmp_path: Path) -> None:
+    """`api.rebuild_in_shards` gives each child its settings and request on stdin (pickled: the
+    settings hold credentials, so nothing on a command line); a refusal is its one error line."""
+    settings = load_settings(env={}, store_url="mysql+pymysql://u:secret-pw@127.0.0.1:1/x")
+    federated = Finding(
+        "missing_document", Kind.MISSING_DOCUMENT, "urn:li:corpuser:a", "corpuser", stores=("east", "west")
+    )
+    c = Classified(federated, Verdict.DIVERGED, "missing_document", Evidence("x"))
+    request = RebuildRequest("reindex", findings=[c], apply=True, shard=(0, 2))
+    outcome = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "auditor.shard_child", str(outcome)],
+        input=pickle.dumps((settings, request)), capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.decode().splitlines()
+    assert lines[-1].startswith("error: the report is of a federation (stores east, west)")
+    assert "secret-pw" not in done.stderr.decode() and not outcome.exists()
 
 
 def test_workers_run_every_shard_and_name_one_that_died(tmp_path: Path) -> None:
@@ -145,3 +161,28 @@ def test_a_lock_naming_this_process_that_it_does_not_hold_is_stale(tmp_path: Pat
     lock.acquire(break_stale=True)
     assert not lock.stale()  # now it is this process's own
     lock.release()
+
+
+@pytest.mark.parametrize(
+    ("given", "asked", "said"),
+    [
+        ({"stores": ["a=postgresql+psycopg://u:pw@h/a", "b=postgresql+psycopg://u:pw@h/b"]}, {},
+         "--workers is not supported on a federation"),
+        ({}, {"shard": (0, 2)}, "--workers runs every shard itself"),
+        ({}, {"full": True}, "--workers shards a targeted replay or reindex (not --full)"),
+        ({"platform": "openmetadata"}, {}, "--workers is not supported on OpenMetadata"),
+    ],
+)  # fmt: skip
+def test_the_api_refuses_what_parallel_shards_cannot_do_before_any_backend(
+    tmp_path: Path, given: dict[str, object], asked: dict[str, object], said: str
+) -> None:
+    from auditor.api import rebuild_in_shards
+    from auditor.errors import ConfigError
+
+    store = {} if "stores" in given else {"store_url": "mysql+pymysql://u:pw@127.0.0.1:1/x"}
+    settings = load_settings(env={}, state_file=str(tmp_path / "s.db"), **store, **given)
+    request = RebuildRequest("reindex", selection=Selection(entity_types=("dataset",)), apply=True, **asked)
+    with pytest.raises(ConfigError) as refused:
+        rebuild_in_shards(settings, request, 2)  # type: ignore[arg-type]
+    assert str(refused.value) == said
+    assert not list(tmp_path.iterdir())  # no plan written, no shard started

@@ -9,14 +9,15 @@ a writer (the `World`), a check (`check`), triage steps and its repair commands.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from auditor.core.classify import classify
-from auditor.core.model import Classified, Finding, Kind, RepairKind, Report, Selection
-from auditor.core.plan import RebuildOutcome, actions_for, plan
+from auditor.core.model import Finding, Kind, RepairKind, Report, Selection
+from auditor.core.plan import RebuildOutcome, RepairAction, plan
+from auditor.core.repairs import Executors, Mode, Renderer
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
@@ -76,11 +77,24 @@ def check(entity_id: str, row: Row | None, doc: dict[str, Any] | None) -> Findin
                    {**base, "fields": fields}, (RepairKind.REWRITE_DOCUMENT,))  # fmt: skip
 
 
+TOYCTL = Renderer("toyctl")
+
+
+@TOYCTL.dispatch_for(RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT)
+def _toyctl(action: RepairAction, **_: object) -> str:
+    return f"toyctl reindex {action.urn}"
+
+
 class Toy(Platform):
     name = NAME
     title = "Toy"
     capabilities = frozenset({Capability.TRIAGE})
     instead: ClassVar[dict[Capability, str]] = {Capability.REPLAY: "use `auditor rebuild reindex`"}
+    # its repairs as data: one mode, and its own tool per action
+    executors = Executors(
+        {Mode.REINDEX: frozenset({RepairKind.REWRITE_DOCUMENT, RepairKind.DELETE_DOCUMENT})}
+    )
+    renderer = TOYCTL
     weak_evidence = "the toy platform has no change log: verdicts rest on time and history"
 
     def scan(
@@ -148,19 +162,3 @@ class Toy(Platform):
                 w.docs[a.urn or ""] = expected(row)
             w.writes += 1
         return RebuildOutcome("reindex", True, repairs)
-
-    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
-        return [f"toyctl reindex {a.urn}" for a in actions_for(c) if a.urn]
-
-    def finding_rebuild(self, c: Classified) -> str | None:
-        return (
-            f"auditor rebuild reindex --platform toy --urn {c.finding.urn} --apply"
-            if actions_for(c)
-            else None
-        )
-
-    def repair_commands(
-        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
-    ) -> list[str]:
-        urns = sorted({a.urn for a in plan(findings).actions if a.urn})
-        return [f"toyctl reindex {u}" for u in urns]

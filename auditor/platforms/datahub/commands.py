@@ -1,14 +1,14 @@
-"""DataHub's repair commands: `auditor rebuild` lines and DataHub's own tools (RestoreIndices)."""
+"""Each repair action with DataHub's own tools (RestoreIndices, a DELETE of an orphan document)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 
-from auditor.core.model import Classified, RepairKind
+from auditor.core.model import RepairKind
 from auditor.core.naming import document_id
-from auditor.core.plan import REINDEX_ONLY, REPLAYED, RepairAction, RepairPlan, actions_for, plan
-from auditor.reports.escape import shell_line, shell_quote
+from auditor.core.plan import RepairAction, RepairPlan
+from auditor.core.repairs import Renderer
+from auditor.reports.escape import shell_quote
 
 RESTORE = "datahub-upgrade -u RestoreIndices"
 LEFT_BEHIND = (
@@ -21,91 +21,69 @@ def _millis(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
+# each action with DataHub's own tools; every value from the data is single-quoted. The text is
+# exact (a newline in a urn stays a newline inside its quotes); `shell_line` spells control
+# characters for a terminal or a ticket.
+RENDERER = Renderer("DataHub's own tools")
+
+
+def _delete(action: RepairAction) -> str:
+    return f'curl -X DELETE "$SEARCH_URL"/{shell_quote(action.index or "")}/_doc/'
+
+
+@RENDERER.dispatch_for(RepairKind.REPLAY_ASPECT)
+def _replay_aspect(action: RepairAction, **_: object) -> str:
+    aspect = f" -a aspectName={shell_quote(action.aspect)}" if action.aspect else ""
+    return f"{RESTORE} -a urn={shell_quote(action.urn or '')}{aspect}"
+
+
+@RENDERER.dispatch_for(RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES)
+def _restore_urn(action: RepairAction, **_: object) -> str:
+    return f"{RESTORE} -a urn={shell_quote(action.urn or '')}"
+
+
+@RENDERER.dispatch_for(RepairKind.REWRITE_DOCUMENT)
+def _rewrite_document(action: RepairAction, **_: object) -> str:
+    urn = action.urn or ""
+    delete = f"{_delete(action)}{shell_quote(document_id(urn))}"
+    return f"{delete} && {RESTORE} -a urn={shell_quote(urn)}{LEFT_BEHIND}"
+
+
+@RENDERER.dispatch_for(RepairKind.DELETE_DOCUMENT)
+def _delete_document(action: RepairAction, **_: object) -> str:
+    return f"{_delete(action)}{shell_quote(action.doc_id or document_id(action.urn or ''))}{ORPHAN}"
+
+
+@RENDERER.dispatch_for(RepairKind.REPLAY_WINDOW)
+def _replay_window(action: RepairAction, *, until: datetime | None = None, **_: object) -> str:
+    since = f" -a gePitEpochMs={_millis(action.since)}" if action.since else ""
+    until_ms = f" -a lePitEpochMs={_millis(until)}" if until else ""
+    return f"{RESTORE}{since}{until_ms}   # the index is behind a restore: replay everything written since"
+
+
+@RENDERER.dispatch_for(RepairKind.RESTART_CONSUMER)
+def _restart_consumer(action: RepairAction, *, group: str = "", **_: object) -> str:
+    return f"restart the MAE consumer (group {group}): the stalled findings converge once it moves"
+
+
+@RENDERER.dispatch_for(RepairKind.FIX_ROW)
+def _fix_row(action: RepairAction, **_: object) -> str:
+    return "fix the malformed rows (re-ingest, or restore version 1): see the findings"
+
+
 def command(action: RepairAction, *, group: str, until: datetime | None = None) -> str:
-    """One action as a shell command; every value from the data is single-quoted.
-
-    The text is exact (a newline in a urn stays a newline inside its quotes); `shell_line`
-    spells control characters for a terminal or a ticket.
-    """
-    kind, urn = action.kind, action.urn or ""
-    delete = f'curl -X DELETE "$SEARCH_URL"/{shell_quote(action.index or "")}/_doc/'
-    if kind == RepairKind.REPLAY_ASPECT:
-        aspect = f" -a aspectName={shell_quote(action.aspect)}" if action.aspect else ""
-        text = f"{RESTORE} -a urn={shell_quote(urn)}{aspect}"
-    elif kind in (RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES):
-        text = f"{RESTORE} -a urn={shell_quote(urn)}"
-    elif kind == RepairKind.REWRITE_DOCUMENT:
-        doc = shell_quote(document_id(urn))
-        text = f"{delete}{doc} && {RESTORE} -a urn={shell_quote(urn)}{LEFT_BEHIND}"
-    elif kind == RepairKind.DELETE_DOCUMENT:
-        text = f"{delete}{shell_quote(action.doc_id or document_id(urn))}{ORPHAN}"
-    elif kind == RepairKind.REPLAY_WINDOW:
-        since = f" -a gePitEpochMs={_millis(action.since)}" if action.since else ""
-        until_ms = f" -a lePitEpochMs={_millis(until)}" if until else ""
-        text = (
-            f"{RESTORE}{since}{until_ms}   # the index is behind a restore: replay everything written since"
-        )
-    elif kind == RepairKind.RESTART_CONSUMER:
-        text = f"restart the MAE consumer (group {group}): the stalled findings converge once it moves"
-    else:
-        text = "fix the malformed rows (re-ingest, or restore version 1): see the findings"
-    return text
+    """One action as a shell command with DataHub's own tools."""
+    return RENDERER.render(action, group=group, until=until)
 
 
-def finding_commands(c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
-    """DataHub's own commands that repair one judged finding (none for a finding in flight)."""
-    return [command(a, group=group, until=until) for a in actions_for(c)]
-
-
-def finding_rebuild(c: Classified) -> str | None:
-    """The `auditor rebuild` command that repairs one judged finding (None: nothing to write)."""
-    kinds = {a.kind for a in actions_for(c)}
-    if kinds & REINDEX_ONLY:
-        return f"auditor rebuild reindex --urn {shell_quote(c.finding.urn)} --apply"
-    if kinds & REPLAYED:
-        return f"auditor rebuild replay --urn {shell_quote(c.finding.urn)} --apply"
-    return None
-
-
-# what `rebuild_commands` lists per urn (a window is its own line)
+# the actions one RestoreIndices of the urn replays (a window is its own line)
 REPLAYABLE = (RepairKind.REPLAY_ASPECT, RepairKind.REWRITE_SYSTEM_METADATA, RepairKind.REWRITE_EDGES)
 
 
-def rebuild_commands(repairs: RepairPlan, per_urn: int = 5) -> list[str]:
-    """The plan as `auditor rebuild` commands: replay what the consumer can re-apply, reindex the rest."""
-    out: list[str] = []
-    for mode, kinds in (("replay", REPLAYABLE), ("reindex", tuple(REINDEX_ONLY))):
-        urns = sorted({a.urn for a in repairs.actions if a.kind in kinds and a.urn})
-        if not urns:
-            continue
-        if len(urns) <= per_urn:
-            picked = " ".join(f"--urn {shell_quote(u)}" for u in urns)
-            out.append(f"auditor rebuild {mode} {picked} --apply")
-        else:
-            out.append(
-                f"auditor rebuild {mode} --from-report scan.json --apply"
-                f"   # {len(urns)} entities; scan.json: this scan's --format json report"
-            )
-    for a in repairs.of(RepairKind.REPLAY_WINDOW):
-        since = f" --since {a.since.isoformat()}" if a.since else ""
-        kind = f" --entity-type {shell_quote(a.entity_type)}" if a.entity_type else ""
-        out.append(f"auditor rebuild replay{kind}{since} --apply   # the index is behind a restore")
-    return [shell_line(c) for c in out]
-
-
-def plan_commands(
-    repairs: RepairPlan, *, group: str, until: datetime | None = None, per_urn: int = 5
-) -> list[str]:
-    """The plan as one-line commands: `auditor rebuild` first, then DataHub's own tools."""
-    out: list[str] = rebuild_commands(repairs, per_urn)
-    native = _native_commands(repairs, group=group, until=until, per_urn=per_urn)
-    writes = [c for c in native if not c.startswith(("restart ", "fix "))]
-    if out and writes:
-        out.append("# or with DataHub's own tools:")
-    return out + [shell_line(c) for c in native]
-
-
-def _native_commands(repairs: RepairPlan, *, group: str, until: datetime | None, per_urn: int) -> list[str]:
+def native_commands(repairs: RepairPlan, *, group: str, until: datetime | None, per_urn: int) -> list[str]:
+    """The plan with DataHub's own tools: a restore window, the replays (one RestoreIndices per
+    urn, or per entity type past `per_urn` urns), the documents to rewrite or delete (the first
+    `per_urn` of each), then what a person does (restart the consumer, fix the rows)."""
     out: list[str] = []
     by_kind: dict[RepairKind, list[RepairAction]] = {}
     for a in repairs.actions:
@@ -129,10 +107,3 @@ def _native_commands(repairs: RepairPlan, *, group: str, until: datetime | None,
         if by_kind.get(kind):
             out.append(command(by_kind[kind][0], group=group))
     return out
-
-
-def repair_commands(
-    findings: Iterable[Classified], *, group: str, until: datetime | None = None
-) -> list[str]:
-    """What to run for a report's findings."""
-    return plan_commands(plan(findings), group=group, until=until)

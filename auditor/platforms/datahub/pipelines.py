@@ -15,6 +15,7 @@ from auditor.backends.connect import open_events, open_search, open_state, open_
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.registry import Registry
+from auditor.platforms.datahub.modes import EXECUTORS
 from auditor.platforms.datahub.target import scan_target
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions
@@ -100,7 +101,7 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         )
         if request.state_dir == Path("."):
             request.state_dir = Path(settings.state_file).parent
-        outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request)
+        outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request, EXECUTORS)
     outcome.warnings = warnings + outcome.warnings
     return outcome
 

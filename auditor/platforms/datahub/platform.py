@@ -3,18 +3,19 @@ consumer's Kafka offsets; repaired by replaying MCLs or reindexing from the rows
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from auditor.core.model import Classified
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
+from auditor.platforms.datahub import commands
+from auditor.platforms.datahub.modes import EXECUTORS
 from auditor.settings import Settings
 
 if TYPE_CHECKING:  # the pipelines are imported when one runs (pipelines.py): a refused urn loads none
     from auditor.core.model import Report, Selection
-    from auditor.core.plan import RebuildOutcome, RestoreEvidence
+    from auditor.core.plan import RebuildOutcome, RepairPlan, RestoreEvidence
     from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
@@ -30,6 +31,12 @@ class DataHub(Platform):
     capabilities = frozenset(Capability)
     fills_repair_datahub = True
     paste_hint = "a urn or a DataHub URL (quoted, URL-encoded: as pasted)"
+    executors = EXECUTORS
+    renderer = commands.RENDERER
+
+    @property
+    def flag(self) -> str:
+        return ""  # the default platform: a command line need not name it
 
     def open_resident(self, settings: Settings) -> Resident:
         from auditor.core.registry import Registry
@@ -105,22 +112,10 @@ class DataHub(Platform):
 
         return pipelines.restore_window(settings, first)
 
-    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
-        from auditor.platforms.datahub import commands
-
-        return commands.finding_commands(c, group=group, until=until)
-
-    def finding_rebuild(self, c: Classified) -> str | None:
-        from auditor.platforms.datahub import commands
-
-        return commands.finding_rebuild(c)
-
-    def repair_commands(
-        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
+    def native_commands(
+        self, repairs: RepairPlan, *, group: str, until: datetime | None, per_urn: int
     ) -> list[str]:
-        from auditor.platforms.datahub import commands
-
-        return commands.repair_commands(findings, group=group, until=until)
+        return commands.native_commands(repairs, group=group, until=until, per_urn=per_urn)
 
 
 PLATFORM = DataHub()

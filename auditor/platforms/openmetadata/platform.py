@@ -8,7 +8,7 @@ or `--full`: a staged index per type swapped in with its aliases).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
@@ -21,6 +21,7 @@ from auditor.platforms.base import Capability, Platform
 from auditor.platforms.openmetadata import commands
 from auditor.platforms.openmetadata.connect import om_state
 from auditor.platforms.openmetadata.describe import describe
+from auditor.platforms.openmetadata.modes import EXECUTORS
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ class OpenMetadata(Platform):
     title = "OpenMetadata"
     capabilities = frozenset({Capability.STAGED_REINDEX, Capability.TRIAGE})
     paste_hint = "an OpenMetadata FQN, entity id or entity page URL"
+    executors = EXECUTORS
+    renderer = commands.RENDERER
     weak_evidence = (
         "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
         "queue, the change's age and earlier scans"
@@ -110,17 +113,6 @@ class OpenMetadata(Platform):
 
     def describe(self, c: Classified) -> str | None:
         return describe(c)
-
-    def finding_commands(self, c: Classified, *, group: str, until: datetime | None = None) -> list[str]:
-        return commands.finding_commands(c)
-
-    def finding_rebuild(self, c: Classified) -> str | None:
-        return commands.finding_rebuild(c)
-
-    def repair_commands(
-        self, findings: Iterable[Classified], *, group: str, until: datetime | None = None
-    ) -> list[str]:
-        return commands.repair_commands(findings)
 
 
 def om_triage(
