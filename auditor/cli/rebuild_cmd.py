@@ -10,18 +10,8 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
-    ConfigOpt,
-    ConsumerGroupOpt,
     DebugOpt,
-    IndexPrefixOpt,
-    KafkaOpt,
-    RegistryOpt,
-    SearchUrl,
-    StoreUrl,
-    TimeseriesTopicOpt,
-    TopicOpt,
     err,
-    load,
     run,
     shard_of,
     shard_range,
@@ -251,6 +241,7 @@ def reindex_cmd(
 
 
 @rebuild_app.command("after-restore")
+@with_options(CONNECTION)
 def after_restore_cmd(
     mode: Annotated[str, typer.Option(help="replay (through DataHub's consumer) or reindex.")] = "replay",
     since: Since = None,
@@ -260,16 +251,8 @@ def after_restore_cmd(
     evidence: Annotated[Path, typer.Option(help="Write the evidence here: PATH.json and PATH.md.")] = Path(
         "after-restore"
     ),
-    store_url: StoreUrl = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    registry: RegistryOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
-    config: ConfigOpt = None,
     debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """After restoring a search cluster (or a database): find how far search is behind, repair it.
 
@@ -286,17 +269,7 @@ def after_restore_cmd(
 
         if mode not in ("replay", "reindex"):
             raise ConfigError(f"--mode {mode!r}: use replay or reindex")
-        settings = load(
-            config,
-            store_url,
-            search_url,
-            kafka,
-            registry,
-            index_prefix,
-            topic=topic,
-            timeseries_topic=timeseries_topic,
-            group=consumer_group,
-        )
+        settings = settings_of(opts)
         found = after_restore(
             settings, mode=mode, apply=apply, since=since_of(since), rate=rate, wait_seconds=wait
         )

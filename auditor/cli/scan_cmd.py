@@ -10,37 +10,23 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     ClusterAliasOpt,
-    ConfigOpt,
-    ConsumerGroupOpt,
     DebugOpt,
     Format,
-    IndexPrefixOpt,
-    KafkaOpt,
     PlatformOpt,
-    RegistryOpt,
-    SearchUrl,
-    Stores,
-    StoreUrl,
-    TimeseriesTopicOpt,
-    TopicOpt,
     emit,
     err,
-    load,
     run,
     shard_of,
     since_of,
 )
+from auditor.cli.options import CONNECTION, settings_of, with_options
 
 __all__ = ["ClusterAliasOpt", "PlatformOpt", "scan"]  # the OpenMetadata options, as B's modules import them
 
 
 @app.command()
+@with_options(CONNECTION)
 def scan(
-    store_url: StoreUrl = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    schema_registry: RegistryOpt = None,
-    config: ConfigOpt = None,
     entity_type: Annotated[
         list[str] | None, typer.Option("--entity-type", "-t", help="Only these entity types (repeatable).")
     ] = None,
@@ -50,10 +36,6 @@ def scan(
     since: Annotated[
         str | None, typer.Option(help="Only entities changed since (ISO time, or 30m / 6h / 2d).")
     ] = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
     shard: Annotated[
         str | None, typer.Option(help="Scan shard i of N (i/N); merge with `auditor report merge`.")
     ] = None,
@@ -91,10 +73,8 @@ def scan(
         bool, typer.Option("--no-state", help="Neither read nor write the state file.")
     ] = False,
     max_findings: Annotated[int, typer.Option(help="Findings kept in detail (all are counted).")] = 10_000,
-    store: Stores = None,
-    platform: PlatformOpt = None,
-    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """Compare the aspect table with the search indices and the MAE consumer; judge every difference.
 
@@ -127,21 +107,7 @@ def scan(
         from auditor.api import ScanOptions
         from auditor.core.model import Selection
 
-        settings = load(
-            config,
-            store_url,
-            search_url,
-            kafka,
-            schema_registry,
-            index_prefix,
-            state_file=state_file,
-            topic=topic,
-            timeseries_topic=timeseries_topic,
-            group=consumer_group,
-            platform=platform,
-            cluster_alias=cluster_alias,
-            stores=store or None,
-        )
+        settings = settings_of(opts, state_file=state_file)
         if plan_shards is not None:
             return _plan_shards(settings, plan_shards, tuple(entity_type or ()), output)
         shard_i_n = shard_of(shard)

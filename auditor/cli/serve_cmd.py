@@ -3,44 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
-    ClusterAliasOpt,
-    ConfigOpt,
-    ConsumerGroupOpt,
     DebugOpt,
-    IndexPrefixOpt,
-    KafkaOpt,
-    PlatformOpt,
-    RegistryOpt,
-    SearchUrl,
-    Stores,
-    StoreUrl,
-    TimeseriesTopicOpt,
-    TopicOpt,
-    load,
     run,
 )
+from auditor.cli.options import CONNECTION, settings_of, with_options
 
 
 @app.command()
+@with_options(CONNECTION)
 def serve(
-    store_url: StoreUrl = None,
-    store: Stores = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    schema_registry: RegistryOpt = None,
-    config: ConfigOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
-    platform: PlatformOpt = None,
-    cluster_alias: ClusterAliasOpt = None,
     host: Annotated[
         str, typer.Option(help="Address to listen on. Beyond loopback a token or a proxy header is required.")
     ] = "127.0.0.1",
@@ -83,6 +60,7 @@ def serve(
     ] = 10.0,
     access_log: Annotated[bool, typer.Option(help="One line per request on stderr.")] = True,
     debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """The on-call console: triage in a browser (and as JSON under /api/triage), the latest
     scan reports, /healthz and /readyz, on warm connection pools.
@@ -101,20 +79,7 @@ def serve(
         from auditor.serve.run import check_exposure, read_token
         from auditor.serve.run import serve as serve_forever
 
-        settings = load(
-            config,
-            store_url,
-            search_url,
-            kafka,
-            schema_registry,
-            index_prefix,
-            topic=topic,
-            timeseries_topic=timeseries_topic,
-            group=consumer_group,
-            stores=store or None,
-            platform=platform,
-            cluster_alias=cluster_alias,
-        )
+        settings = settings_of(opts)
         guard = Guard(read_token(token_file), trusted_proxy_header)
         check_exposure(host, guard)
         if reports is not None and not reports.is_dir():

@@ -8,28 +8,17 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
-    ClusterAliasOpt,
-    ConfigOpt,
-    ConsumerGroupOpt,
     DebugOpt,
     Format,
-    IndexPrefixOpt,
-    KafkaOpt,
-    PlatformOpt,
-    RegistryOpt,
-    SearchUrl,
-    Stores,
-    StoreUrl,
-    TimeseriesTopicOpt,
-    TopicOpt,
-    load,
     run,
     stdout_console,
     write,
 )
+from auditor.cli.options import CONNECTION, settings_of, with_options
 
 
 @app.command()
+@with_options(CONNECTION)
 def triage(
     urn: Annotated[
         str,
@@ -39,16 +28,6 @@ def triage(
             "--platform openmetadata: the entity's fully qualified name or its id."
         ),
     ],
-    store_url: StoreUrl = None,
-    store: Stores = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    schema_registry: RegistryOpt = None,
-    config: ConfigOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
     fmt: Annotated[
         Format,
         typer.Option("--format", "-f", help="console (a table on a terminal) or json (schema triage/1)."),
@@ -67,9 +46,8 @@ def triage(
         list[str] | None,
         typer.Option(help="OpenMetadata: the entity types to look in (repeatable; default every one)."),
     ] = None,
-    platform: PlatformOpt = None,
-    cluster_alias: ClusterAliasOpt = None,
     debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """ "I can't find my dataset": walk one entity from its rows to its search document.
 
@@ -97,20 +75,9 @@ def triage(
             raise ConfigError(f"triage writes console or json, not {fmt.value}")
 
         def settings_() -> Any:
-            return load(
-                config,
-                store_url,
-                search_url,
-                kafka,
-                schema_registry,
-                index_prefix,
-                topic=topic,
-                timeseries_topic=timeseries_topic,
-                group=consumer_group,
-                stores=store or None,
-                platform=platform,
-                cluster_alias=cluster_alias,
-            )
+            return settings_of(opts)
+
+        platform = opts.get("platform")
 
         settings = None
         try:  # refused before anything heavy is imported or connected
