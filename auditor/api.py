@@ -25,7 +25,7 @@ from auditor.scan.shards import ShardPlan, make_plan
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
-    from auditor.rebuild.run import RebuildRequest
+    from auditor.rebuild.request import RebuildRequest
     from auditor.rebuild.workers import ShardRun
 
 __all__ = [
@@ -192,7 +192,7 @@ def after_restore(
     wait_seconds: float = 300.0,
 ) -> RestoreEvidence:
     """Find how far search is behind the database, repair that window, and keep the evidence."""
-    from auditor.rebuild.run import RebuildRequest
+    from auditor.rebuild.request import RebuildRequest
 
     platform = platform_of(settings)
     platform.require(Capability.AFTER_RESTORE)

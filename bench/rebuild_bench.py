@@ -170,11 +170,11 @@ def measure(
     from auditor.core.registry import Registry
     from auditor.core.urns import entity_type
     from auditor.rebuild.checkpoint import Checkpoint
-    from auditor.rebuild.documents import build
-    from auditor.rebuild.mcl import RestateBuilder
-    from auditor.rebuild.reindex import Reindexer
-    from auditor.rebuild.replay import Replayer
-    from auditor.rebuild.rows import RowSource
+    from auditor.rebuild.datahub.documents import build
+    from auditor.rebuild.datahub.mcl import RestateBuilder
+    from auditor.rebuild.datahub.reindex import Reindexer
+    from auditor.rebuild.datahub.replay import Replayer
+    from auditor.rebuild.datahub.rows import RowSource
 
     if mode == "consume":
         return consume(search, n, consume_limit)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from auditor.core.model import Classified, Kind
 from auditor.core.plan import RebuildOutcome, RepairPlan
 from auditor.errors import ConfigError
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from auditor.settings import Settings
 
 Single = Callable[[Settings, RebuildRequest], RebuildOutcome]

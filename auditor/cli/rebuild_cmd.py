@@ -102,7 +102,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
     def go() -> int:
         from auditor.api import rebuild
         from auditor.core.model import Selection
-        from auditor.rebuild.run import RebuildRequest
+        from auditor.rebuild.request import RebuildRequest
         from auditor.reports.rebuild_report import render_console, to_json
 
         settings = settings_of(opts)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
     from auditor.platforms.resident import Resident
-    from auditor.rebuild.run import RebuildRequest
+    from auditor.rebuild.request import RebuildRequest
     from auditor.scan.join import Progress
     from auditor.scan.run import ScanOptions
     from auditor.settings import Settings

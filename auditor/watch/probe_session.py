@@ -14,7 +14,7 @@ from auditor.backends.searchable import searchable_docs
 from auditor.core.registry_loader import load_cached
 from auditor.core.watch_model import ProbeResult
 from auditor.errors import ConfigError
-from auditor.rebuild.mcl import RestateBuilder
+from auditor.rebuild.datahub.mcl import RestateBuilder
 from auditor.settings import Settings
 from auditor.watch.probe import CANARY_KEY, CANARY_URN, probe
 

@@ -12,7 +12,7 @@ from test_om_profile import _cli, _inject, _sel, om_world
 from test_om_triage import triage
 
 from auditor.api import rebuild
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 
 pytestmark = [pytest.mark.integration, pytest.mark.engines]
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 
 from auditor.api import ScanOptions, rebuild, scan
 from auditor.core.model import Report, Verdict
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from auditor.reports import RENDERERS
 from auditor.settings import Settings, load_settings
 from sandbox.endpoints import Endpoints

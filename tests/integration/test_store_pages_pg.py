@@ -112,10 +112,12 @@ def test_a_checkpoint_of_another_order_is_not_resumed(pg_table: tuple[str, Engin
     """Pages of the ICU table walk its own collation ("collation"), of a urn list byte order; a
     checkpoint from a walk in the other order (an older version's: byte order) is refused, not
     resumed from a key that would skip rows."""
+    from auditor.backends.protocols import Capability
     from auditor.errors import ConfigError
     from auditor.rebuild.checkpoint import Checkpoint
-    from auditor.rebuild.rows import RowSource
-    from auditor.rebuild.run import RebuildBackends, RebuildRequest, _replay
+    from auditor.rebuild.datahub.rows import RowSource
+    from auditor.rebuild.datahub.run import RebuildBackends, _replay
+    from auditor.rebuild.request import RebuildRequest
 
     table, engine = pg_table
     store = MetadataStore(engine.url.render_as_string(hide_password=False), table, engine=engine)
@@ -126,7 +128,9 @@ def test_a_checkpoint_of_another_order_is_not_resumed(pg_table: tuple[str, Engin
         return
     old = Checkpoint("replay", "x", last_urn="urn:li:dataset:(urn:li:dataPlatform:hive,a,PROD)")
 
-    class NoProducer:
+    class NoProducer:  # a producer that is never asked to produce: the checkpoint is refused first
+        capabilities = frozenset({Capability.PRODUCE})
+
         def close(self) -> None:
             pass
 

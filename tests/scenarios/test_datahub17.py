@@ -14,7 +14,7 @@ from world import World
 from auditor.api import rebuild, triage
 from auditor.core.model import Report, Verdict
 from auditor.core.plan import RebuildOutcome
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import entity_doc_id, entity_doc_id_v3, entity_index_v3
 from sandbox.zdr import ZeroDowntimeReindex
 

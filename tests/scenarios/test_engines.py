@@ -22,7 +22,7 @@ from world import World
 
 from auditor.api import rebuild
 from auditor.core.model import Selection
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import entity_doc_id, entity_index
 
 pytestmark = [pytest.mark.integration, pytest.mark.engines]

@@ -20,7 +20,7 @@ from world import World
 from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.errors import ConfigError
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import MCL_VERSIONED_TOPIC
 from sandbox.pgqueue import stable_partition
 

@@ -20,7 +20,7 @@ from world import World
 
 from auditor.api import rebuild
 from auditor.core.model import RepairKind, Report, Selection, Verdict
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import ASPECT_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]

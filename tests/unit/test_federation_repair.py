@@ -11,7 +11,7 @@ from auditor.core.model import Classified, Evidence, Finding, Kind, Verdict
 from auditor.core.plan import RebuildOutcome, RepairAction, RepairKind, RepairPlan
 from auditor.errors import ConfigError
 from auditor.rebuild.federation import home, merge, rebuild_federation, split
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from auditor.settings import Settings, load_settings
 
 A_URL = "postgresql+psycopg://datahub:pw-a@pg-a:5432/datahub"

@@ -21,7 +21,7 @@ from auditor.api import ScanOptions, rebuild, scan, triage
 from auditor.core.model import Selection, Verdict
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability
-from auditor.rebuild.run import RebuildRequest
+from auditor.rebuild.request import RebuildRequest
 from auditor.reports import RENDERERS
 from auditor.settings import load_settings
 

@@ -18,8 +18,8 @@ from auditor.backends.producer import Deliveries
 from auditor.core.model import Selection
 from auditor.core.records import AspectRow, rows_digest
 from auditor.rebuild.checkpoint import Checkpoint, Lock, LockHeld
-from auditor.rebuild.mcl import RestateBuilder
-from auditor.rebuild.replay import Replayer
+from auditor.rebuild.datahub.mcl import RestateBuilder
+from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.throttle import Throttle
 
 
@@ -125,7 +125,7 @@ def test_a_page_nobody_wrote_meanwhile_costs_one_digest_and_no_row_by_row_check(
 
 
 def test_a_reindexed_batch_nobody_wrote_meanwhile_is_checked_by_one_digest() -> None:
-    from auditor.rebuild.reindex import Reindexer
+    from auditor.rebuild.datahub.reindex import Reindexer
 
     a, b = "urn:li:dataset:a", "urn:li:dataset:b"
     store = FakeStore([rows(a, tags("a")), rows(b, tags("b"))])
@@ -199,7 +199,7 @@ def test_the_window_after_a_restore_starts_at_the_earliest_write_behind() -> Non
     from datetime import timedelta
 
     from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Verdict
-    from auditor.rebuild.after_restore import window
+    from auditor.rebuild.datahub.after_restore import window
 
     def behind(minute: int) -> Classified:
         f = Finding(
@@ -289,7 +289,7 @@ def _reindexer(store: FakeStore, writer: FailingWriter, ck: Checkpoint, path: Pa
 
     from auditor.core.naming import entity_index, graph_index, system_metadata_index
     from auditor.core.registry import Registry
-    from auditor.rebuild.reindex import Reindexer
+    from auditor.rebuild.datahub.reindex import Reindexer
 
     names = (entity_index("dataset", ""), system_metadata_index(""), graph_index(""))
     search = FakeSearch({name: {} for name in names})

@@ -14,7 +14,8 @@ import pytest
 
 from auditor.core.model import Classified, Evidence, Finding, Kind, RepairKind, Selection, Verdict
 from auditor.rebuild.checkpoint import Lock, LockHeld, shard_suffix
-from auditor.rebuild.run import RebuildRequest, repair_plan
+from auditor.rebuild.datahub.run import repair_plan
+from auditor.rebuild.request import RebuildRequest
 from auditor.rebuild.workers import run_shards
 from auditor.reports.rebuild_merge import merge_outcomes
 from auditor.settings import load_settings

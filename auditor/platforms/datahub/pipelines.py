@@ -23,7 +23,7 @@ from auditor.scan.v3 import scan_with_v3
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
-    from auditor.rebuild.run import RebuildRequest
+    from auditor.rebuild.request import RebuildRequest
 
 
 def scan(
@@ -63,8 +63,8 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.backends.connect import kafka_config
     from auditor.backends.index_writer import IndexWriter
     from auditor.backends.producer import MclProducer
-    from auditor.rebuild.run import RebuildBackends
-    from auditor.rebuild.run import rebuild as run_rebuild
+    from auditor.rebuild.datahub.run import RebuildBackends
+    from auditor.rebuild.datahub.run import rebuild as run_rebuild
 
     if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
         from auditor.rebuild.federation import rebuild_federation
@@ -109,7 +109,7 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
 def restore_window(settings: Settings, first: Report) -> RestoreEvidence:
     """How far search is behind the database: the last write against the system metadata."""
     from auditor.core.naming import system_metadata_index
-    from auditor.rebuild.after_restore import ms_to_datetime, window
+    from auditor.rebuild.datahub.after_restore import ms_to_datetime, window
 
     with closing(open_store(settings)) as store, closing(open_search(settings)) as search:
         sysmeta = search.max_of(system_metadata_index(settings.index_prefix), "lastUpdated")

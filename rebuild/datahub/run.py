@@ -1,9 +1,9 @@
-"""The rebuild pipeline: plan -> replay | reindex -> checkpoint -> verify, over given backends."""
+"""DataHub's rebuild pipeline: plan -> replay | reindex -> checkpoint -> verify, over given backends."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,57 +11,23 @@ from auditor.backends.index_writer import IndexWriter
 from auditor.backends.producer import MclProducer
 from auditor.backends.protocols import Capability, require
 from auditor.backends.store import MetadataStore
-from auditor.core.model import Classified, RepairKind, Report, Selection, Verdict
+from auditor.core.model import RepairKind, Report, Selection
 from auditor.core.naming import entity_index
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
 from auditor.core.repairs import Executors, Mode
 from auditor.errors import ConfigError
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
-from auditor.rebuild.full import FullRebuild
-from auditor.rebuild.reindex import Reindexer
-from auditor.rebuild.replay import Replayer
-from auditor.rebuild.rows import RowSource
-from auditor.rebuild.verify import reaudit, reaudit_selection, wait_for_consumer
+from auditor.rebuild.datahub.full import FullRebuild
+from auditor.rebuild.datahub.reindex import Reindexer
+from auditor.rebuild.datahub.replay import Replayer
+from auditor.rebuild.datahub.rows import RowSource
+from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
+from auditor.rebuild.request import RebuildRequest
 from auditor.scan.datahub_reindex import refuse_full, reindex_mirrors
 from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.run import ScanBackends, ScanTarget
 from auditor.scan.v3 import v3_indices
-
-
-@dataclass
-class RebuildRequest:
-    """What to repair, how, and how carefully."""
-
-    mode: str  # plan | replay | reindex
-    findings: Sequence[Classified] | None = None  # from a scan report (judged findings)
-    selection: Selection | None = None  # or by filters (every version-0 row they select)
-    include: frozenset[Verdict] = frozenset({Verdict.DIVERGED})
-    apply: bool = False
-    rate: float | None = None  # rows (replay) or entities (reindex) per second
-    batch: int = 1000
-    resume: bool = False
-    break_stale_lock: bool = False
-    wait_seconds: float = 300.0  # replay: how long to wait for the consumer before verifying
-    verify: bool = True
-    full: bool = False  # reindex: a fresh index per entity type, swapped in after verification
-    replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias
-    state_dir: Path = Path(".")
-    progress: Callable[[str, int], None] | None = None
-    # one shard of the repair (i, n): the urns of a shard plan's range i (`urn_range`, pushed down
-    # into every page), or without a plan the urns whose crc32 is i modulo n (as `scan --shard`)
-    shard: tuple[int, int] | None = None
-    urn_range: tuple[str | None, str | None] | None = None
-
-    def sharded(self, selection: Selection) -> Selection:
-        """`selection` narrowed to this request's shard (itself when unsharded)."""
-        if self.shard is None:
-            return selection
-        urns = tuple(u for u in selection.urns if self.in_shard(u))
-        return replace(selection, shard=self.shard, urn_range=self.urn_range, urns=urns)
-
-    def in_shard(self, urn: str) -> bool:
-        return Selection(shard=self.shard, urn_range=self.urn_range).in_shard(urn)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from auditor.core.registry import Registry
 from auditor.core.urns import entity_type
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.documents import build
+from auditor.rebuild.datahub.documents import build
 from auditor.rebuild.throttle import Throttle
 
 Progress = Callable[[int], None]

@@ -21,8 +21,8 @@ from auditor.core.records import AspectRow
 from auditor.errors import BackendUnavailable
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.mcl import RestateBuilder
-from auditor.rebuild.rows import RowSource
+from auditor.rebuild.datahub.mcl import RestateBuilder
+from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.throttle import Throttle
 
 DELIVERY_RETRIES = 3

@@ -25,8 +25,8 @@ from auditor.core.naming import entity_index
 from auditor.core.registry import Registry
 from auditor.errors import BackendUnavailable
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.reindex import Reindexer
-from auditor.rebuild.rows import RowSource
+from auditor.rebuild.datahub.reindex import Reindexer
+from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.staged import NotPromoted, promote
 from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 
