@@ -1,0 +1,63 @@
+"""A scan's reading of OpenMetadata's reindex evidence: the tables (store), the rebuild index (search).
+
+The judgement is reindex.py's; this reads what it rests on: the newest jobs, the failure rows of
+the findings' entities, and for a running 2.0 reindex the findings' documents in its rebuild
+index (by a real-time multi-get), compared with their rows by the scan's own check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+
+from auditor.checks.openmetadata import check
+from auditor.core.model import Finding
+from auditor.platforms.openmetadata.join import OmScanner
+from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.reindex import FAILURE_TABLE, JOB_TABLE, ReindexEvidence
+
+
+def read_reindex(
+    scanner: OmScanner, entities: Mapping[str, OmEntity], findings: Sequence[Finding]
+) -> tuple[ReindexEvidence | None, list[str]]:
+    """The evidence (None without the tables: OpenMetadata before 1.12) and warnings about reading it."""
+    store, search = scanner.store, scanner.search
+    now = int(time.time() * 1000)
+    jobs = store.reindex_jobs()
+    if jobs is None:
+        if JOB_TABLE in store.denied:
+            return None, [f"SELECT on {JOB_TABLE} refused: no reindex evidence (GRANT SELECT on it)"]
+        return None, [f"no {JOB_TABLE} table (an OpenMetadata before 1.12): no reindex evidence"]
+    evidence = ReindexEvidence(jobs, now_ms=now)
+    for n, job in enumerate(evidence.jobs):  # a running rebuild the row names no index for: search's
+        if job.running(now):
+            found = {
+                t: search.rebuild_index(e)
+                for t, e in entities.items()
+                if job.covers(t) and t not in job.staged
+            }
+            if any(found.values()):
+                staged = {**job.staged, **{t: i for t, i in found.items() if i}}
+                evidence.jobs[n] = dataclasses.replace(job, staged=staged)
+    current = {t: evidence.current(t) for t in entities}
+    job_ids = sorted({j.id for j in current.values() if j is not None})
+    ids = sorted({f.urn for f in findings})
+    fqns = sorted({str(f.details["fqn"]) for f in findings if f.details.get("fqn")})
+    warnings: list[str] = []
+    got = store.reindex_failures(job_ids, ids, fqns)
+    if got is None:
+        warnings.append(f"no {FAILURE_TABLE} table: the reindex evidence names no failure rows")
+    else:
+        evidence.failures, evidence.stages = got
+    for t, job in current.items():
+        staged = job.staged.get(t) if job is not None and job.running(now) else None
+        wanted = sorted({f.urn for f in findings if f.entity_type == t})
+        if staged is None or not wanted:
+            continue
+        rows, docs = store.read(entities[t], wanted), search.realtime(staged, wanted)
+        for entity_id in wanted:
+            doc = docs.get(entity_id)
+            if doc is not None and check(entities[t], staged, rows.get(entity_id), doc) is None:
+                evidence.staged_agrees.add(entity_id)
+    return evidence, warnings
