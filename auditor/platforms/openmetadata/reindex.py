@@ -124,7 +124,8 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
     """A job from its row (column names lowercased) and its partitions' sums per type, if read."""
     config = load_object(row.get("jobconfiguration")) or {}
     stats = load_object(row.get("stats")) or {}
-    staged = load_object(row.get("stagedindexmapping")) or {}
+    mapping = load_object(row.get("stagedindexmapping")) or {}
+    staged = {str(k): v for k, v in mapping.items() if isinstance(v, str)}
     progress: dict[str, TypeProgress] = {}
     for name, entry in stats.items():
         if isinstance(entry, Mapping):
@@ -135,7 +136,7 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
             )
     progress.update(partitions or {})  # the partitions move with each batch; the row does not
     types = {str(e) for e in config.get("entities") or () if isinstance(e, str)}
-    types |= set(progress) | {str(k) for k in staged}
+    types |= set(progress) | set(staged)
     processed = _int(row.get("processedrecords"))
     failed = _int(row.get("failedrecords"))
     if partitions:
@@ -152,7 +153,7 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
         started_at=_int(row.get("startedat")) or None,
         completed_at=_int(row.get("completedat")) or None,
         updated_at=max(_int(row.get("updatedat")), _int(row.get("partitions_updated"))),
-        staged={str(k): str(v) for k, v in staged.items() if isinstance(v, str)},
+        staged=staged,
         progress=progress,
         error=first_line(row.get("errormessage")),
     )

@@ -30,16 +30,12 @@ def read_reindex(
             return None, [f"SELECT on {JOB_TABLE} refused: no reindex evidence (GRANT SELECT on it)"]
         return None, [f"no {JOB_TABLE} table (an OpenMetadata before 1.12): no reindex evidence"]
     evidence = ReindexEvidence(jobs, now_ms=now)
-    for n, job in enumerate(evidence.jobs):  # a running rebuild the row names no index for: search's
-        if job.running(now):
-            found = {
-                t: search.rebuild_index(e)
-                for t, e in entities.items()
-                if job.covers(t) and t not in job.staged
-            }
-            if any(found.values()):
-                staged = {**job.staged, **{t: i for t, i in found.items() if i}}
-                evidence.jobs[n] = dataclasses.replace(job, staged=staged)
+    for n, running in enumerate(evidence.jobs):  # a rebuild its row names no index for: search's
+        if running.running(now):
+            wanted = [t for t in entities if running.covers(t) and t not in running.staged]
+            found = {t: i for t in wanted if (i := search.rebuild_index(entities[t]))}
+            if found:
+                evidence.jobs[n] = dataclasses.replace(running, staged={**running.staged, **found})
     current = {t: evidence.current(t) for t in entities}
     job_ids = sorted({j.id for j in current.values() if j is not None})
     ids = sorted({f.urn for f in findings})
@@ -47,17 +43,18 @@ def read_reindex(
     warnings: list[str] = []
     got = store.reindex_failures(job_ids, ids, fqns)
     if got is None:
-        warnings.append(f"no {FAILURE_TABLE} table: the reindex evidence names no failure rows")
+        why = "SELECT on it refused" if FAILURE_TABLE in store.denied else "no such table"
+        warnings.append(f"{FAILURE_TABLE}: {why}: the reindex evidence names no failure rows")
     else:
         evidence.failures, evidence.stages = got
     for t, job in current.items():
-        staged = job.staged.get(t) if job is not None and job.running(now) else None
-        wanted = sorted({f.urn for f in findings if f.entity_type == t})
-        if staged is None or not wanted:
+        index = job.staged.get(t) if job is not None and job.running(now) else None
+        ids_of_t = sorted({f.urn for f in findings if f.entity_type == t})
+        if index is None or not ids_of_t:
             continue
-        rows, docs = store.read(entities[t], wanted), search.realtime(staged, wanted)
-        for entity_id in wanted:
+        rows, docs = store.read(entities[t], ids_of_t), search.realtime(index, ids_of_t)
+        for entity_id in ids_of_t:
             doc = docs.get(entity_id)
-            if doc is not None and check(entities[t], staged, rows.get(entity_id), doc) is None:
+            if doc is not None and check(entities[t], index, rows.get(entity_id), doc) is None:
                 evidence.staged_agrees.add(entity_id)
     return evidence, warnings
