@@ -16,21 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import make_url
+from om_world import World, om_world
 
-from auditor.api import ScanOptions, scan
 from auditor.core.model import Classified, Report, Verdict
-from auditor.settings import Settings, load_settings
-from sandbox.endpoints import Endpoints
-from sandbox.openmetadata.databases import scratch_database
-from sandbox.openmetadata.ddl import create_schema
 from sandbox.openmetadata.entities import OmEntity
 from sandbox.openmetadata.faults import Fault
-from sandbox.openmetadata.generator import seed
-from sandbox.openmetadata.indices import create_indices, refresh_all
+from sandbox.openmetadata.indices import refresh_all
 from sandbox.openmetadata.reindex import Reindex
-from sandbox.openmetadata.server import OmServer
-from sandbox.search import SearchStore, connect
 
 pytestmark = pytest.mark.integration
 
@@ -38,28 +30,13 @@ PAIRS = [("postgres", "opensearch3"), ("mariadb", "elasticsearch")]
 STACK = "Exception: mapper_parsing_exception\n\tat org.opensearch.index.mapper.DocumentParser.parse"
 
 
-class World:
-    def __init__(self, server: OmServer, search: SearchStore, alias: str, store: str, url: str, state: Path):
-        self.server, self.search, self.alias = server, search, alias
-        self.store_url, self.search_url, self.state = store, url, state
-
-    def settings(self) -> Settings:
-        return load_settings(
-            env={},
-            store_url=self.store_url,
-            search_url=self.search_url,
-            platform="openmetadata",
-            cluster_alias=self.alias,
-            state_file=str(self.state),
-            index_visibility_seconds=0.5,
-        )
-
+class ReindexWorld(World):
     def scan(self) -> Report:
         refresh_all(self.search, self.alias)
-        return scan(self.settings(), options=ScanOptions(grace=0.0, use_state=False))
+        return super().scan()
 
     def last(self, kind: str) -> OmEntity:
-        """The entity of this type a reindex reaches last (its partitions go in id order)."""
+        """The entity of this type a reindex reaches last (its partition goes in id order)."""
         return max(self.server.of_type(kind), key=lambda e: e.id)
 
     def first(self, kind: str) -> OmEntity:
@@ -67,23 +44,13 @@ class World:
 
 
 @contextmanager
-def om_world(store: str, search_name: str, tmp_path: Path, *, reindex_tables: bool = True) -> Iterator[World]:
-    endpoints = Endpoints.from_env()
-    search = connect(search_name, endpoints)
-    alias = f"omx{uuid.uuid4().hex[:8]}"
-    with scratch_database(store, endpoints, prefix="om28x") as engine:
-        create_schema(engine, reindex_tables=reindex_tables)
-        create_indices(search, alias)
-        try:
-            server = OmServer(engine, search, alias)
-            seed(server, 80, seed=5)
-            refresh_all(search, alias)
-            url = make_url(engine.url).render_as_string(hide_password=False)
-            yield World(server, search, alias, url, endpoints.search_url(search_name), tmp_path / "state")
-        finally:
-            found = search.client.indices.get_alias(index=f"{alias}_*")
-            for index in found.body if hasattr(found, "body") else found:
-                search.client.indices.delete(index=index)
+def reindex_world(
+    store: str, search: str, tmp_path: Path, *, reindex_tables: bool = True
+) -> Iterator[ReindexWorld]:
+    with om_world(
+        store, search, tmp_path, prefix="om28x", n=80, seeded=5, reindex_tables=reindex_tables, visibility=0.5
+    ) as w:
+        yield ReindexWorld(w.server, w.search, w.alias, w.store_url, w.search_url, w.state, w.visibility)
 
 
 @pytest.fixture(params=PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
@@ -92,8 +59,8 @@ def pair(request: pytest.FixtureRequest) -> tuple[str, str]:
 
 
 @pytest.fixture
-def world(pair: tuple[str, str], tmp_path: Path) -> Iterator[World]:
-    with om_world(*pair, tmp_path) as made:
+def world(pair: tuple[str, str], tmp_path: Path) -> Iterator[ReindexWorld]:
+    with reindex_world(*pair, tmp_path) as made:
         yield made
 
 
@@ -101,13 +68,13 @@ def _by_urn(report: Report) -> dict[str, Classified]:
     return {c.finding.urn: c for c in report.findings}
 
 
-def _stale(w: World, entity: OmEntity) -> None:
+def _stale(w: ReindexWorld, entity: OmEntity) -> None:
     w.server.update(
         entity, description=f"changed, not indexed {uuid.uuid4().hex[:6]}", fault=Fault.STALE_UPDATE
     )
 
 
-def test_a_running_job_makes_its_types_findings_in_flight_with_progress_and_eta(world: World) -> None:
+def test_a_running_job_makes_its_types_findings_in_flight_with_progress_and_eta(world: ReindexWorld) -> None:
     table, pipeline = world.last("table"), world.last("pipeline")
     _stale(world, table)
     _stale(world, pipeline)
@@ -138,7 +105,7 @@ def test_a_running_job_makes_its_types_findings_in_flight_with_progress_and_eta(
     assert table.id not in after and after[pipeline.id].verdict == Verdict.DIVERGED
 
 
-def test_a_failure_row_is_the_evidence_of_a_divergence(world: World) -> None:
+def test_a_failure_row_is_the_evidence_of_a_divergence(world: ReindexWorld) -> None:
     table = world.first("table")
     job = Reindex(world.server, ["table"], batch_size=5, failures={table.id: ("SINK", STACK)})
     job.start()
@@ -156,7 +123,7 @@ def test_a_failure_row_is_the_evidence_of_a_divergence(world: World) -> None:
     assert failure["stage"] == "SINK" and failure["error"] == "Exception: mapper_parsing_exception"
 
 
-def test_a_partial_promotion_is_reported_with_its_job_and_failure_rows(world: World) -> None:
+def test_a_partial_promotion_is_reported_with_its_job_and_failure_rows(world: ReindexWorld) -> None:
     first = world.first("table")
     job = Reindex(world.server, ["table"], batch_size=5, failures={first.id: ("PROCESS", "cannot build doc")})
     job.start()
@@ -177,7 +144,9 @@ def test_a_partial_promotion_is_reported_with_its_job_and_failure_rows(world: Wo
     assert "PROCESS" in failed.evidence.reason and "cannot build doc" in failed.evidence.reason
 
 
-def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_flight(world: World) -> None:
+def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_flight(
+    world: ReindexWorld,
+) -> None:
     s = world.server
     job = Reindex(s, ["table"], batch_size=5)
     job.start()
@@ -207,7 +176,7 @@ def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_f
 def test_an_openmetadata_without_the_reindex_tables_scans_as_before(
     pair: tuple[str, str], tmp_path: Path
 ) -> None:
-    with om_world(*pair, tmp_path, reindex_tables=False) as w:
+    with reindex_world(*pair, tmp_path, reindex_tables=False) as w:
         table = w.last("table")
         _stale(w, table)
         report = w.scan()
