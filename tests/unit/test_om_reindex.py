@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from auditor.core.model import Classified, Evidence, Finding, Kind, Verdict
-from auditor.platforms.openmetadata.reindex import (
+from auditor.platforms.openmetadata.reindex import ReindexEvidence
+from auditor.platforms.openmetadata.reindex_rows import (
     STALLED_MS,
     IndexFailure,
-    ReindexEvidence,
     TypeProgress,
     failure_from_row,
     first_line,

@@ -15,7 +15,8 @@ from auditor.checks.openmetadata import check
 from auditor.core.model import Finding
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import OmEntity
-from auditor.platforms.openmetadata.reindex import FAILURE_TABLE, JOB_TABLE, ReindexEvidence
+from auditor.platforms.openmetadata.reindex import ReindexEvidence
+from auditor.platforms.openmetadata.reindex_rows import FAILURE_TABLE, JOB_TABLE
 
 
 def read_reindex(

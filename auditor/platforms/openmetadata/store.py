@@ -27,7 +27,7 @@ from auditor.platforms.openmetadata.derive import INHERITS
 from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.platforms.openmetadata.records import OmRow, RetryRow
-from auditor.platforms.openmetadata.reindex import (
+from auditor.platforms.openmetadata.reindex_rows import (
     ACTIVE,
     FAILURE_TABLE,
     JOB_TABLE,
