@@ -116,7 +116,7 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
     config = load_object(row.get("jobconfiguration")) or {}
     stats = load_object(row.get("stats")) or {}
     mapping = load_object(row.get("stagedindexmapping")) or {}
-    staged = {str(k): v for k, v in mapping.items() if isinstance(v, str)}
+    staged = {str(k): first_line(v, 255) for k, v in mapping.items() if isinstance(v, str)}
     progress: dict[str, TypeProgress] = {}
     for name, entry in stats.items():
         if isinstance(entry, Mapping):
@@ -134,8 +134,8 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
         processed = max(processed, sum(p.processed for p in partitions.values()))
         failed = max(failed, sum(p.failed for p in partitions.values()))
     return ReindexJob(
-        id=str(row.get("id") or ""),
-        status=str(row.get("status") or "").upper(),
+        id=first_line(row.get("id"), 64),
+        status=first_line(row.get("status"), 32).upper(),
         types=frozenset(types),
         total=_int(row.get("totalrecords")),
         processed=processed,
@@ -168,7 +168,7 @@ class IndexFailure:
 
 def failure_from_row(row: Mapping[str, Any]) -> IndexFailure:
     return IndexFailure(
-        str(row.get("jobid") or ""),
+        first_line(row.get("jobid"), 64),
         str(row.get("entitytype") or ""),
         str(row.get("entityid") or ""),
         first_line(row.get("entityfqn"), 300),
