@@ -45,6 +45,8 @@ class ReindexEvidence:
         return running or next((j for j in covering if j.status not in ACTIVE), None)
 
     def judge(self, c: Classified) -> Classified:
+        """The verdict with the reindex's evidence: in flight behind a running job, diverged with
+        the cause its failure row gives, or the verdict kept with the partial job named."""
         if c.verdict == Verdict.INVALID:
             return c
         f = c.finding
@@ -52,10 +54,8 @@ class ReindexEvidence:
         if job is None or not (job.running(self.now_ms) or job.partial()):
             return c
         fqn = str(f.details.get("fqn") or "\x00")
-        fails = [
-            x for x in self.failures if x.job_id == job.id and x.entity_id == f.urn or x.entity_fqn == fqn
-        ]
-        fails = [x for x in fails if x.job_id == job.id]
+        of_job = [x for x in self.failures if x.job_id == job.id]
+        fails = [x for x in of_job if x.entity_id == f.urn or x.entity_fqn == fqn]
         if c.verdict == Verdict.IN_FLIGHT and not fails:
             return c  # in flight on stronger evidence already (converged during the scan, a retry)
         p, now, staged = job.of(f.entity_type), self.now_ms, job.staged.get(f.entity_type)
