@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from om_world import World, om_world
 
+from auditor.api import triage
 from auditor.core.model import Classified, Report, Verdict
 from sandbox.openmetadata.entities import OmEntity
 from sandbox.openmetadata.faults import Fault
@@ -169,6 +170,11 @@ def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_f
         )
     assert found[created.id].finding.kind.value == "missing_document"
     assert any(staged in w and "live writes go to" in w for w in report.warnings), report.warnings
+    told = triage(world.settings(), created.id, grace=0.0)  # one entity: the scan's verdict
+    assert [c.verdict for c in told.findings] == [Verdict.IN_FLIGHT], [
+        c.evidence.reason for c in told.findings
+    ]
+    assert f"the rebuild index {staged}" in told.findings[0].evidence.reason
     job.finish()
     assert world.scan().findings == []  # promoted: users now read the rebuild index
 
