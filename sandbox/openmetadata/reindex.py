@@ -270,6 +270,19 @@ class Reindex:
                 )
         return self._end("FAILED", message)
 
+    def abandon(self, minutes: float = 11.0) -> None:
+        """The server dies mid-run: nothing promoted, its staged registrations gone (live writes go
+        to the index again), the rows left RUNNING as last written `minutes` ago (what
+        OrphanJobMonitor sees); the rebuild index stays, without an alias, until
+        OrphanedIndexCleaner (30 minutes)."""
+        for kind in self.staged:
+            self.server.writer.staged.pop(kind, None)
+        back = now_ms() - int(minutes * 60_000)
+        self._sql("UPDATE search_index_job SET updatedAt = :t WHERE id = :id", t=back, id=self.job_id)
+        self._sql(
+            "UPDATE search_index_partition SET lastUpdateAt = :t WHERE jobId = :id", t=back, id=self.job_id
+        )
+
     def _end(self, status: str, error: str | None = None) -> str:
         self.status = "PROMOTING"
         self._update_job()

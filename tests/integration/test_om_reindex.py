@@ -179,6 +179,26 @@ def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_f
     assert world.scan().findings == []  # promoted: users now read the rebuild index
 
 
+def test_a_reindex_abandoned_before_its_promotion_names_the_rebuild_index_holding_a_live_write(
+    world: ReindexWorld,
+) -> None:
+    s = world.server
+    job = Reindex(s, ["table"], batch_size=5)
+    job.start()
+    job.step(1)
+    updated, staged = world.last("table"), job.staged["table"]
+    s.update(updated, description="written while the reindex ran")  # to the rebuild index only
+    job.abandon()  # the server died before the promotion: users still read the old index
+    report = world.scan()
+    (c,) = report.findings
+    assert c.finding.urn == updated.id and c.finding.kind.value == "stale_fields"
+    assert c.verdict == Verdict.DIVERGED
+    assert f"never promoted its rebuild index {staged}" in c.evidence.reason
+    assert "a live write made while the job ran went there" in c.evidence.reason
+    (warning,) = [w for w in report.warnings if job.job_id in w]
+    assert "abandoned" in warning and f"{staged} was never promoted (no alias)" in warning
+
+
 def test_an_openmetadata_without_the_reindex_tables_scans_as_before(
     pair: tuple[str, str], tmp_path: Path
 ) -> None:

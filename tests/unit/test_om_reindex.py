@@ -137,6 +137,24 @@ def test_a_stalled_job_is_no_reason_to_wait() -> None:
     assert any("has not progressed since" in w for w in evidence.warnings(["table"], {}))
 
 
+def test_an_abandoned_job_names_its_unpromoted_rebuild_index_and_the_writes_in_it() -> None:
+    staged = json.dumps({"table": "t_rebuild_1"})
+    row = job_row(updatedat=NOW - STALLED_MS - 1, stagedindexmapping=staged)
+    job = job_from_row(row, {"table": TypeProgress(100, 40, 0)})
+    evidence = ReindexEvidence([job], staged_state={"table": "unpromoted"}, unpromoted_agrees={A}, now_ms=NOW)
+    c = evidence.judge(classified())
+    assert (
+        c.verdict == Verdict.DIVERGED and "never promoted its rebuild index t_rebuild_1" in c.evidence.reason
+    )
+    assert "a live write made while the job ran went there" in c.evidence.reason
+    other = evidence.judge(classified(urn=B)).evidence.reason
+    assert "never promoted" in other and "live write" not in other
+    (line,) = evidence.warnings(["table"], {})
+    assert "abandoned" in line and "t_rebuild_1 was never promoted (no alias)" in line
+    gone = ReindexEvidence([job], staged_state={"table": "gone"}, now_ms=NOW)
+    assert "(deleted since)" in gone.judge(classified()).evidence.reason
+
+
 def test_a_partial_promotion_names_its_job_and_failure_rows() -> None:
     staged = json.dumps({"table": "table_search_index_rebuild_1"})
     done = dict(completedat=NOW - 10_000, failedrecords=3, processedrecords=100, stagedindexmapping=staged)

@@ -20,7 +20,6 @@ from typing import Any
 
 from auditor.core.model import Classified, Verdict
 from auditor.platforms.openmetadata.reindex_rows import (
-    ACTIVE,
     IndexFailure,
     ReindexJob,
     first_line,
@@ -36,13 +35,41 @@ class ReindexEvidence:
     failures: list[IndexFailure] = field(default_factory=list)  # of the findings' entities
     staged_agrees: set[str] = field(default_factory=set)  # ids whose rebuild-index doc agrees
     stages: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # job -> stage -> rows
+    # entity type -> what became of the current (not running) job's rebuild index: `promoted`
+    # (it has the aliases), `unpromoted` (it exists without one), `gone`
+    staged_state: dict[str, str] = field(default_factory=dict)
+    unpromoted_agrees: set[str] = field(default_factory=set)  # ids an unpromoted index holds right
     now_ms: int = 0
 
     def current(self, entity_type: str) -> ReindexJob | None:
-        """The running job on the type, else the newest one that ended (a stalled one: none)."""
+        """The running job on the type, else its newest job (ended, or abandoned mid-way)."""
         covering = [j for j in self.jobs if j.covers(entity_type)]
         running = next((j for j in covering if j.running(self.now_ms)), None)
-        return running or next((j for j in covering if j.status not in ACTIVE), None)
+        return running or next(iter(covering), None)
+
+    def _head(self, job: ReindexJob) -> str:
+        if job.stalled(self.now_ms):
+            since = iso(job.updated_at)
+            return f"search_index_job {job.id} ({job.status}, abandoned: no progress since {since})"
+        return f"search_index_job {job.id} ({job.status})"
+
+    def _left(self, job: ReindexJob, entity_type: str, urn: str) -> str:
+        """What a job that is not running left the type's users reading."""
+        staged, failed = job.staged.get(entity_type), job.of(entity_type).failed or job.failed
+        state = self.staged_state.get(
+            entity_type, "promoted" if staged and not job.stalled(self.now_ms) else ""
+        )
+        if not staged or not state:
+            return f"{entity_type} is left by {self._head(job)}, {failed} failed"
+        if state == "promoted":
+            return f"{entity_type} is served from the partial index of {self._head(job)}, {failed} failed"
+        said = f"{self._head(job)} never promoted its rebuild index {staged}"
+        if state == "gone":
+            return f"{said} (deleted since)"
+        if urn in self.unpromoted_agrees:
+            said += (", which holds this document as its row says: a live write made while the job ran "
+                     "went there, not to the index users read")  # fmt: skip
+        return said
 
     def judge(self, c: Classified) -> Classified:
         """The verdict with the reindex's evidence: in flight behind a running job, diverged with
@@ -51,7 +78,7 @@ class ReindexEvidence:
             return c
         f = c.finding
         job = self.current(f.entity_type)
-        if job is None or not (job.running(self.now_ms) or job.partial()):
+        if job is None or not (job.running(self.now_ms) or job.troubled(self.now_ms)):
             return c
         fqn = str(f.details.get("fqn") or "\x00")
         of_job = [x for x in self.failures if x.job_id == job.id]
@@ -71,7 +98,7 @@ class ReindexEvidence:
             info["failures"] = [{"stage": x.stage, "error": x.error, "at": x.at} for x in fails[:3]]
         finding = dataclasses.replace(f, details={**f.details, "reindex": info})
         cause = f"search_index_failures of job {job.id}: {fails[0].said()}" if fails else ""
-        head = f"search_index_job {job.id} ({job.status})"
+        head = self._head(job)
         if job.running(now) and not fails:
             if f.urn in self.staged_agrees:
                 why = f"the rebuild index {staged} of running {head} holds it as its row says: the promotion"
@@ -85,8 +112,7 @@ class ReindexEvidence:
         if job.running(now):  # it failed this entity: the promotion will not serve it
             evidence = dataclasses.replace(c.evidence, reason=f"{head} failed to index it; {cause}")
             return Classified(finding, Verdict.DIVERGED, f.kind.value, evidence)
-        served = "served from the partial index of" if staged else "left by"
-        why = f"{c.evidence.reason}; {f.entity_type} is {served} {head}, {p.failed or job.failed} failed"
+        why = f"{c.evidence.reason}; {self._left(job, f.entity_type, f.urn)}"
         why += f"; {cause}" if cause else ""
         return Classified(finding, c.verdict, c.subkind, dataclasses.replace(c.evidence, reason=why))
 
@@ -111,31 +137,35 @@ class ReindexEvidence:
                         f"2.0 reindex of {x}: live writes go to {job.staged[x]} until its promotion; the "
                         f"scan reads what users read ({aliases.get(x, x)}) and a document there is in flight"
                     )
-            elif job.partial():
+            elif job.troubled(self.now_ms):
                 out.append(self._partial(job, mine))
-        for job in self.jobs:
-            if job.stalled(self.now_ms) and any(job.covers(t) for t in types):
-                at = iso(job.updated_at)
-                out.append(
-                    f"search_index_job {job.id} is {job.status} but has not progressed since {at}: abandoned "
-                    "(OrphanJobMonitor's 10 minutes), its types judged without it"
-                )
         return out
 
     def _partial(self, job: ReindexJob, types: list[str]) -> str:
+        """A job that ended with failures, or was abandoned: what it left, its failure rows."""
         rows = [x for x in self.failures if x.job_id == job.id]
         counted = self.stages.get(job.id) or Counter(x.stage for x in rows)
         stages = ", ".join(f"{first_line(s, 40)} {n}" for s, n in sorted(counted.items()))
-        promoted = [t for t in types if t in job.staged]
-        what = (
-            f"promoted a partial index of {', '.join(promoted)}"
-            if promoted
-            else f"indexed {', '.join(types)}"
-        )
-        line = f"search_index_job {job.id} ended {job.status} at {iso(job.completed_at or job.updated_at)}"
-        line += f" and {what}: {job.failed} of {job.total} records failed"
+        if job.stalled(self.now_ms):
+            line = (f"search_index_job {job.id} is {job.status} but has not progressed since "
+                    f"{iso(job.updated_at)}: abandoned (OrphanJobMonitor's 10 minutes), {job.processed} of "
+                    f"{job.total} records processed")  # fmt: skip
+        else:
+            line = (
+                f"search_index_job {job.id} ended {job.status} at {iso(job.completed_at or job.updated_at)}"
+            )
+            line += f": {job.failed} of {job.total} records failed"
         if job.error:
             line += f" ({job.error})"
+        for t in (t for t in types if t in job.staged):
+            state = self.staged_state.get(t, "" if job.stalled(self.now_ms) else "promoted")
+            if state == "promoted":
+                line += f"; promoted a partial index of {t} ({job.staged[t]})"
+            elif state == "unpromoted":
+                line += f"; {t}: its rebuild index {job.staged[t]} was never promoted (no alias), with "
+                line += "the live writes made while it ran; OrphanedIndexCleaner deletes it in 30 minutes"
+            elif state == "gone":
+                line += f"; {t}: its rebuild index {job.staged[t]} was never promoted and is gone"
         if stages:
             line += f"; search_index_failures rows by stage: {stages}"
         if rows:

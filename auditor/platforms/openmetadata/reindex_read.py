@@ -49,13 +49,23 @@ def read_reindex(
     else:
         evidence.failures, evidence.stages = got
     for t, job in current.items():
-        index = job.staged.get(t) if job is not None and job.running(now) else None
+        index = job.staged.get(t) if job is not None else None
         ids_of_t = sorted({f.urn for f in findings if f.entity_type == t})
-        if index is None or not ids_of_t:
+        if index is None or job is None:
             continue
-        rows, docs = store.read(entities[t], ids_of_t), search.realtime(index, ids_of_t)
-        for entity_id in ids_of_t:
-            doc = docs.get(entity_id)
-            if doc is not None and check(entities[t], index, rows.get(entity_id), doc) is None:
-                evidence.staged_agrees.add(entity_id)
+        agrees = evidence.staged_agrees
+        if not job.running(now):  # did its rebuild index reach the users (the aliases)?
+            found = search.search.index_meta(index)
+            evidence.staged_state[t] = (
+                "gone" if not found else "promoted" if found[index][0] else "unpromoted"
+            )
+            agrees = evidence.unpromoted_agrees
+            if evidence.staged_state[t] != "unpromoted":
+                continue
+        if ids_of_t:
+            rows, docs = store.read(entities[t], ids_of_t), search.realtime(index, ids_of_t)
+            for entity_id in ids_of_t:
+                doc = docs.get(entity_id)
+                if doc is not None and check(entities[t], index, rows.get(entity_id), doc) is None:
+                    agrees.add(entity_id)
     return evidence, warnings

@@ -87,6 +87,10 @@ class ReindexJob:
     def partial(self) -> bool:
         return self.status in PARTIAL or (self.status not in ACTIVE and self.failed > 0)
 
+    def troubled(self, now_ms: int) -> bool:
+        """Ended with failures, or abandoned mid-way (stalled)."""
+        return self.partial() or self.stalled(now_ms)
+
     def of(self, entity_type: str) -> TypeProgress:
         return self.progress.get(entity_type) or TypeProgress()
 
