@@ -75,6 +75,14 @@ def _stale(w: ReindexWorld, entity: OmEntity) -> None:
     )
 
 
+def _rebuilding(w: ReindexWorld) -> Reindex:
+    """A 2.0 reindex of the tables after its first batch of 5."""
+    job = Reindex(w.server, ["table"], batch_size=5)
+    job.start()
+    job.step(1)
+    return job
+
+
 def test_a_running_job_makes_its_types_findings_in_flight_with_progress_and_eta(world: ReindexWorld) -> None:
     table, pipeline = world.last("table"), world.last("pipeline")
     _stale(world, table)
@@ -148,10 +156,7 @@ def test_a_partial_promotion_is_reported_with_its_job_and_failure_rows(world: Re
 def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_flight(
     world: ReindexWorld,
 ) -> None:
-    s = world.server
-    job = Reindex(s, ["table"], batch_size=5)
-    job.start()
-    job.step(1)
+    s, job = world.server, _rebuilding(world)
     staged = job.staged["table"]
     assert "_table_search_index_rebuild_" in staged
     schema = s.entities[world.first("table").parent_id or ""]
@@ -182,10 +187,7 @@ def test_a_live_write_during_a_2_0_reindex_went_to_the_rebuild_index_and_is_in_f
 def test_a_reindex_abandoned_before_its_promotion_names_the_rebuild_index_holding_a_live_write(
     world: ReindexWorld,
 ) -> None:
-    s = world.server
-    job = Reindex(s, ["table"], batch_size=5)
-    job.start()
-    job.step(1)
+    s, job = world.server, _rebuilding(world)
     updated, staged = world.last("table"), job.staged["table"]
     s.update(updated, description="written while the reindex ran")  # to the rebuild index only
     job.abandon()  # the server died before the promotion: users still read the old index

@@ -55,10 +55,8 @@ def read_reindex(
             continue
         agrees = evidence.staged_agrees
         if not job.running(now):  # did its rebuild index reach the users (the aliases)?
-            found = search.search.index_meta(index)
-            evidence.staged_state[t] = (
-                "gone" if not found else "promoted" if found[index][0] else "unpromoted"
-            )
+            meta = search.search.index_meta(index)
+            evidence.staged_state[t] = "gone" if not meta else "promoted" if meta[index][0] else "unpromoted"
             agrees = evidence.unpromoted_agrees
             if evidence.staged_state[t] != "unpromoted":
                 continue
