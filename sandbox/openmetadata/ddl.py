@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, text
 
+from sandbox.openmetadata import ddl_reindex
 from sandbox.openmetadata.model import ENTITY_TYPES, EntityType
 
 MY_TAIL = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
@@ -226,27 +227,30 @@ def is_postgres(engine: Engine) -> bool:
     return engine.dialect.name.startswith("postgres")
 
 
-def statements(engine: Engine) -> list[str]:
-    """The DDL for the engine's dialect, in order."""
+def statements(engine: Engine, reindex_tables: bool = True) -> list[str]:
+    """The DDL for the engine's dialect, in order (`reindex_tables`: 1.12's reindex tables too)."""
     if is_postgres(engine):
         pg: list[str] = []
         for et in ENTITY_TYPES.values():
             pg.extend(_pg_entity_table(et))
-        return pg + list(PG_SHARED)
-    return [_mysql_entity_table(et) for et in ENTITY_TYPES.values()] + list(MYSQL_SHARED)
+        return pg + list(PG_SHARED) + list(ddl_reindex.POSTGRES if reindex_tables else ())
+    mysql = [_mysql_entity_table(et) for et in ENTITY_TYPES.values()] + list(MYSQL_SHARED)
+    return mysql + list(ddl_reindex.MYSQL if reindex_tables else ())
 
 
 def table_names() -> list[str]:
-    """Every table this module creates."""
-    return [et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES)
+    """Every table this module creates (dropped in this order)."""
+    return [et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES) + list(ddl_reindex.TABLES)
 
 
-def create_schema(engine: Engine) -> None:
-    """Create OM's tables in the engine's database; a second call changes nothing."""
+def create_schema(engine: Engine, *, reindex_tables: bool = True) -> None:
+    """Create OM's tables in the engine's database; a second call changes nothing.
+    `reindex_tables=False`: an OpenMetadata older than 1.12 (no search_index_job, no failures)."""
     existing = set(_existing_tables(engine))
+    created = [et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES)
     with engine.begin() as conn:
-        for stmt in statements(engine):
-            if stmt.startswith("ALTER TABLE ONLY") and existing.issuperset(table_names()):
+        for stmt in statements(engine, reindex_tables):
+            if stmt.startswith("ALTER TABLE ONLY") and existing.issuperset(created):
                 continue  # constraints exist already (PostgreSQL has no ADD CONSTRAINT IF NOT EXISTS)
             conn.execute(text(stmt))
 

@@ -26,9 +26,13 @@ class OmSearchWriter:
         self.search = search
         self.cluster_alias = cluster_alias
         self.lookup = lookup  # an entity by id: the parent a doc inherits owners and domains from
+        # entity type -> the staged `_rebuild_` index a running reindex builds (2.0's
+        # SearchRepository.registerStagedIndex): live writes go there, resolveWriteIndex (PR 27651)
+        self.staged: dict[str, str] = {}
 
     def index_of(self, entity: OmEntity) -> str:
-        return indices.index_name(entity.type, self.cluster_alias)
+        """SearchRepository.resolveWriteIndex: the staged index during a reindex, else the index."""
+        return self.staged.get(entity.type) or indices.index_name(entity.type, self.cluster_alias)
 
     def create(self, entities: Iterable[OmEntity]) -> int:
         """Index whole docs in bulk; returns the number written (raises on any failure)."""

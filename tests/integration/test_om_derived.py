@@ -11,75 +11,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import make_url
+from om_world import World, om_world
 
-from auditor.api import ScanOptions, rebuild, scan
+from auditor.api import rebuild
 from auditor.core.model import Selection, Verdict
 from auditor.rebuild.request import RebuildRequest
-from auditor.settings import Settings, load_settings
-from sandbox.endpoints import Endpoints
-from sandbox.openmetadata.databases import scratch_database
-from sandbox.openmetadata.ddl import create_schema
 from sandbox.openmetadata.entities import OmEntity
 from sandbox.openmetadata.faults import Fault
-from sandbox.openmetadata.generator import seed
-from sandbox.openmetadata.indices import create_indices, refresh_all
-from sandbox.openmetadata.server import OmServer
-from sandbox.search import SearchStore, connect
+from sandbox.openmetadata.indices import refresh_all
 
 pytestmark = pytest.mark.integration
 
 PAIRS = [("postgres", "opensearch3"), ("mariadb", "elasticsearch")]
-
-
-class World:
-    def __init__(self, server: OmServer, search: SearchStore, alias: str, store: str, url: str, state: Path):
-        self.server, self.search, self.alias = server, search, alias
-        self.store_url, self.search_url, self.state = store, url, state
-
-    def settings(self) -> Settings:
-        return load_settings(
-            env={},
-            store_url=self.store_url,
-            search_url=self.search_url,
-            platform="openmetadata",
-            cluster_alias=self.alias,
-            state_file=str(self.state),
-            index_visibility_seconds=1.5,
-        )
-
-    def scan(self) -> Any:
-        return scan(self.settings(), options=ScanOptions(grace=0.0, use_state=False))
-
-    def doc(self, entity: OmEntity) -> dict[str, Any]:
-        found = self.server.doc(entity)
-        assert found is not None, entity.fqn
-        return found
-
-
-@contextmanager
-def om_world(store: str, search_name: str, tmp_path: Path) -> Iterator[World]:
-    endpoints = Endpoints.from_env()
-    search = connect(search_name, endpoints)
-    alias = f"omd{uuid.uuid4().hex[:8]}"
-    with scratch_database(store, endpoints, prefix="om28") as engine:
-        create_schema(engine)
-        create_indices(search, alias)
-        try:
-            server = OmServer(engine, search, alias)
-            seed(server, 150, seed=11)
-            refresh_all(search, alias)
-            url = make_url(engine.url).render_as_string(hide_password=False)
-            yield World(server, search, alias, url, endpoints.search_url(search_name), tmp_path / "state")
-        finally:
-            found = search.client.indices.get_alias(index=f"{alias}_*")
-            for index in found.body if hasattr(found, "body") else found:
-                search.client.indices.delete(index=index)
 
 
 @pytest.fixture(params=PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")

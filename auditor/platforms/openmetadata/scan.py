@@ -20,6 +20,7 @@ from auditor.core.model import Classified, Evidence, Finding, Observation, Repor
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
+from auditor.platforms.openmetadata.reindex_read import read_reindex
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan.judge import finish
@@ -211,6 +212,11 @@ def run_om_scan(
     if retries is None:
         report.warnings.append("no search_index_retry_queue table (an older OpenMetadata): no retry evidence")
     classified = judge(seen, history, retries, grace=options.grace)
+    reindex, said = read_reindex(scanner, by_type, findings + [f for f, _ in seen.unsettled])
+    report.warnings += said
+    if reindex is not None:  # OpenMetadata's own reindex (1.12+): its jobs and failure rows
+        classified = [reindex.judge(c) for c in classified]
+        report.warnings += reindex.warnings(by_type, joined.names)
     if options.use_state:
         still = findings + [f for f, _ in seen.unsettled]
         types = tuple(e.entity_type for e in entities)

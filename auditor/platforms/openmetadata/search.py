@@ -130,6 +130,26 @@ class OmSearch:
             out[hit["_id"]] = OmDoc(hit["_id"], hit["_index"], hit.get("_source") or {})
         return out
 
+    def rebuild_index(self, entity: OmEntity) -> str | None:
+        """The newest `<index>_rebuild_<epoch ms>` without an alias: the index a 2.0 reindex is
+        building for the type (DefaultRecreateHandler), where live writes go until its promotion."""
+        canonical = entity.index_name(self.cluster_alias)
+        found = self.search.index_meta(f"{canonical}_rebuild_*")
+        building = [
+            i for i, (aliases, _) in found.items() if not aliases and i[len(canonical) + 9 :].isdigit()
+        ]
+        return max(building, key=lambda i: int(i[len(canonical) + 9 :]), default=None)
+
+    def realtime(self, index: str, ids: Sequence[str]) -> dict[str, OmDoc]:
+        """The docs of these ids in `index` by a real-time multi-get (a rebuild index is not refreshed
+        until its promotion, so a search would not see them)."""
+        out: dict[str, OmDoc] = {}
+        for i in range(0, len(ids), 1000):
+            for doc_id, src in self.search.get_many(index, list(ids[i : i + 1000])).items():
+                self.docs_read += 1
+                out[doc_id] = OmDoc(doc_id, index, src)
+        return out
+
     def count(self, name: str) -> int:
         try:
             return int(_body(self.search._call(self.client.count, index=name))["count"])

@@ -23,6 +23,7 @@ from auditor.platforms.openmetadata.fields import BadRow, parse_entity
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import OmEntity, is_uuid
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
+from auditor.platforms.openmetadata.reindex_read import read_reindex
 from auditor.platforms.openmetadata.scan import OmScanOptions, judge, reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
@@ -105,6 +106,11 @@ def om_walk(
         )
         history = state.history(f.key for f, _ in seen.observed)
         out.findings = judge(seen, history, retries, grace=options.grace)
+        reindex, said = read_reindex(OmScanner(store, search), {entity.entity_type: entity}, [found])
+        out.unchecked += [f"reindex: {w}" for w in said]
+        if reindex is not None:  # the verdict the scan gives it: a running reindex job, a failure row
+            out.findings = [reindex.judge(c) for c in out.findings]
+            out.warnings += reindex.warnings([entity.entity_type], {entity.entity_type: index})
     out.steps = [
         _row_step(entity, row),
         _retry_step(retries, entity_id, fqn),
