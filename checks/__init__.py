@@ -1,22 +1,3 @@
-"""The checks: one module per divergence, listed explicitly in BUILTIN_CHECKS."""
-
-from __future__ import annotations
-
-from auditor.checks.base import Check, CheckContext
-from auditor.checks.edges import Edges
-from auditor.checks.fields import SoftDelete, StaleFields
-from auditor.checks.malformed import MalformedAspect
-from auditor.checks.presence import MissingDocument, OrphanDocument
-from auditor.checks.system_metadata import StaleSystemMetadata
-
-BUILTIN_CHECKS: tuple[type[Check], ...] = (
-    MalformedAspect,
-    MissingDocument,
-    OrphanDocument,
-    StaleFields,
-    SoftDelete,
-    StaleSystemMetadata,
-    Edges,
-)
-
-__all__ = ["BUILTIN_CHECKS", "Check", "CheckContext"]
+"""The checks, one subpackage per platform: checks/datahub/ (a `Check` per divergence, run by
+the scan over each entity's aspects and projections) and checks/openmetadata/ (an entity's row
+against its document). Each finding carries a stable check id and the repairs that fix it."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
-from auditor.checks import BUILTIN_CHECKS, Check, CheckContext
+from auditor.checks.datahub import BUILTIN_CHECKS, Check, CheckContext
 from auditor.core.entity import JoinedEntity
 from auditor.core.join import merge_join, ordered, ordered_groups
 from auditor.core.join import prefetch as prefetch_in_thread

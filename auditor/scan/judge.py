@@ -12,7 +12,7 @@ from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.core.naming import entity_index
 from auditor.core.registry import Registry
 from auditor.errors import AuditorError
-from auditor.scan.federation import conflict_verdict, tally
+from auditor.scan.federation import conflict_verdict
 from auditor.scan.join import Scanner
 from auditor.scan.reobserve import Reobservation
 
@@ -85,15 +85,3 @@ def confirm(classified: list[Classified], wait: float, scanner: Scanner, report:
             continue
         out.append(c)
     return out
-
-
-def finish(report: Report, classified: list[Classified], max_findings: int) -> None:
-    """Count every finding, keep the worst in detail, close the report."""
-    for c in classified:
-        key = (c.finding.entity_type, c.verdict.value, c.subkind)
-        report.counts[key] = report.counts.get(key, 0) + 1
-    classified.sort(key=lambda c: (c.verdict.rank, c.finding.entity_type, c.finding.urn))
-    report.findings = classified[:max_findings]
-    report.findings_dropped = max(0, len(classified) - max_findings)
-    tally(report.stores, classified)
-    report.finished_at = datetime.now(UTC)

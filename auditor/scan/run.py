@@ -15,9 +15,10 @@ from auditor.errors import BackendUnavailable
 from auditor.scan.datahub_reindex import detect as detect_datahub_reindex
 from auditor.scan.datahub_reindex import hold_for_catch_up
 from auditor.scan.evidence import partition_of, start_window
+from auditor.scan.finish import finish, scope_key
 from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.join import JoinResult, Progress, Scanner
-from auditor.scan.judge import confirm, finish, judge, mark_restores
+from auditor.scan.judge import confirm, judge, mark_restores
 from auditor.scan.reobserve import KafkaSide, Observer, Reobservation
 
 
@@ -221,20 +222,6 @@ def record_findings(state: State, seen: Reobservation, selection: Selection, rep
     state.record_findings(
         still, report.started_at, selection.entity_types, forget_unseen=not selection.narrowed
     )
-
-
-def scope_key(selection: Selection) -> str:
-    """Which scans are comparable in a trend: same types, pattern, shard (any --since alike)."""
-    parts = [
-        "types=" + ",".join(sorted(selection.entity_types)),
-        f"like={selection.urn_like or ''}",
-        f"shard={'/'.join(map(str, selection.shard)) if selection.shard else ''}",
-        f"since={'yes' if selection.since else ''}",
-        f"urns={len(selection.urns)}",
-    ]
-    if selection.urn_range is not None:  # a shard of a plan: another plan's shard i is another scope
-        parts.append("range=" + "..".join(b or "" for b in selection.urn_range))
-    return ";".join(parts)
 
 
 def record_trend(state: State, report: Report) -> None:

@@ -21,7 +21,7 @@ from auditor.core.repairs import Executors, Mode, Renderer
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
-from auditor.scan.judge import finish
+from auditor.scan.finish import finish
 
 NAME = "toy"
 CHECK = "toy.document"

@@ -23,8 +23,7 @@ from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
 from auditor.platforms.openmetadata.reindex_read import read_reindex
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
-from auditor.scan.judge import finish
-from auditor.scan.run import scope_key
+from auditor.scan.finish import finish, scope_key
 
 NO_KAFKA = (
     "OpenMetadata writes search synchronously and has no change log: verdicts rest on time and "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.checks.base import Check, CheckContext
+from auditor.checks.datahub.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
 from auditor.core.naming import graph_index

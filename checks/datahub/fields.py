@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from auditor.checks.base import Check, CheckContext
+from auditor.checks.datahub.base import Check, CheckContext
 from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
 
