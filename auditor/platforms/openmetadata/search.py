@@ -4,7 +4,7 @@ An index is read through its name or, when the name does not exist, its alias (a
 OpenMetadata's own recreateIndex the name may itself be an alias). OpenMetadata maps `id` as
 text in several releases and `_id` cannot be sorted on Elasticsearch 8+, so the documents are
 read with a scroll in `_doc` order (the cheapest read) and put in id order through a temporary
-SQLite file (auditor/platforms/openmetadata/spill.py): memory stays flat whatever the number of
+file of sorted runs (auditor/platforms/openmetadata/spill.py): memory stays flat whatever the number of
 documents; the disk holds only the compared fields.
 """
 
