@@ -45,6 +45,22 @@ def test_documents_come_back_in_id_then_index_byte_order_across_several_runs(mon
         sorted_docs.close()
 
 
+def test_more_runs_than_files_it_may_open_are_merged_in_passes(monkeypatch) -> None:
+    monkeypatch.setattr(spill, "RUN", 2)
+    monkeypatch.setattr(spill, "FAN_IN", 3)  # 25 docs: 13 runs, merged 3 at a time first
+    ids = [f"{n:03d}" for n in range(25)]
+    random.Random(3).shuffle(ids)
+    sorted_docs = SortedDocs()
+    try:
+        for i in ids:
+            sorted_docs.add(i, "idx", None, {"id": i})
+        got = list(sorted_docs.sort())
+        assert len(sorted_docs.runs) <= 3
+        assert [d.id for d in got] == sorted(ids) and [d.doc().source["id"] for d in got] == sorted(ids)
+    finally:
+        sorted_docs.close()
+
+
 def test_rows_come_back_whole_in_the_order_written() -> None:
     odd = OmRow("b", {"name": float("nan"), "x": "\ud800"}, None, None)  # what JSON cannot carry
     rows = RowFile()

@@ -25,6 +25,7 @@ from typing import Any
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 
 RUN = 5000  # documents sorted in memory at a time (a few MB)
+FAN_IN = 128  # runs merged at once (an open file each); more are merged first, 128 at a time
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
@@ -65,7 +66,8 @@ def _temp(prefix: str, suffix: str, directory: str | None) -> str:
 class SortedDocs:
     """Documents written in any order, read back in (`_id`, index) byte order: an external merge
     sort. Each run of RUN documents is sorted in memory and written to one temporary file; the
-    runs are read back side by side (one buffered reader each, on the same file) and merged.
+    runs are read back side by side (one buffered reader each, on the same file) and merged,
+    at most FAN_IN at a time (past that, merged into longer runs first).
     Pure Python on purpose: a SQLite read gives up the GIL for every row and, beside two busy
     threads, waits each time to get it back."""
 
@@ -92,6 +94,14 @@ class SortedDocs:
 
     def sort(self) -> SortedDocs:
         self.flush()
+        while len(self.runs) > FAN_IN:  # a merge holds every run open: so many files at most
+            self.out.flush()
+            merged, self.runs = self.runs[:FAN_IN], self.runs[FAN_IN:]
+            offset, count = self.out.tell(), 0
+            for doc in self._merged(merged):
+                pickle.dump((doc.id, doc.index, doc.key, doc.record), self.out, PROTOCOL)
+                count += 1
+            self.runs.append((offset, count))
         self.out.close()
         return self
 
@@ -102,9 +112,12 @@ class SortedDocs:
                 doc_id, index, key, src = pickle.load(run)  # noqa: S301 (our own file)
                 yield Spilled(doc_id, index, key, src)
 
+    def _merged(self, runs: list[tuple[int, int]]) -> Iterator[Spilled]:
+        readers = [self._run(offset, count) for offset, count in runs]
+        return heapq.merge(*readers, key=lambda d: (d.id, d.index)) if len(readers) > 1 else chain(*readers)
+
     def __iter__(self) -> Iterator[Spilled]:
-        runs = [self._run(offset, count) for offset, count in self.runs]
-        yield from heapq.merge(*runs, key=lambda d: (d.id, d.index)) if len(runs) > 1 else chain(*runs)
+        yield from self._merged(self.runs)
 
     def close(self) -> None:
         self.out.close()
