@@ -1,7 +1,9 @@
 """OpenMetadata scan benchmark: a seeded OM catalog (columns and tasks with tags, tables that
 inherit their schema's owners), then, in the same run, the bare reads the scan cannot beat
 (every entity table's `SELECT id, json` streamed, every index scrolled in `_doc` order, nothing
-parsed) and the scan itself; prints the scan's ratio to the slower bare read and the peak RSS.
+parsed) and the scan itself; prints the scan's ratio to the slower bare read, its CPU time (all
+threads: the scan reads both sides at once) and the peak RSS (during the scan, and of the same
+scan run alone in a fresh process: its own memory, without the seeding's).
 
     python bench/om_scan_bench.py --entities 20000 --store postgres --search opensearch3
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
 import resource
+import subprocess
 import sys
 import time
 import uuid
@@ -41,6 +45,26 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _status_mib(field: str) -> float | None:
+    """VmRSS / VmHWM of this process (Linux), in MiB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> bool:
+    """Start VmHWM again from the current RSS (Linux 4.0+), so the peak is the scan's own."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
 def bare_table_read(engine) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     started, rows = time.perf_counter(), 0
     with engine.connect() as conn:
@@ -59,12 +83,46 @@ def bare_index_read(search, alias: str) -> tuple[float, int]:  # type: ignore[no
     return time.perf_counter() - started, docs
 
 
+def _settings(store_url: str, search_url: str, alias: str):  # type: ignore[no-untyped-def]
+    return load_settings(
+        env={},
+        store_url=store_url,
+        search_url=search_url,
+        platform="openmetadata",
+        cluster_alias=alias,
+        index_visibility_seconds=0.0,
+    )
+
+
+def scan_alone() -> int:
+    """One scan in a fresh process (what to scan from the environment: no password on a command
+    line), then its peak RSS: the scan's own memory, without the seeding's."""
+    env = os.environ
+    settings = _settings(env["OM_BENCH_STORE_URL"], env["OM_BENCH_SEARCH_URL"], env["OM_BENCH_ALIAS"])
+    scan(settings, options=ScanOptions(grace=300.0, use_state=False))
+    print(json.dumps({"peak_rss_mib": round(_status_mib("VmHWM") or _rss_mib())}))
+    return 0
+
+
+def _scan_alone_peak(store_url: str, search_url: str, alias: str) -> int:
+    env = {**os.environ, "OM_BENCH_STORE_URL": store_url, "OM_BENCH_SEARCH_URL": search_url}
+    env["OM_BENCH_ALIAS"] = alias
+    done = subprocess.run(
+        [sys.executable, __file__, "--scan-alone"], env=env, capture_output=True, text=True, check=True
+    )
+    return int(json.loads(done.stdout.strip().splitlines()[-1])["peak_rss_mib"])
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--scan-alone"]:
+        return scan_alone()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=20000)
     parser.add_argument("--store", default="postgres", choices=("postgres", "mariadb"))
     parser.add_argument("--search", default="opensearch3")
-    parser.add_argument("--profile", type=int, default=0, help="print the scan's N costliest functions")
+    parser.add_argument(
+        "--profile", type=int, default=0, help="print the scan's N costliest functions (its main thread's)"
+    )
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     search = connect(args.search, endpoints)
@@ -79,36 +137,36 @@ def main() -> int:
             seeded = time.perf_counter() - started
             print(f"seeded {args.entities} entities in {seeded:.1f} s ({args.store} + {args.search})")
             url = engine.url.render_as_string(hide_password=False)
-            settings = load_settings(
-                env={},
-                store_url=url,
-                search_url=endpoints.search_url(args.search),
-                platform="openmetadata",
-                cluster_alias=alias,
-                index_visibility_seconds=0.0,
-            )
+            settings = _settings(url, endpoints.search_url(args.search), alias)
             scan(settings, options=ScanOptions(grace=300.0, use_state=False))  # warm both sides
             table_s, rows = bare_table_read(engine)
             index_s, docs = bare_index_read(search, alias)
-            rss_before = _rss_mib()
+            rss_before = _status_mib("VmRSS") or _rss_mib()
+            own_peak = _reset_peak()
             profiler = cProfile.Profile() if args.profile else None
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             if profiler:
                 profiler.enable()
             report = scan(settings, options=ScanOptions(grace=300.0, use_state=False))
             if profiler:
                 profiler.disable()
-            scan_s = time.perf_counter() - started
+            scan_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
             slower = max(table_s, index_s)
             print(
                 f"bare table read: {table_s:.2f} s ({rows} rows); "
                 f"bare index scroll: {index_s:.2f} s ({docs} docs)"
             )
             print(
-                f"scan: {scan_s:.2f} s, {len(report.findings)} findings; "
+                f"scan: {scan_s:.2f} s ({cpu_s:.2f} s of CPU, all threads), {len(report.findings)} findings; "
                 f"{scan_s / slower:.2f}x the slower bare read"
             )
-            print(f"peak RSS: {_rss_mib():.0f} MiB (before the scan {rss_before:.0f} MiB)")
+            scan_peak = (_status_mib("VmHWM") if own_peak else None) or _rss_mib()
+            print(
+                f"peak RSS during the scan: {scan_peak:.0f} MiB (RSS before it {rss_before:.0f} MiB; "
+                f"the process's peak, seeding included: {_rss_mib():.0f} MiB)"
+            )
+            alone = _scan_alone_peak(url, endpoints.search_url(args.search), alias)
+            print(f"peak RSS of the same scan alone in a fresh process: {alone} MiB")
             if profiler:
                 pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
             print(
@@ -117,10 +175,14 @@ def main() -> int:
                         "entities": args.entities,
                         "pair": f"{args.store}+{args.search}",
                         "scan_s": round(scan_s, 3),
+                        "scan_cpu_s": round(cpu_s, 3),
                         "bare_table_s": round(table_s, 3),
                         "bare_index_s": round(index_s, 3),
                         "ratio": round(scan_s / slower, 2),
                         "findings": len(report.findings),
+                        "scan_alone_peak_rss_mib": alone,
+                        "scan_peak_rss_mib": round(scan_peak),
+                        "rss_before_scan_mib": round(rss_before),
                         "peak_rss_mib": round(_rss_mib()),
                     }
                 )

@@ -3,16 +3,25 @@
 A child's tags are `tag_usage` rows whose `targetFQNHash` is the child's FQN hash. Matching
 them by prefix of the entity's hash in SQL cannot use an index on PostgreSQL (a LIKE under a
 non-C collation, and an OR with the entity's own hash): per row it read the whole table.
-Instead the children's FQNs come from the row's JSON, their hashes are computed here, and a
-page of rows takes one indexed `IN` lookup per 100 hashes.
+Instead the children's FQNs come from the row's JSON and their hashes are computed here, a
+page of rows at a time. A read of a few rows looks them up in the database (one indexed `IN`
+lookup per 1,000 hashes); a stream of a whole table reads `tag_usage` once, in one query, into
+a temporary SQLite file keyed by target (`TagSpill`), and a page takes one lookup there, not
+one database probe per child. Memory stays flat: the labels wait on disk. Each row's JSON is
+parsed once, here: the row carries the parsed entity on (an unreadable one passes as it came,
+for the check to report with its reason).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+import orjson
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -23,6 +32,40 @@ from auditor.platforms.openmetadata.records import OmRow
 
 IN_LIST = 1000  # hashes per lookup (an index probe each)
 PAGE = 500
+COLUMNS = "SELECT targetFQNHash, tagFQN, source, labelType, state FROM tag_usage"
+Lookup = Callable[[list[str]], Iterable[Sequence[Any]]]  # hashes -> (target, tag, source, type, state)
+
+
+def _paged(rows: Iterable[OmRow], lookup: Lookup) -> Iterator[OmRow]:
+    page: list[OmRow] = []
+    for row in rows:
+        page.append(row)
+        if len(page) >= PAGE:
+            yield from _attach(page, lookup)
+            page = []
+    if page:
+        yield from _attach(page, lookup)
+
+
+def _attach(page: Sequence[OmRow], lookup: Lookup) -> list[OmRow]:
+    wanted: dict[str, list[int]] = {}
+    parsed: list[dict[str, Any] | None] = []
+    for n, row in enumerate(page):
+        data = load_object(row.json)  # unreadable: the check reports it, with the reason
+        own = data.get("fullyQualifiedName") if data else None
+        if data and isinstance(own, str) and own:
+            for child in child_hashes(data, fqn_hash(own)):
+                wanted.setdefault(child, []).append(n)
+        parsed.append(data)
+    found: dict[int, list[dict[str, Any]]] = {}
+    for target, tag, source, label_type, state in lookup(sorted(wanted)) if wanted else ():
+        label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state}
+        for n in wanted.get(str(target), ()):
+            found.setdefault(n, []).append({**label, "target": str(target)})
+    return [
+        row if data is None else replace(row, json=data, tags=(*row.tags, *found.get(n, ())))
+        for n, (row, data) in enumerate(zip(page, parsed, strict=True))
+    ]
 
 
 def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
@@ -30,42 +73,59 @@ def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> 
     if entity_type not in CHILD_TAGGED:
         yield from rows
         return
-    page: list[OmRow] = []
-    for row in rows:
-        page.append(row)
-        if len(page) >= PAGE:
-            yield from _attach(engine, page)
-            page = []
-    if page:
-        yield from _attach(engine, page)
+
+    def lookup(hashes: list[str]) -> Iterator[Sequence[Any]]:
+        postgres = engine.dialect.name == "postgresql"
+        with engine.connect() as conn:
+            for i in range(0, len(hashes), IN_LIST):
+                chunk = hashes[i : i + IN_LIST]
+                params: dict[str, Any]
+                if postgres:  # one array parameter: no 1,000-parameter statement to parse and plan
+                    sql, params = f"{COLUMNS} WHERE targetFQNHash = ANY(:hashes)", {"hashes": chunk}
+                else:
+                    marks = ", ".join(f":h{k}" for k in range(len(chunk)))
+                    sql = f"{COLUMNS} WHERE targetFQNHash IN ({marks})"
+                    params = {f"h{k}": v for k, v in enumerate(chunk)}
+                yield from conn.execute(text(sql), params)
+
+    yield from _paged(rows, lookup)
 
 
-def _attach(engine: Engine, page: Sequence[OmRow]) -> list[OmRow]:
-    wanted: dict[str, list[int]] = {}
-    for n, row in enumerate(page):
-        data = load_object(row.json)  # unreadable: the check reports it, with the reason
-        own = data.get("fullyQualifiedName") if data else None
-        if data and isinstance(own, str) and own:
-            for child in child_hashes(data, fqn_hash(own)):
-                wanted.setdefault(child, []).append(n)
-    if not wanted:
-        return list(page)
-    found: dict[int, list[dict[str, Any]]] = {}
-    hashes = sorted(wanted)
-    postgres = engine.dialect.name == "postgresql"
-    columns = "SELECT targetFQNHash, tagFQN, source, labelType, state FROM tag_usage"
-    with engine.connect() as conn:
-        for i in range(0, len(hashes), IN_LIST):
-            chunk = hashes[i : i + IN_LIST]
-            params: dict[str, Any]
-            if postgres:  # one array parameter: no 1,000-parameter statement to parse and plan
-                sql, params = f"{columns} WHERE targetFQNHash = ANY(:hashes)", {"hashes": chunk}
-            else:
-                marks = ", ".join(f":h{k}" for k in range(len(chunk)))
-                sql = f"{columns} WHERE targetFQNHash IN ({marks})"
-                params = {f"h{k}": v for k, v in enumerate(chunk)}
-            for target, tag, source, label_type, state in conn.execute(text(sql), params):
-                label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state}
-                for n in wanted.get(str(target), ()):
-                    found.setdefault(n, []).append({**label, "target": str(target)})
-    return [replace(row, tags=(*row.tags, *found[n])) if n in found else row for n, row in enumerate(page)]
+class TagSpill:
+    """Every tag_usage row, read in one query and kept in a temporary SQLite file by target."""
+
+    def __init__(self, engine: Engine, directory: str | None = None) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="auditor-om-tags-", suffix=".sqlite", dir=directory)
+        os.close(fd)
+        self.db = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            self.db.execute("PRAGMA journal_mode = OFF")
+            self.db.execute("PRAGMA synchronous = OFF")
+            self.db.execute("CREATE TABLE t (target TEXT NOT NULL, tag, source, label_type, state)")
+            with engine.connect() as conn:
+                result = conn.execution_options(stream_results=True, yield_per=5000).execute(text(COLUMNS))
+                while batch := result.fetchmany(5000):
+                    self.db.executemany(
+                        "INSERT INTO t VALUES (?, ?, ?, ?, ?)", [(str(r[0]), *r[1:]) for r in batch]
+                    )
+            self.db.execute("CREATE INDEX t_target ON t (target)")
+            self.db.commit()
+        except BaseException:
+            self.close()
+            raise
+
+    def _lookup(self, hashes: list[str]) -> list[Sequence[Any]]:
+        sql = (
+            "SELECT target, tag, source, label_type, state FROM t "
+            "WHERE target IN (SELECT value FROM json_each(?)) ORDER BY target, rowid"
+        )
+        return self.db.execute(sql, (orjson.dumps(hashes).decode(),)).fetchall()
+
+    def attach(self, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
+        """The rows with their children's labels (see `with_child_tags`)."""
+        return _paged(rows, self._lookup) if entity_type in CHILD_TAGGED else iter(rows)
+
+    def close(self) -> None:
+        self.db.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 # entity types whose document merges the tags of children embedded in the entity
@@ -54,15 +55,24 @@ _REFERENCES = ("service", "database", "databaseSchema")
 
 
 def _dicts(value: Any) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, dict) or isinstance(v, Mapping)]  # dict: the fast test
+
+
+@lru_cache(maxsize=4096)  # bounded: column names, services and schemas repeat from row to row
+def part_hash(part: str) -> str:
+    """The MD5 hex of one part of a fully qualified name (FullyQualifiedName.buildHash)."""
+    return hashlib.md5(part.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def _nested(items: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
     """Children and their children (columns, schema fields), depth-first; bounded depth."""
     for item in _dicts(items):
         yield item
-        if depth < 64:
-            yield from _nested(item.get("children"), depth + 1)
+        children = item.get("children")
+        if children and depth < 64:
+            yield from _nested(children, depth + 1)
 
 
 def _children(entity: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -89,10 +99,11 @@ def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
     def walk(items: Any, parent: str, depth: int) -> None:
         for item in _dicts(items):
             name = quote_name(str(item.get("name") or ""))
-            mine = f"{parent}.{hashlib.md5(name.encode('utf-8'), usedforsecurity=False).hexdigest()}"
+            mine = f"{parent}.{part_hash(name)}"
             out.append(mine)
-            if depth < 64:
-                walk(item.get("children"), mine, depth + 1)
+            children = item.get("children")
+            if children and depth < 64:
+                walk(children, mine, depth + 1)
 
     walk(entity.get("columns"), own_hash, 0)
     walk(entity.get("tasks"), own_hash, 64)
@@ -110,7 +121,7 @@ def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
 def inline_child_labels(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Tag labels a writer kept inline on the entity's children (OpenMetadata itself keeps
     them in tag_usage); they count among the document's tags as the children's do."""
-    return [label for child in _children(entity) for label in _dicts(child.get("tags"))]
+    return [label for child in _children(entity) if child.get("tags") for label in _dicts(child["tags"])]
 
 
 def quote_name(name: str) -> str:

@@ -8,11 +8,16 @@ fqnParts, deleted as a boolean, tier apart from the tags) and fqnHash.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from auditor.platforms.openmetadata.derive import enrich, inline_child_labels, place_child_tags, unique_refs
+from auditor.platforms.openmetadata.derive import (
+    enrich,
+    inline_child_labels,
+    part_hash,
+    place_child_tags,
+    unique_refs,
+)
 
 # SearchIndex.DEFAULT_EXCLUDED_FIELDS (top level)
 EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "connection", "changeSummary")
@@ -24,6 +29,8 @@ STATES = ("Suggested", "Confirmed")
 
 def split_fqn(fqn: str) -> list[str]:
     """`service.db."schema.with.dots".table` -> its parts; a quoted part keeps its quotes."""
+    if '"' not in fqn:
+        return fqn.split(".")
     parts: list[str] = []
     current: list[str] = []
     quoted = False
@@ -42,7 +49,7 @@ def split_fqn(fqn: str) -> list[str]:
 
 def fqn_hash(fqn: str) -> str:
     """FullyQualifiedName.buildHash: the MD5 hex of each part, joined with dots."""
-    return ".".join(hashlib.md5(p.encode("utf-8"), usedforsecurity=False).hexdigest() for p in split_fqn(fqn))
+    return ".".join(part_hash(p) for p in split_fqn(fqn))
 
 
 def fqn_parts(fqn: str) -> list[str]:

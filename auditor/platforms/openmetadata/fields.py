@@ -17,9 +17,12 @@ the JSON itself holds (a writer that keeps them inline). Rules:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from auditor.core.json_guard import loads
 from auditor.platforms.openmetadata.derive import inline_child_labels
@@ -111,6 +114,19 @@ class KeyFields:
             "tags": sorted(self.tags),
             "deleted": self.deleted,
         }
+
+    def key(self) -> bytes | None:
+        """These fields as bytes: equal keys, equal fields (what the join compares first). None
+        when bytes could not tell (a value that is not equal to itself, or not a plain one)."""
+        if self.version is not None and not math.isfinite(self.version):
+            return None  # NaN is not equal to itself: the full comparison decides
+        if not all(v is None or isinstance(v, str) for v in (self.name, self.fqn, self.description)):
+            return None
+        fields = [self.version, self.updated_at, self.name, self.fqn, self.description]
+        try:
+            return orjson.dumps([*fields, sorted(self.owners), sorted(self.tags), self.deleted])
+        except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
+            return None
 
 
 def _int(value: Any) -> int | None:

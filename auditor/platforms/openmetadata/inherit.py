@@ -29,8 +29,11 @@ class Inheritance:
         # parent type -> parent id -> (own owners, own domains, its own parent id)
         self._known: dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]]] = {}
         self._whole: set[str] = set()
+        self._done: dict[tuple[str, str | None], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
 
     def _load(self, kind: str, ids: Iterable[str] | None) -> None:
+        if ids is None and kind in self._whole:
+            return  # read already (the stream's case, once per row)
         grand = INHERITS.get(kind, ("", ()))[0]
         table = self._known.setdefault(kind, {})
         if ids is None:
@@ -92,7 +95,12 @@ class Inheritance:
         """What an entity of this type whose parent is `parent_id` inherits (owners, domains)."""
         if entity_type not in INHERITS:
             return [], []
+        if self.whole and (entity_type, parent_id) in self._done:
+            return self._done[entity_type, parent_id]
         kind, what = INHERITS[entity_type]
         owners, domains = self.effective(kind, parent_id)
         mark = lambda refs: [dict(r, inherited=True) for r in refs]  # noqa: E731
-        return (mark(owners) if "owners" in what else []), (mark(domains) if "domains" in what else [])
+        got = (mark(owners) if "owners" in what else []), (mark(domains) if "domains" in what else [])
+        if self.whole:  # a stream: each parent's answer once (as many as the parents read whole)
+            self._done[entity_type, parent_id] = got
+        return got

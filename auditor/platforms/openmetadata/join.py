@@ -1,19 +1,34 @@
-"""The OpenMetadata join: each entity table against its index, both in id order, streaming."""
+"""The OpenMetadata join: each entity table against its index, both in id order, streaming.
+
+A whole-table scan reads both sides at the same time: a thread scrolls the indices (type after
+type) into sorted spills while this one streams the rows, into a row file until the type's
+documents are ready, then straight into the merge (the database driver and the HTTP client
+wait for their servers without the GIL). Each side's compared fields are
+reduced to a key as they are read; the merge compares keys and decodes a pair (then checked
+in full) only when they differ (auditor/platforms/openmetadata/spill.py).
+"""
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
 
-from auditor.checks.openmetadata import check
+from auditor.checks.openmetadata import check, doc_key, row_key
 from auditor.core.model import Finding
 from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.spill import Keyed, RowFile, SortedDocs, Spilled
 from auditor.platforms.openmetadata.store import OmStore
 
 Progress = Callable[[int], None]
+Item = OmRow | OmDoc | Spilled | Keyed
 
 
 @dataclass
@@ -27,7 +42,7 @@ class OmJoinResult:
     names: dict[str, str] = field(default_factory=dict)  # entity type -> the name its docs were read through
 
 
-def _ordered(items: Iterable[OmRow] | Iterable[OmDoc], what: str) -> Iterator[OmRow | OmDoc]:
+def _ordered(items: Iterable[Item], what: str) -> Iterator[Item]:
     last: str | None = None
     for item in items:
         if last is not None and item.id < last:
@@ -39,7 +54,7 @@ def _ordered(items: Iterable[OmRow] | Iterable[OmDoc], what: str) -> Iterator[Om
         yield item
 
 
-def merge(rows: Iterable[OmRow], docs: Iterable[OmDoc]) -> Iterator[tuple[OmRow | None, OmDoc | None]]:
+def merge(rows: Iterable[Item], docs: Iterable[Item]) -> Iterator[tuple[Item | None, Item | None]]:
     """Full outer join of two id-ordered streams; a doc under two indices pairs with its row twice."""
     row_it = _ordered(rows, "the entity rows")
     doc_it = _ordered(docs, "the documents")
@@ -60,12 +75,77 @@ def merge(rows: Iterable[OmRow], docs: Iterable[OmDoc]) -> Iterator[tuple[OmRow 
             doc = next(doc_it, None)  # type: ignore[assignment]
 
 
+def _agree(row: Item | None, doc: Item | None) -> bool:
+    """Both spilled with equal keys: `check` would find nothing (checks/openmetadata row_key)."""
+    keyed = isinstance(row, Spilled | Keyed) and isinstance(doc, Spilled)
+    return keyed and row.key is not None and row.key == doc.key  # type: ignore[union-attr]
+
+
+def _row(item: Item | None) -> OmRow | None:
+    return item.row() if isinstance(item, Spilled | Keyed) else item  # type: ignore[return-value]
+
+
+def _doc(item: Item | None) -> OmDoc | None:
+    return item.doc() if isinstance(item, Spilled) else item  # type: ignore[return-value]
+
+
+class _Ahead:
+    """Items read by a thread of their own, a few batches ahead of the consumer: the rows' reads
+    wait for the database while this thread works (memory: at most `depth` batches)."""
+
+    END = object()
+
+    def __init__(self, items: Iterator[OmRow], batch: int = 200, depth: int = 2) -> None:
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(items, batch), name="auditor-om-rows")
+        self.thread.start()
+
+    def _run(self, items: Iterator[OmRow], batch: int) -> None:
+        try:
+            chunk: list[OmRow] = []
+            for item in items:
+                chunk.append(item)
+                if len(chunk) >= batch:
+                    if not self._put(chunk):
+                        return
+                    chunk = []
+            self._put(chunk)
+            self._put(self.END)
+        except BaseException as exc:  # raised again in the consumer's thread
+            self._put(exc)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    def _put(self, item: Any) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[OmRow]:
+        while (got := self.queue.get()) is not self.END:
+            if isinstance(got, BaseException):
+                raise got
+            yield from got
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 class OmScanner:
     """Runs the join and the checks over the selected entity types (or over given ids)."""
 
     def __init__(self, store: OmStore, search: OmSearch) -> None:
         self.store = store
         self.search = search
+        self.seen = 0
 
     def run(
         self,
@@ -76,7 +156,8 @@ class OmScanner:
     ) -> OmJoinResult:
         """`names`: entity type -> an index to read instead of the live one (a full rebuild's)."""
         out = OmJoinResult()
-        seen = 0
+        self.seen = 0
+        plans: list[tuple[OmEntity, str | None]] = []
         for entity in entities:
             name: str | None
             if names and entity.entity_type in names:
@@ -92,26 +173,83 @@ class OmScanner:
                 )
             elif len(concrete) > 1:
                 out.warnings.append(f"{name} points at {len(concrete)} indices: {', '.join(concrete)}")
-            if ids:
-                rows: Iterable[OmRow] = sorted(self.store.read(entity, ids).values(), key=lambda r: r.id)
-                docs: Iterable[OmDoc] = (
-                    sorted(self.search.get(name, ids).values(), key=lambda d: d.id) if name else []
-                )
-            else:
-                rows = self.store.stream(entity)
-                docs = self.search.stream_sorted(name) if name else []
-            n_rows = n_docs = 0
-            last: str | None = None
-            for row, doc in merge(rows, docs):
-                if row is not None and row.id != last:
-                    n_rows, last = n_rows + 1, row.id
-                n_docs += doc is not None
-                finding = check(entity, out.names[entity.entity_type], row, doc)
+            plans.append((entity, name))
+        if not ids:
+            self._stream(out, plans, progress)
+            return out
+        for entity, name in plans:
+            rows = sorted(self.store.read(entity, ids).values(), key=lambda r: r.id)
+            docs = sorted(self.search.get(name, ids).values(), key=lambda d: d.id) if name else []
+            self._tally(out, entity, merge(rows, docs), progress)
+        return out
+
+    def _stream(
+        self, out: OmJoinResult, plans: list[tuple[OmEntity, str | None]], progress: Progress | None
+    ) -> None:
+        """Every row against every doc: the docs' thread runs ahead, type after type."""
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="auditor-om-docs")
+        spills: dict[str, Future[SortedDocs]] = {}
+        tags = None
+        try:
+            for entity, name in plans:
+                if name:
+                    spills[entity.entity_type] = pool.submit(self.search.spill, name, doc_key, stop=stop)
+            tags = self.store.tag_spill([entity for entity, _ in plans])  # the children's labels, once
+            for entity, name in plans:
+                rows = RowFile(self.search.spill_dir)
+                ahead = _Ahead(self.store.stream(entity, tags=tags))
+                try:
+                    live = iter(ahead)
+                    ready = (lambda: True) if not name else spills[entity.entity_type].done
+                    for row in live if not ready() else ():  # put aside while the docs are read
+                        rows.add(row, row_key(row))
+                        if ready():
+                            break
+                    docs: Iterable[Item] = spills[entity.entity_type].result() if name else []
+                    keyed = (Keyed(row.id, row_key(row), row) for row in live)
+                    self._tally(out, entity, merge(chain(rows, keyed), docs), progress)
+                finally:
+                    ahead.close()
+                    rows.close()
+                    if name and spills[entity.entity_type].done():
+                        _close(spills[entity.entity_type])
+        finally:
+            stop.set()
+            for pending in spills.values():
+                pending.cancel()
+            pool.shutdown(wait=True)
+            for done in spills.values():
+                _close(done)
+            if tags is not None:
+                tags.close()
+
+    def _tally(
+        self,
+        out: OmJoinResult,
+        entity: OmEntity,
+        pairs: Iterable[tuple[Item | None, Item | None]],
+        progress: Progress | None,
+    ) -> None:
+        n_rows = n_docs = 0
+        last: str | None = None
+        name = out.names[entity.entity_type]
+        for row, doc in pairs:
+            if row is not None and row.id != last:
+                n_rows, last = n_rows + 1, row.id
+            n_docs += doc is not None
+            if not _agree(row, doc):
+                finding = check(entity, name, _row(row), _doc(doc))
                 if finding is not None:
                     out.findings.append(finding)
-                seen += 1
-                if progress and seen % 1000 == 0:
-                    progress(seen)
-            out.entities[entity.entity_type] = n_rows
-            out.documents[out.names[entity.entity_type]] = n_docs
-        return out
+            self.seen += 1
+            if progress and self.seen % 1000 == 0:
+                progress(self.seen)
+        out.entities[entity.entity_type] = n_rows
+        out.documents[name] = n_docs
+
+
+def _close(spill: Future[SortedDocs]) -> None:
+    """The spill of a finished read (a failed or cancelled one left nothing to close)."""
+    if spill.done() and not spill.cancelled() and spill.exception() is None:
+        spill.result().close()

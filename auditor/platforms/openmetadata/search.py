@@ -4,17 +4,14 @@ An index is read through its name or, when the name does not exist, its alias (a
 OpenMetadata's own recreateIndex the name may itself be an alias). OpenMetadata maps `id` as
 text in several releases and `_id` cannot be sorted on Elasticsearch 8+, so the documents are
 read with a scroll in `_doc` order (the cheapest read) and put in id order through a temporary
-SQLite file: memory stays flat whatever the number of documents; the disk holds only the
-compared fields.
+file of sorted runs (auditor/platforms/openmetadata/spill.py): memory stays flat whatever the number of
+documents; the disk holds only the compared fields.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
-import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from auditor.backends.search import SearchIndex
@@ -22,6 +19,7 @@ from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.fields import DOC_SOURCE
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc
+from auditor.platforms.openmetadata.spill import SortedDocs
 
 PAGE = 2000
 
@@ -69,36 +67,39 @@ class OmSearch:
         except Exception as exc:  # scroll_hits raises the client's own errors
             raise self._fail(f"reading {name}", exc) from None
 
+    def spill(
+        self,
+        name: str,
+        key: Callable[[dict[str, Any]], bytes | None] | None = None,
+        source: Sequence[str] | bool = DOC_SOURCE,
+        ids: frozenset[str] | None = None,
+        stop: threading.Event | None = None,
+    ) -> SortedDocs:
+        """Every doc behind `name`, put aside to be read back in `_id` byte order (a doc under two
+        indices: both, in turn). `key`: each doc's comparison key; `ids`: only these (the rest is
+        skipped as it is read); `stop`: once set, the read ends early (the caller gave up)."""
+        docs = SortedDocs(self.spill_dir)
+        try:
+            for doc_id, index, src in self._scroll(name, source):
+                if stop is not None and stop.is_set():
+                    break
+                if ids is None or doc_id in ids:
+                    docs.add(doc_id, index, key(src) if key else None, src)
+            return docs.sort()
+        except BaseException:
+            docs.close()
+            raise
+
     def stream_sorted(
         self, name: str, source: Sequence[str] | bool = DOC_SOURCE, ids: frozenset[str] | None = None
     ) -> Iterator[OmDoc]:
-        """Every doc behind `name` in `_id` byte order (a doc under two indices: both, in turn).
-
-        `ids`: only these (a targeted scan); the rest is skipped as it is read."""
-        fd, path = tempfile.mkstemp(prefix="auditor-om-", suffix=".sqlite", dir=self.spill_dir)
-        os.close(fd)
-        db = sqlite3.connect(path)
+        """Every doc behind `name` in `_id` byte order (see `spill`)."""
+        docs = self.spill(name, source=source, ids=ids)
         try:
-            db.execute("PRAGMA journal_mode = OFF")
-            db.execute("PRAGMA synchronous = OFF")
-            db.execute("CREATE TABLE d (id TEXT NOT NULL, idx TEXT NOT NULL, src TEXT NOT NULL)")
-            batch: list[tuple[str, str, str]] = []
-            for doc_id, index, src in self._scroll(name, source):
-                if ids is not None and doc_id not in ids:
-                    continue
-                batch.append((doc_id, index, json.dumps(src, ensure_ascii=False)))
-                if len(batch) >= PAGE:
-                    db.executemany("INSERT INTO d VALUES (?, ?, ?)", batch)
-                    batch.clear()
-            if batch:
-                db.executemany("INSERT INTO d VALUES (?, ?, ?)", batch)
-            db.execute("CREATE INDEX d_id ON d (id, idx)")  # sorted once, then read in order
-            db.commit()
-            for doc_id, index, src in db.execute("SELECT id, idx, src FROM d ORDER BY id, idx"):
-                yield OmDoc(doc_id, index, json.loads(src))
+            for item in docs:
+                yield item.doc()
         finally:
-            db.close()
-            os.unlink(path)
+            docs.close()
 
     def get(
         self, name: str, ids: Sequence[str], source: Sequence[str] | bool = DOC_SOURCE

@@ -22,8 +22,8 @@ from auditor.backends.json_text import json_as_text
 from auditor.backends.protocols import Capability
 from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
-from auditor.platforms.openmetadata.child_tags import with_child_tags
-from auditor.platforms.openmetadata.derive import INHERITS
+from auditor.platforms.openmetadata.child_tags import TagSpill, with_child_tags
+from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
 from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.platforms.openmetadata.records import OmRow, RetryRow
@@ -186,8 +186,28 @@ class OmStore:
             return rows
         return with_child_tags(self.engine, entity.entity_type, rows)
 
-    def stream(self, entity: OmEntity, *, since: datetime | None = None, page: int = 2000) -> Iterator[OmRow]:
-        """Every row of the entity's table in id byte order (a server-side cursor)."""
+    def tag_spill(self, entities: Iterable[OmEntity]) -> TagSpill | None:
+        """tag_usage read once for streams of these types (None: none merges child tags, or the
+        server has no tag_usage); the caller closes it."""
+        if not any(e.entity_type in CHILD_TAGGED for e in entities):
+            return None
+        if self.columns("tag_usage", required=False) is None:
+            return None
+        try:
+            return TagSpill(self.engine)
+        except SQLAlchemyError as exc:
+            raise self._fail("reading tag_usage", exc) from None
+
+    def stream(
+        self,
+        entity: OmEntity,
+        *,
+        since: datetime | None = None,
+        page: int = 2000,
+        tags: TagSpill | None = None,
+    ) -> Iterator[OmRow]:
+        """Every row of the entity's table in id byte order (a server-side cursor). `tags`: the
+        children's labels (read here when not given)."""
         sql = self._select(entity)
         params: dict[str, Any] = {"etype": entity.entity_type}
         if since is not None:
@@ -195,17 +215,22 @@ class OmStore:
             params["since"] = int(since.timestamp() * 1000)
         sql = f"{sql} {self._order()}"
         heir = Inheritance(self.engine, whole=True)  # each parent type read once, whole
+        own = self.tag_spill([entity]) if tags is None else None
+        spill = tags or own
         try:
             with self.engine.connect() as conn:
                 result = conn.execution_options(stream_results=True, yield_per=page).execute(
                     text(sql), params
                 )
-                rows = (self._row(r, entity, heir) for r in result)
-                for row in self._child_tags(entity, rows):  # their columns' tags
+                rows: Iterable[OmRow] = (self._row(r, entity, heir) for r in result)
+                for row in spill.attach(entity.entity_type, rows) if spill else rows:  # columns' tags
                     self.rows_read += 1
                     yield row
         except SQLAlchemyError as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
+        finally:
+            if own is not None:
+                own.close()
 
     def read(self, entity: OmEntity, ids: Sequence[str]) -> dict[str, OmRow]:
         """The rows of these ids (those that exist)."""

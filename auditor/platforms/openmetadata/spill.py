@@ -1,0 +1,151 @@
+"""The scan's two sides put aside on disk, so that each is read at its own pace, at the same time.
+
+The documents arrive in `_doc` order (`_id` cannot be sorted on in Elasticsearch 8+): they go
+into a temporary file in sorted runs and come back merged, in (`_id`, index) byte order. The rows arrive in id
+byte order already: those read before their type's documents are ready go into a temporary
+file and come back in the same order, followed by the rest, read as the join goes.
+Each item carries the key of its compared fields (checks/openmetadata `row_key`, `doc_key`):
+the join compares the keys and decodes an item only when they differ. A record is pickled
+(what was read comes back exactly, whatever it holds) into a file only this process made and
+reads (mkstemp: mode 0600, removed after). Memory stays flat whatever the catalog: what waits,
+waits on disk.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from auditor.platforms.openmetadata.records import OmDoc, OmRow
+
+RUN = 5000  # documents sorted in memory at a time (a few MB)
+FAN_IN = 128  # runs merged at once (an open file each); more are merged first, 128 at a time
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+@dataclass(frozen=True, slots=True)
+class Spilled:
+    """One item read back: its id, its index (a doc's), its key and its record, still encoded."""
+
+    id: str
+    index: str
+    key: bytes | None
+    record: bytes
+
+    def row(self) -> OmRow:
+        return OmRow(*pickle.loads(self.record))  # noqa: S301 (our own file)
+
+    def doc(self) -> OmDoc:
+        return OmDoc(self.id, self.index, pickle.loads(self.record))  # noqa: S301
+
+
+@dataclass(frozen=True, slots=True)
+class Keyed:
+    """A row read while its documents were ready: its key, the row itself (nothing put aside)."""
+
+    id: str
+    key: bytes | None
+    item: OmRow
+
+    def row(self) -> OmRow:
+        return self.item
+
+
+def _temp(prefix: str, suffix: str, directory: str | None) -> str:
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    os.close(fd)
+    return path
+
+
+class SortedDocs:
+    """Documents written in any order, read back in (`_id`, index) byte order: an external merge
+    sort. Each run of RUN documents is sorted in memory and written to one temporary file; the
+    runs are read back side by side (one buffered reader each, on the same file) and merged,
+    at most FAN_IN at a time (past that, merged into longer runs first).
+    Pure Python on purpose: a SQLite read gives up the GIL for every row and, beside two busy
+    threads, waits each time to get it back."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.path = _temp("auditor-om-docs-", ".runs", directory)
+        self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
+        self.batch: list[tuple[str, str, bytes | None, bytes]] = []
+        self.runs: list[tuple[int, int]] = []  # (offset, count) of each sorted run
+        self.count = 0
+
+    def add(self, doc_id: str, index: str, key: bytes | None, source: dict[str, Any]) -> None:
+        self.batch.append((doc_id, index, key, pickle.dumps(source, PROTOCOL)))
+        self.count += 1
+        if len(self.batch) >= RUN:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            self.batch.sort(key=lambda d: (d[0], d[1]))  # str order: the code points', UTF-8's bytes'
+            self.runs.append((self.out.tell(), len(self.batch)))
+            for item in self.batch:
+                pickle.dump(item, self.out, PROTOCOL)
+            self.batch.clear()
+
+    def sort(self) -> SortedDocs:
+        self.flush()
+        while len(self.runs) > FAN_IN:  # a merge holds every run open: so many files at most
+            self.out.flush()
+            merged, self.runs = self.runs[:FAN_IN], self.runs[FAN_IN:]
+            offset, count = self.out.tell(), 0
+            for doc in self._merged(merged):
+                pickle.dump((doc.id, doc.index, doc.key, doc.record), self.out, PROTOCOL)
+                count += 1
+            self.runs.append((offset, count))
+        self.out.close()
+        return self
+
+    def _run(self, offset: int, count: int) -> Iterator[Spilled]:
+        with open(self.path, "rb") as run:
+            run.seek(offset)
+            for _ in range(count):
+                doc_id, index, key, src = pickle.load(run)  # noqa: S301 (our own file)
+                yield Spilled(doc_id, index, key, src)
+
+    def _merged(self, runs: list[tuple[int, int]]) -> Iterator[Spilled]:
+        readers = [self._run(offset, count) for offset, count in runs]
+        return heapq.merge(*readers, key=lambda d: (d.id, d.index)) if len(readers) > 1 else chain(*readers)
+
+    def __iter__(self) -> Iterator[Spilled]:
+        yield from self._merged(self.runs)
+
+    def close(self) -> None:
+        self.out.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+class RowFile:
+    """Rows written in id order, read back in that order."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.path = _temp("auditor-om-rows-", ".pickle", directory)
+        self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
+        self.count = 0
+
+    def add(self, row: OmRow, key: bytes | None) -> None:
+        record = (row.id, row.json, row.updated_at, row.deleted, row.owners, row.tags, row.domains)
+        pickle.dump((row.id, key, pickle.dumps(record, PROTOCOL)), self.out, PROTOCOL)
+        self.count += 1
+
+    def __iter__(self) -> Iterator[Spilled]:
+        self.out.close()
+        with open(self.path, "rb") as lines:
+            for _ in range(self.count):
+                row_id, key, record = pickle.load(lines)  # noqa: S301 (our own file)
+                yield Spilled(row_id, "", key, record)
+
+    def close(self) -> None:
+        self.out.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)

@@ -1,0 +1,164 @@
+"""The OpenMetadata scan's spills and keys (pure logic): what is put aside comes back whole and
+in order, and equal keys mean `check` finds nothing (unequal ones leave it to `check`)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import auditor.platforms.openmetadata.spill as spill
+from auditor.checks.openmetadata import check, doc_key, row_key
+from auditor.core.model import Kind
+from auditor.errors import BackendUnavailable
+from auditor.platforms.openmetadata.join import OmScanner
+from auditor.platforms.openmetadata.naming import entity
+from auditor.platforms.openmetadata.records import OmDoc, OmRow
+from auditor.platforms.openmetadata.spill import RowFile, SortedDocs
+
+TABLE = entity("table")
+ID = "aaaaaaaa-0000-4000-8000-000000000000"
+ENTITY = {"id": ID, "name": "t", "fullyQualifiedName": "s.d.c.t", "version": 0.2, "updatedAt": 5,
+          "description": "d", "columns": [{"name": "c", "tags": [{"tagFQN": "PII.Sensitive"}]}]}  # fmt: skip
+SOURCE = {"id": ID, "name": "t", "fullyQualifiedName": "s.d.c.t", "version": 0.2, "updatedAt": 5,
+          "description": "d", "owners": [{"id": "u1", "type": "user"}],
+          "tags": [{"tagFQN": "PII.Sensitive"}], "tier": {"tagFQN": "Tier.Tier1"}}  # fmt: skip
+ROW = OmRow(ID, json.dumps(ENTITY), 5, False, ({"id": "u1", "type": "user"},), ({"tagFQN": "Tier.Tier1"},))
+
+
+def test_documents_come_back_in_id_then_index_byte_order_across_several_runs(monkeypatch) -> None:
+    monkeypatch.setattr(spill, "RUN", 3)  # ten docs: four sorted runs, merged
+    ids = [f"{c}{n}" for c in "aé0Z" for n in range(2)] + ["b1", "b1"]
+    docs = [(i, f"idx{n % 2}", {"n": n}) for n, i in enumerate(ids)]
+    random.Random(7).shuffle(docs)
+    sorted_docs = SortedDocs()
+    try:
+        for doc_id, index, source in docs:
+            sorted_docs.add(doc_id, index, b"k" + doc_id.encode(), source)
+        got = list(sorted_docs.sort())
+        assert len(sorted_docs.runs) == 4
+        assert [(d.id, d.index) for d in got] == sorted((d[0], d[1]) for d in docs)  # 'é' after 'a'..'b'
+        assert [d.doc() for d in got] == [OmDoc(i, x, s) for i, x, s in sorted(docs, key=lambda d: d[:2])]
+        assert all(d.key == b"k" + d.id.encode() for d in got)
+    finally:
+        sorted_docs.close()
+
+
+def test_more_runs_than_files_it_may_open_are_merged_in_passes(monkeypatch) -> None:
+    monkeypatch.setattr(spill, "RUN", 2)
+    monkeypatch.setattr(spill, "FAN_IN", 3)  # 25 docs: 13 runs, merged 3 at a time first
+    ids = [f"{n:03d}" for n in range(25)]
+    random.Random(3).shuffle(ids)
+    sorted_docs = SortedDocs()
+    try:
+        for i in ids:
+            sorted_docs.add(i, "idx", None, {"id": i})
+        got = list(sorted_docs.sort())
+        assert len(sorted_docs.runs) <= 3
+        assert [d.id for d in got] == sorted(ids) and [d.doc().source["id"] for d in got] == sorted(ids)
+    finally:
+        sorted_docs.close()
+
+
+def test_rows_come_back_whole_in_the_order_written() -> None:
+    odd = OmRow("b", {"name": float("nan"), "x": "\ud800"}, None, None)  # what JSON cannot carry
+    rows = RowFile()
+    try:
+        rows.add(ROW, b"key")
+        rows.add(odd, None)
+        back = list(rows)
+        assert [(r.id, r.key) for r in back] == [(ID, b"key"), ("b", None)]
+        assert back[0].row() == ROW
+        again = back[1].row()
+        assert again.json["x"] == "\ud800" and again.json["name"] != again.json["name"]  # NaN kept
+    finally:
+        rows.close()
+
+
+def test_a_row_and_its_doc_in_agreement_have_one_key_and_no_finding() -> None:
+    assert row_key(ROW) is not None
+    assert row_key(ROW) == doc_key(SOURCE)
+    assert check(TABLE, "i", ROW, OmDoc(ID, "i", SOURCE)) is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"description": "other"},
+        {"version": 0.3},
+        {"owners": []},
+        {"tags": []},
+        {"deleted": "true"},
+        {"name": None},
+        {"updatedAt": 6},
+    ],  # fmt: skip
+)
+def test_any_compared_field_that_differs_makes_the_keys_differ_and_check_decides(change) -> None:
+    source = {**SOURCE, **change}
+    assert row_key(ROW) != doc_key(source)
+    assert check(TABLE, "i", ROW, OmDoc(ID, "i", source)) is not None
+
+
+def test_what_bytes_cannot_compare_has_no_key() -> None:
+    assert row_key(OmRow(ID, "{not json", None, None)) is None  # unreadable: check reports it
+    assert row_key(OmRow(ID, {**ENTITY, "id": "other"}, None, None)) is None
+    assert doc_key({**SOURCE, "version": float("nan")}) is None  # NaN is not equal to itself
+    assert doc_key({**SOURCE, "name": ["a", "list"]}) is None
+    assert doc_key({**SOURCE, "description": "\ud800"}) is None  # orjson refuses a lone surrogate
+
+
+class _Store:
+    def __init__(self, rows, fail=False) -> None:
+        self.rows, self.fail = rows, fail
+
+    def tag_spill(self, _entities):
+        return None
+
+    def stream(self, _entity, tags=None):
+        yield from self.rows[:1]
+        if self.fail:
+            raise BackendUnavailable("the database went away")
+        yield from self.rows[1:]
+
+
+class _Search:
+    cluster_alias, spill_dir = "", None
+
+    def __init__(self, docs, fail=False) -> None:
+        self.docs, self.fail = docs, fail
+
+    def resolve(self, entity):
+        return "i", ["i"]
+
+    def spill(self, _name, key, stop=None):
+        if self.fail:
+            raise BackendUnavailable("the cluster went away")
+        out = SortedDocs()
+        for d in reversed(self.docs):  # any order: the spill sorts
+            out.add(d.id, d.index, key(d.source), d.source)
+        return out.sort()
+
+
+def _rows_and_docs():
+    ids = [f"{c * 8}-0000-4000-8000-000000000000" for c in "abcd"]
+    rows = [OmRow(i, {**ENTITY, "id": i}, 5, False, ROW.owners, ROW.tags) for i in ids[:3]]
+    docs = [OmDoc(i, "i", {**SOURCE, "id": i}) for i in (ids[0], ids[2], ids[3])]
+    docs[1] = OmDoc(ids[2], "i", {**SOURCE, "id": ids[2], "description": "stale"})
+    return ids, rows, docs
+
+
+def test_the_threaded_join_finds_what_the_join_by_ids_finds() -> None:
+    ids, rows, docs = _rows_and_docs()
+    found = OmScanner(_Store(rows), _Search(docs)).run([TABLE])  # type: ignore[arg-type]
+    kinds = {f.urn: f.kind for f in found.findings}
+    assert kinds == {ids[1]: Kind.MISSING_DOCUMENT, ids[2]: Kind.STALE_FIELDS, ids[3]: Kind.ORPHAN_DOCUMENT}
+    assert found.entities == {"table": 3} and found.documents == {"i": 3}
+
+
+@pytest.mark.parametrize("side", ["rows", "docs"])
+def test_a_side_that_fails_mid_read_fails_the_scan_with_its_error(side) -> None:
+    _, rows, docs = _rows_and_docs()
+    scanner = OmScanner(_Store(rows, fail=side == "rows"), _Search(docs, fail=side == "docs"))
+    with pytest.raises(BackendUnavailable, match="database" if side == "rows" else "cluster"):
+        scanner.run([TABLE])  # type: ignore[arg-type]
