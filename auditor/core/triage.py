@@ -1,7 +1,8 @@
 """What a triage of one entity found: its boundaries, in order, and the first that breaks.
 
 Pure model and rules: which boundary a judged finding breaks, and the triage's verdict. The
-walk that fills it is `auditor.triage`; the renderers are `reports.triage_report`.
+walks that fill it are each platform's (DataHub's: `auditor.platforms.datahub.triage`); the
+renderers are `reports.triage_report`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,3 @@
-"""On-call triage of one entity: walk its boundaries from the row to the index, name the first break."""
-
-from auditor.triage.walk import walk
-
-__all__ = ["walk"]
+"""On-call triage of one entity, shared by every platform: `place` puts the scan's findings on the
+boundary where each breaks. Each platform walks its own boundaries (DataHub's walk:
+auditor/platforms/datahub/triage/; OpenMetadata's: auditor/platforms/openmetadata/triage.py)."""

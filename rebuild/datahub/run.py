@@ -17,6 +17,7 @@ from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.registry import Registry
 from auditor.core.repairs import Executors, Mode
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
 from auditor.rebuild.datahub.full import FullRebuild
 from auditor.rebuild.datahub.reindex import Reindexer
@@ -27,7 +28,6 @@ from auditor.rebuild.request import RebuildRequest
 from auditor.scan.datahub_reindex import refuse_full, reindex_mirrors
 from auditor.scan.hook_groups import with_hook_group
 from auditor.scan.run import ScanBackends, ScanTarget
-from auditor.scan.v3 import v3_indices
 
 
 @dataclass

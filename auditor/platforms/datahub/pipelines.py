@@ -17,9 +17,9 @@ from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.registry import Registry
 from auditor.platforms.datahub.modes import EXECUTORS
 from auditor.platforms.datahub.target import scan_target
+from auditor.platforms.datahub.v3 import scan_with_v3
 from auditor.scan.join import Progress
 from auditor.scan.run import ScanBackends, ScanOptions
-from auditor.scan.v3 import scan_with_v3
 from auditor.settings import Settings
 
 if TYPE_CHECKING:

@@ -39,8 +39,8 @@ class DataHubResident(Resident):
         from auditor.core.urn_text import normalize
         from auditor.core.urns import UrnError
         from auditor.platforms.datahub.target import scan_target
+        from auditor.platforms.datahub.triage.walk import walk
         from auditor.scan.run import ScanBackends
-        from auditor.triage.walk import walk
 
         if entity_types:
             raise ConfigError("an entity type is for OpenMetadata (a urn names its type)")

@@ -20,9 +20,7 @@ from auditor.core.registry import Registry
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.core.urns import entity_type
 from auditor.errors import ConfigError
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, scanner_for
-from auditor.scan.v3 import scan_with_v3
-from auditor.triage.boundaries import (
+from auditor.platforms.datahub.triage.boundaries import (
     consumed_step,
     document_step,
     edges_step,
@@ -31,7 +29,9 @@ from auditor.triage.boundaries import (
     rows_step,
     system_metadata_step,
 )
-from auditor.triage.near import near_matches
+from auditor.platforms.datahub.triage.near import near_matches
+from auditor.platforms.datahub.v3 import scan_with_v3
+from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, scanner_for
 from auditor.triage.place import place
 
 # a triage samples the group once more if a lagging partition did not move, up to this long; a

@@ -16,8 +16,8 @@ from auditor.core.registry import Registry
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.triage.published import Published, look_up
 from auditor.scan.run import ScanBackends, ScanTarget
-from auditor.triage.published import Published, look_up
 
 # -- the boundaries as seen ------------------------------------------------------------------
 
