@@ -196,6 +196,12 @@ def after_restore(
 
     platform = platform_of(settings)
     platform.require(Capability.AFTER_RESTORE)
+    if settings.stores:  # the window is one table's last write against the index's
+        raise ConfigError(
+            "rebuild after-restore is not supported on a federation",
+            hint="run it with each store's --store-url, or repair the window with "
+            "`auditor rebuild replay --since ... --store NAME=URL ...`",
+        )
     options = ScanOptions(use_state=False, sample_window=2.0)
     first = scan(settings, options=options)
     evidence = platform.restore_window(settings, first)

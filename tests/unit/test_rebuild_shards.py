@@ -187,3 +187,15 @@ def test_the_api_refuses_what_parallel_shards_cannot_do_before_any_backend(
         rebuild_in_shards(settings, request, 2)  # type: ignore[arg-type]
     assert str(refused.value) == said
     assert not list(tmp_path.iterdir())  # no plan written, no shard started
+
+
+def test_after_restore_refuses_a_federation_before_any_backend(tmp_path: Path) -> None:
+    """The CLI's shared connection options give after-restore --store too: one table's last
+    write is its window, so a federation is refused (a usage error), not half-read."""
+    from auditor.api import after_restore
+    from auditor.errors import ConfigError
+
+    stores = ["a=postgresql+psycopg://u:pw@127.0.0.1:1/a", "b=postgresql+psycopg://u:pw@127.0.0.1:1/b"]
+    settings = load_settings(env={}, state_file=str(tmp_path / "s.db"), stores=stores)
+    with pytest.raises(ConfigError, match="rebuild after-restore is not supported on a federation"):
+        after_restore(settings)
