@@ -154,6 +154,11 @@ def test_a_pending_retry_row_is_in_flight_with_that_evidence_and_failed_is_diver
     assert by_fqn.verdict == Verdict.IN_FLIGHT
     failed = judge(seen, {}, {A: RetryRow(A, "", "FAILED", 3, "timeout\nstack")}, grace=300)[0]
     assert failed.verdict == Verdict.DIVERGED and "gave up" in failed.evidence.reason
+    assert "(timeout)" in failed.evidence.reason and "stack" not in failed.evidence.reason
+    # a reason whose first line is blank, with control characters, says its first real line
+    noisy = RetryRow(A, "", "FAILED", 3, "\n  \x1b[31mread timed out\n\tat org.x.Y")
+    said = judge(seen, {}, {A: noisy}, grace=300)[0].evidence.reason
+    assert "([31mread timed out)" in said and "\x1b" not in said and "org.x" not in said
 
 
 def test_an_orphan_first_seen_is_unconfirmed_then_diverged() -> None:

@@ -21,6 +21,7 @@ from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
 from auditor.platforms.openmetadata.reindex_read import read_reindex
+from auditor.platforms.openmetadata.reindex_rows import first_line
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan.finish import finish, scope_key
@@ -138,7 +139,8 @@ def retry_verdict(c: Classified, retry: RetryRow) -> Classified:
                             observed=old.observed)  # fmt: skip
         return Classified(c.finding, Verdict.IN_FLIGHT, Verdict.IN_FLIGHT.value, evidence)
     if retry.status == RETRY_FAILED:
-        reason = f" ({retry.failure_reason.splitlines()[0][:200]})" if retry.failure_reason else ""
+        said = first_line(retry.failure_reason)  # never its stack trace
+        reason = f" ({said})" if said else ""
         why = f"{base}: the server gave up on it{reason}"
         evidence = Evidence(why, seen_before=old.seen_before, first_seen=old.first_seen, kafka=False,
                             observed=old.observed)  # fmt: skip

@@ -24,6 +24,7 @@ from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import OmEntity, is_uuid
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
 from auditor.platforms.openmetadata.reindex_read import read_reindex
+from auditor.platforms.openmetadata.reindex_rows import first_line
 from auditor.platforms.openmetadata.scan import OmScanOptions, judge, reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
@@ -166,8 +167,9 @@ def _retry_step(retries: dict[str, RetryRow] | None, entity_id: str, fqn: str) -
     detail = f"queued: status {retry.status}" + (
         f", {retry.retry_count} retries" if retry.retry_count is not None else ""
     )
-    if retry.failure_reason:
-        detail += f" ({retry.failure_reason.splitlines()[0][:200]})"
+    said = first_line(retry.failure_reason)  # never its stack trace
+    if said:
+        detail += f" ({said})"
     return Step(Boundary.RETRY_QUEUE, Status.INFO, detail, facts)
 
 
