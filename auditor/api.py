@@ -7,7 +7,6 @@ name), refuses what that platform does not declare, and lets the platform do the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,16 +14,15 @@ from typing import TYPE_CHECKING, Any
 from auditor import platforms
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
-from auditor.core.registry import Registry
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
-from auditor.scan.join import Progress
-from auditor.scan.run import ScanOptions
-from auditor.scan.shards import ShardPlan, make_plan
+from auditor.scan.options import Progress, ScanOptions
+from auditor.scan.shards import ShardPlan
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
+    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.rebuild.request import RebuildRequest
     from auditor.rebuild.workers import ShardRun
 
@@ -69,11 +67,9 @@ def scan(
 
 def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
     """N urn ranges of about equal rows for `scan --shard i/N --shard-plan` (reads the urns only)."""
-    from auditor.backends.connect import open_store
-
-    platform_of(settings).require(Capability.SHARD_PLAN, "--plan-shards")
-    with closing(open_store(settings)) as store:
-        return make_plan(store, n, entity_types)
+    platform = platform_of(settings)
+    platform.require(Capability.SHARD_PLAN, "--plan-shards")
+    return platform.plan_shards(settings, n, entity_types)
 
 
 def triage(

@@ -19,8 +19,14 @@ from pydantic import (
     model_validator,
 )
 
-from auditor.core.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.errors import ConfigError
+
+# The configuration reads DataHub's own environment (ENV_NAMES), and its defaults are DataHub's:
+# its change-log topics and its MAE consumer's group (auditor/platforms/datahub/naming.py takes
+# them from here; one Settings serves every platform)
+MCL_VERSIONED_TOPIC = "MetadataChangeLog_Versioned_v1"
+MCL_TIMESERIES_TOPIC = "MetadataChangeLog_Timeseries_v1"
+MAE_CONSUMER_GROUP = "generic-mae-consumer-job-client"
 
 # environment variables, most specific first; DataHub's own names are honoured
 ENV_NAMES: dict[str, tuple[str, ...]] = {

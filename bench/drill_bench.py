@@ -263,7 +263,7 @@ def child(what: str, workers: int) -> dict[str, Any]:
             conn.execute(text(f"SELECT COUNT(*), SUM({value}) FROM metadata_aspect_v2")).one()
     elif what == "drill":  # everything a drill does but the imports: connecting, versions, diff
         from auditor.drill.run import Drill, DrillOptions
-        from auditor.drill.spec import METADATA_ASPECT_V2
+        from auditor.platforms.datahub.drill import METADATA_ASPECT_V2
         from auditor.settings import load_settings
 
         started = time.monotonic()

@@ -162,13 +162,14 @@ def measure(
     consume_limit: int = 0,
     urn_range: tuple[str | None, str | None] | None = None,
 ) -> dict[str, Any]:
-    from auditor.backends.connect import kafka_config, open_search, open_store
+    from auditor.backends.connect import kafka_config, open_search
     from auditor.backends.index_writer import BulkItem, IndexWriter
-    from auditor.backends.producer import MclProducer
     from auditor.core.model import Selection
-    from auditor.core.naming import document_id, entity_index, graph_index, system_metadata_index
-    from auditor.core.registry import Registry
-    from auditor.core.urns import entity_type
+    from auditor.platforms.datahub.backends.connect import open_store
+    from auditor.platforms.datahub.backends.producer import MclProducer
+    from auditor.platforms.datahub.naming import document_id, entity_index, graph_index, system_metadata_index
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.platforms.datahub.urns import entity_type
     from auditor.rebuild.checkpoint import Checkpoint
     from auditor.rebuild.datahub.documents import build
     from auditor.rebuild.datahub.mcl import RestateBuilder
@@ -271,7 +272,7 @@ def ranges(
 ) -> list[Any]:
     """The first `total` rows (or entities) of the bench table cut into n urn ranges of equal rows
     (entities): [(rows or entities in the range, (lo, hi))], as a shard plan cuts a table."""
-    from auditor.backends.connect import open_store
+    from auditor.platforms.datahub.backends.connect import open_store
 
     db = open_store(_settings(store, search))
     cuts: list[tuple[int, tuple[str | None, str | None]]] = []

@@ -178,9 +178,10 @@ def loading(client: Any, index: str, on: bool) -> None:
 def measure(mode: str, store: str, search: str, shard: str | None = None) -> dict[str, Any]:
     """One measurement in this process: `db`, `index`, `scan`, `plan` or `shard` (with `i/N`)."""
     from auditor.api import ScanOptions, plan_shards, scan
-    from auditor.backends.connect import open_search, open_store
+    from auditor.backends.connect import open_search
     from auditor.core.model import Selection
-    from auditor.core.naming import ENTITY_INDEX_SUFFIX
+    from auditor.platforms.datahub.backends.connect import open_store
+    from auditor.platforms.datahub.naming import ENTITY_INDEX_SUFFIX
     from auditor.scan.shards import ShardPlan
     from auditor.settings import load_settings
 
@@ -237,8 +238,8 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
     elif mode == "stages":
         return stages(settings)
     elif mode == "join":  # the join of both sides without a check: streams, merge, grouping
-        from auditor.core.registry import Registry
-        from auditor.scan.join import Scanner
+        from auditor.platforms.datahub.registry.registry import Registry
+        from auditor.platforms.datahub.scan.join import Scanner
 
         scanner = Scanner(
             open_store(settings), open_search(settings), Registry.load(), index_prefix=PREFIX, checks=()
@@ -284,11 +285,11 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
 def stages(settings: Any) -> dict[str, Any]:
     """The truth's side alone, timed by stage in one pass: rows fetched, decoded and grouped per
     entity (the store's stream), the aspects' JSON parsed, the search document projected."""
-    from auditor.backends.connect import open_store
-    from auditor.core.entity import JoinedEntity
-    from auditor.core.projection import project_entity
-    from auditor.core.registry import Registry
-    from auditor.core.urns import entity_type
+    from auditor.platforms.datahub.backends.connect import open_store
+    from auditor.platforms.datahub.documents.entity import JoinedEntity
+    from auditor.platforms.datahub.documents.projection import project_entity
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.platforms.datahub.urns import entity_type
 
     registry = Registry.load()
     parse = project = 0.0

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import text  # noqa: E402
 
-from auditor.core.urn_text import dataset_name  # noqa: E402
+from auditor.platforms.datahub.urn_text import dataset_name  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 
 PREFIX = "bench"

@@ -30,15 +30,20 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 
-from auditor.backends.mcl_tail import TailedMessage  # noqa: E402
 from auditor.backends.search import SearchIndex  # noqa: E402
 from auditor.backends.searchable import searchable_docs  # noqa: E402
-from auditor.core.naming import document_id, entity_index, system_metadata_id, system_metadata_index  # noqa: E402
-from auditor.core.registry import Registry  # noqa: E402
 from auditor.core.watch_model import Outcome  # noqa: E402
+from auditor.platforms.datahub.backends.mcl_tail import TailedMessage  # noqa: E402
+from auditor.platforms.datahub.naming import (  # noqa: E402
+    document_id,
+    entity_index,
+    system_metadata_id,
+    system_metadata_index,
+)
+from auditor.platforms.datahub.registry.registry import Registry  # noqa: E402
+from auditor.platforms.datahub.watch.run import Watch, WatchConfig  # noqa: E402
+from auditor.platforms.datahub.watch.session import open_watch  # noqa: E402
 from auditor.settings import load_settings  # noqa: E402
-from auditor.watch.run import Watch, WatchConfig  # noqa: E402
-from auditor.watch.session import open_watch  # noqa: E402
 from sandbox.avro import MclCodec  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.indexer import IndexUpdater  # noqa: E402
@@ -201,7 +206,7 @@ def memory(events: int) -> dict[str, Any]:
         None,
         WatchConfig(slo_seconds=1.0, pending_cap=10_000, give_up_seconds=2.0, max_reads=2000),
     )
-    from auditor.core.naming import document_id, system_metadata_id
+    from auditor.platforms.datahub.naming import document_id, system_metadata_id
 
     points, batch, t0 = [], 1000, time.perf_counter()
     for start in range(0, events, batch):

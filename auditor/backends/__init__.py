@@ -1,1 +1,2 @@
-"""Backends: the metadata store (SQL), the search index and the event log (Kafka)."""
+"""The shared backends: the search cluster, bulk writes, the scan state, Kafka's commit log and
+Avro framing (each platform's store and change log are in its home)."""

@@ -5,7 +5,7 @@ Every offset commit is a record of that compacted topic, on the partition
 with the committed offset, its timestamp the commit's time (both coordinators, Kafka 2 to 4).
 So the broker can say since when a group's committed offset has had the value an offset
 sample shows: the first record of the trailing run of that value. A re-observation uses it as
-an earlier sample of the same offsets (`auditor.scan.reobserve`): a group that committed its
+an earlier sample of the same offsets (`auditor.platforms.datahub.scan.reobserve`): a group that committed its
 offset long ago consumed nothing since, and every write below it is visible already, so no
 visibility wait is needed — on the first scan or triage too, without a state file.
 

@@ -1,5 +1,5 @@
-"""`auditor config init`: writes the configuration `auditor.datahub_env` plans from DataHub's
-own environment variables (where DataHub reads each one is told there)."""
+"""`auditor config init`: writes the configuration the default platform plans from its own
+environment variables (DataHub's: auditor/platforms/datahub/config_init.py tells where each is read)."""
 
 from __future__ import annotations
 
@@ -73,10 +73,9 @@ def config_init(
     """
 
     def go() -> int:
-        from auditor.datahub_env import plan, render, toml_value  # here: no other command loads it
+        from auditor import platforms
 
-        p = plan(os.environ)
-        text = render(p)
+        text, lines = platforms.get(platforms.DEFAULT).config_from_environment(os.environ)
         _check(text)
         to_stdout = str(output) == "-"
         if to_stdout:
@@ -84,18 +83,9 @@ def config_init(
         else:
             _write(output, text, force)
         where = "stdout" if to_stdout else str(output.resolve())
-        typer.echo(f"wrote {where}; where each value came from:", err=True)
-        for section, entries in p.sections.items():
-            for e in entries:
-                if e.value is not None:
-                    key = f"{section}.{e.key}" if section else e.key
-                    typer.echo(f"  {key:<28} {toml_value(e.value):<50} <- {e.source}", err=True)
-        typer.echo("not written (read from the environment at run time):", err=True)
-        for s in p.secrets:
-            now = "set now" if s.is_set else "NOT set now: set it where the scan runs"
-            typer.echo(f"  {s.what}: {s.var} ({now}; or {s.also})", err=True)
-        for line in p.warnings:
-            typer.echo(f"warning: {line}", err=True)
+        typer.echo(f"wrote {where}; {lines[0]}", err=True)
+        for line in lines[1:]:
+            typer.echo(line, err=True)
         return 0
 
     run(debug, go)

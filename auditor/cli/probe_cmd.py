@@ -105,15 +105,14 @@ def probe(
         from auditor.api import platform_of
         from auditor.platforms.base import Capability
 
-        platform_of(settings).require(Capability.PROBE)  # (a platform from the config or env)
-        from auditor.watch.probe_session import open_writer, run_probe
-
-        with open_writer(settings, gms_url, gms_token, topic) as writer:
+        platform = platform_of(settings)
+        platform.require(Capability.PROBE)  # (a platform from the config or env)
+        with platform.open_canary(settings, gms_url, gms_token, topic) as writer:
             if remove:
                 writer.remove_canary()
                 stdout_console().print("canary removed (its docs go when the consumer applies the delete)")
                 return 0
-            result = run_probe(settings, writer, slo, timeout or 2 * slo, interval, topic)
+            result = platform.probe(settings, writer, slo, timeout or 2 * slo, interval, topic)
         from auditor.reports.watch_console import probe_summary, render_probe
         from auditor.reports.watch_metrics import render_probe as probe_metrics
 

@@ -10,7 +10,6 @@ from auditor.cli import app
 from auditor.cli.common import (
     run,
 )
-from auditor.errors import ConfigError
 
 
 @app.command()
@@ -25,24 +24,13 @@ def registry(
         from rich.console import Console
         from rich.table import Table
 
-        from auditor.core.naming import entity_index
-        from auditor.core.registry import Registry
+        from auditor import platforms
 
-        reg = Registry.load()
-        console = Console()
-        if entity_type is None:
-            table = Table("entity type", "key aspect", "aspects", "index")
-            for spec in sorted(reg.entities(), key=lambda e: e.name):
-                table.add_row(spec.name, spec.key_aspect, str(len(spec.aspects)), entity_index(spec.name))
-            console.print(table)
-            return 0
-        if not reg.has_entity(entity_type):
-            raise ConfigError(f"unknown entity type {entity_type!r}")
-        table = Table("aspect", "timeseries", "searchable fields")
-        for aspect in reg.entity_aspects(entity_type):
-            fields = ", ".join(s.field_name for s in aspect.searchable)
-            table.add_row(aspect.name, "yes" if aspect.timeseries else "", fields)
-        console.print(table)
+        header, rows = platforms.get(platforms.DEFAULT).schema_table(entity_type)
+        table = Table(*header)
+        for row in rows:
+            table.add_row(*row)
+        Console().print(table)
         return 0
 
     run(False, go)

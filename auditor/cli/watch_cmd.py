@@ -106,11 +106,10 @@ def watch(
 
     def go() -> int:
         from auditor.core.slo import GOOGLE_30D, scaled
+        from auditor.core.watch_model import WatchConfig
         from auditor.reports.watch_console import render, summary
         from auditor.reports.watch_metrics import render as metrics
         from auditor.watch.expose import MetricsServer
-        from auditor.watch.run import WatchConfig
-        from auditor.watch.session import open_watch
 
         settings = load(
             config,
@@ -125,7 +124,8 @@ def watch(
         from auditor.api import platform_of
         from auditor.platforms.base import Capability
 
-        platform_of(settings).require(Capability.WATCH)  # (a platform from the config or env)
+        platform = platform_of(settings)
+        platform.require(Capability.WATCH)  # (a platform from the config or env)
         if not 0 < objective < 1:
             from auditor.errors import ConfigError
 
@@ -163,7 +163,7 @@ def watch(
                 render(snap, console)
 
         try:
-            with open_watch(
+            with platform.open_watch(
                 settings, cfg, group, topic or (), "earliest" if from_beginning else "latest"
             ) as w:
                 try:

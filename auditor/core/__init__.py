@@ -1,1 +1,2 @@
-"""The kernel: data model, registry, projection, join, classification and scan state."""
+"""The kernel: data model, repair plan and repairs as data, classification, the merge-join, the
+data of each pipeline's result."""

@@ -9,7 +9,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from auditor.core.naming import MAE_CONSUMER_GROUP
 from auditor.errors import ConfigError
 
 
@@ -247,7 +246,7 @@ class Report:
     finished_at: datetime | None = None
     scope: Selection = field(default_factory=Selection)
     index_prefix: str = ""  # DataHub's INDEX_PREFIX the scan read under
-    consumer_group: str = MAE_CONSUMER_GROUP  # the MAE group whose offsets it sampled
+    consumer_group: str = ""  # the consumer group whose offsets it sampled (DataHub's MAE group)
     sources: dict[str, str] = field(default_factory=dict)  # descriptions, never credentials
     entities: dict[str, int] = field(default_factory=dict)  # entity type -> entities in the store
     documents: dict[str, int] = field(default_factory=dict)  # index -> docs read

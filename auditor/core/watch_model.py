@@ -7,7 +7,29 @@ from typing import Any
 
 from auditor.core.lag_table import GroupStatus
 from auditor.core.model import Classified
-from auditor.core.slo import BurnRate, BurnWindow, LatencyHistogram
+from auditor.core.slo import GOOGLE_30D, BurnRate, BurnWindow, LatencyHistogram
+
+
+@dataclass
+class WatchConfig:
+    """How `auditor watch` judges: the SLO, its windows, and what it may read and keep."""
+
+    slo_seconds: float = 60.0
+    objective: float = 0.99
+    check_interval: float = 1.0  # the latency resolution
+    pending_cap: int = 100_000
+    give_up_seconds: float = 3600.0  # a late event is followed this long for its latency
+    bucket_seconds: float = 60.0
+    windows: tuple[BurnWindow, ...] = GOOGLE_30D
+    index_prefix: str = ""
+    mae_group: str = ""  # the consumer group that feeds the index ("": the platform's own)
+    sample_interval: float = 5.0
+    commit_interval: float = 5.0
+    visibility_seconds: float = 3.0  # after the MAE group passed an event, search shows it within
+    poll_batch: int = 500
+    max_reads: int = 2000  # events read per check (two docs each): the load on the cluster
+    findings_kept: int = 200
+
 
 
 class Outcome:

@@ -1,1 +1,1 @@
-"""Restore drills: compare two DataHub environments (tables, counts, search, Kafka) after a restore."""
+"""Restore drills: compare two environments of a platform (tables, counts, search, Kafka) after a restore."""

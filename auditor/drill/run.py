@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor import platforms
 from auditor.backends.connect import kafka_config, open_search
 from auditor.backends.search import SearchIndex
 from auditor.core.drill import CountDiff, DrillResult, Thresholds
-from auditor.drill import counts
 from auditor.drill.bisect import BisectOptions, diff_table
 from auditor.drill.merge import merge_table
 from auditor.drill.side import Side
@@ -104,8 +104,9 @@ class Drill:
                 f"{spec.name}: {stats.source_rows} / {stats.target_rows} rows, {len(diffs)} differ "
                 f"({stats.segments} segments, {stats.leaf_rows} leaf rows, {stats.seconds:.2f} s)"
             )
-        if self.options.counts and any(s.name == "metadata_aspect_v2" for s in self.options.tables):
-            self._table_counts("metadata_aspect_v2")
+        for spec in self.options.tables:
+            if self.options.counts and spec.counts:
+                self._table_counts(spec)
         self._search_counts()
         self.say(f"result: {self.result.verdict}")
 
@@ -139,16 +140,11 @@ class Drill:
                 out[column.name] = 10 ** (6 - min(digits))
         return out
 
-    def _table_counts(self, table: str) -> None:
-        started = time.monotonic()
-        kinds = (
-            ("entities", counts.entity_counts),
-            ("aspects", counts.aspect_counts),
-            ("lineage", counts.lineage_counts),
-        )
+    def _table_counts(self, spec: TableSpec) -> None:
+        started, table = time.monotonic(), spec.name
         pending = [
             (kind, {role: side.submit(fn, side, table) for role, side in self.sides.items()})
-            for kind, fn in kinds
+            for kind, fn in spec.counts
         ]
         for kind, futures in pending:
             try:
@@ -159,7 +155,8 @@ class Drill:
                 self.result.warnings.append(f"lineage counts skipped: a row is not JSON ({exc})")
                 continue
             self._add_counts(kind, *found)
-        self.say(f"{table}: entity, aspect and lineage counts in {time.monotonic() - started:.2f} s")
+        kinds = ", ".join(kind for kind, _ in spec.counts)
+        self.say(f"{table}: {kinds} counts in {time.monotonic() - started:.2f} s")
 
     def _search_counts(self) -> None:
         if len(self.searches) == 1:
@@ -169,13 +166,12 @@ class Drill:
             return
         found: dict[str, dict[str, dict[str, int]]] = {}
         for role, search in self.searches.items():
-            prefix = self.settings[role].index_prefix
-            found[role] = {
-                "documents": counts.document_counts(search, prefix),
-                "edges": counts.edge_counts(search, prefix),
-            }
-        for kind in ("documents", "edges"):
-            self._add_counts(kind, found["source"][kind], found["target"][kind])
+            s = self.settings[role]
+            found[role] = platforms.get(s.platform).drill_search_counts(search, s.index_prefix)
+        if not found["source"] and not found["target"]:
+            return
+        for kind in sorted(set(found["source"]) | set(found["target"])):
+            self._add_counts(kind, found["source"].get(kind, {}), found["target"].get(kind, {}))
         self.say("search: document counts per index and edges per relationshipType")
 
     def _add_counts(self, kind: str, a: dict[str, int], b: dict[str, int]) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from auditor.backends.store import BYTE_ORDER_COLLATIONS, COLLATION_PROBE
+from auditor.backends.store_order import BYTE_ORDER_COLLATIONS, COLLATION_PROBE
 from auditor.drill.spec import ColumnKind, TableSpec, column_text, row_hash60, row_text, value_sql
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url

@@ -9,8 +9,10 @@ database; the per-segment checksum is the count and the sum of the first 60 bits
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from auditor.errors import ConfigError
 
@@ -40,6 +42,9 @@ class TableSpec:
     name: str
     key: tuple[str, ...]
     columns: tuple[Column, ...]  # every compared column, key columns included
+    # what else a drill counts in this table (`--counts`): a kind ("entities", ...) and a function
+    # of the side and the table's name to {name: count}, computed in the database
+    counts: tuple[tuple[str, Callable[[Any, str], dict[str, int]]], ...] = ()
 
     @property
     def segment_column(self) -> str:
@@ -52,36 +57,6 @@ class TableSpec:
 
     def column(self, name: str) -> Column:
         return next(c for c in self.columns if c.name == name)
-
-
-METADATA_ASPECT_V2 = TableSpec(
-    name="metadata_aspect_v2",
-    key=("urn", "aspect", "version"),
-    columns=(
-        Column("urn"),
-        Column("aspect"),
-        Column("version", ColumnKind.INT),
-        Column("metadata"),
-        Column("systemmetadata"),
-        Column("createdon", ColumnKind.TIME),
-        Column("createdby"),
-        Column("createdfor"),
-    ),
-)
-
-
-def om_entity_table(table: str) -> TableSpec:
-    """An OpenMetadata entity table: key `id`, the entity's JSON, updatedAt, deleted."""
-    return TableSpec(
-        name=table,
-        key=("id",),
-        columns=(
-            Column("id"),
-            Column("json", ColumnKind.JSON),
-            Column("updatedAt", ColumnKind.INT),
-            Column("deleted", ColumnKind.BOOL),
-        ),
-    )
 
 
 def value_sql(column: Column, postgres: bool, divisor: int = 1) -> str:
@@ -159,7 +134,8 @@ def table_specs(names: list[str]) -> tuple[TableSpec, ...]:
     by_platform = {name: platforms.get(name).drill_tables() for name in platforms.names()}
     by_table = {t.name: t for tables in by_platform.values() for t in tables}
     out: list[TableSpec] = []
-    for name in names or [METADATA_ASPECT_V2.name]:
+    default = [t.name for t in platforms.get(platforms.DEFAULT).drill_tables()]
+    for name in names or default:
         if name in by_table:
             out.append(by_table[name])
         elif by_platform.get(name):

@@ -11,25 +11,50 @@ wording), and calls it. Nothing here imports a platform.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from auditor.core.repairs import Executors, Renderer
 from auditor.errors import ConfigError
 
 if TYPE_CHECKING:
+    from auditor.backends.search import SearchIndex
     from auditor.core.model import Classified, Report, Selection
     from auditor.core.plan import RebuildOutcome, RepairPlan, RestoreEvidence
-    from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
+    from auditor.core.watch_model import ProbeResult, WatchConfig, WatchSnapshot
     from auditor.drill.spec import TableSpec
+    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.platforms.resident import Resident
     from auditor.rebuild.request import RebuildRequest
-    from auditor.scan.join import Progress
-    from auditor.scan.run import ScanOptions
+    from auditor.scan.options import Progress, ScanOptions
+    from auditor.scan.shards import ShardPlan
     from auditor.settings import Settings
+
+
+class Watching(Protocol):
+    """An open watch, driven by the face (`auditor watch`)."""
+
+    def run(
+        self,
+        duration: float | None,
+        every: float,
+        show: Callable[[WatchSnapshot], None],
+        stop: Callable[[], bool],
+    ) -> WatchSnapshot: ...
+
+    def commit(self) -> None: ...
+
+    def snapshot(self) -> WatchSnapshot: ...
+
+
+class Canary(Protocol):
+    """The probe's writer of its canary entity (`auditor probe`)."""
+
+    def remove_canary(self) -> None: ...
 
 
 class Capability(StrEnum):
@@ -139,6 +164,10 @@ class Platform(ABC):
         """The tables a restore drill compares row by row (`auditor drill compare --table`)."""
         return ()
 
+    def drill_search_counts(self, search: SearchIndex, prefix: str) -> dict[str, dict[str, int]]:
+        """What a restore drill counts of the search cluster: kind -> {name: count} (none here)."""
+        return {}
+
     def open_resident(self, settings: Settings) -> Resident:
         """Warm backends for a resident service (`auditor serve`): opened once, reused."""
         self.require(Capability.TRIAGE)
@@ -153,6 +182,50 @@ class Platform(ABC):
         """Refuse, before anything heavy is opened, what cannot name one of this platform's
         entities (a ConfigError); the default takes anything."""
         return None
+
+    # what only some platforms offer: each refused by its capability where it is missing
+
+    def plan_shards(self, settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
+        """N urn ranges of about equal rows (SHARD_PLAN)."""
+        self.require(Capability.SHARD_PLAN, "--plan-shards")
+        raise NotImplementedError  # a platform that declares SHARD_PLAN implements this
+
+    def open_watch(
+        self, settings: Settings, config: WatchConfig, group: str, topics: Sequence[str], start: str
+    ) -> AbstractContextManager[Watching]:
+        """A watch of the change log in a consumer group of its own (WATCH)."""
+        self.require(Capability.WATCH)
+        raise NotImplementedError  # a platform that declares WATCH implements this
+
+    def open_canary(
+        self, settings: Settings, gms_url: str | None, gms_token: str | None, topic: str | None
+    ) -> AbstractContextManager[Canary]:
+        """The probe's writer of its canary entity (PROBE)."""
+        self.require(Capability.PROBE)
+        raise NotImplementedError  # a platform that declares PROBE implements this
+
+    def probe(
+        self,
+        settings: Settings,
+        canary: Canary,
+        slo: float,
+        timeout: float,
+        interval: float,
+        topic: str | None,
+    ) -> ProbeResult:
+        """Write the canary and time until search shows it (PROBE)."""
+        self.require(Capability.PROBE)
+        raise NotImplementedError  # a platform that declares PROBE implements this
+
+    def schema_table(self, entity_type: str | None) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+        """`auditor registry`: the entity types the platform's own schemas define (or one type's
+        aspects), as a header and rows."""
+        raise ConfigError(f"{self.name}: no schema registry to list")
+
+    def config_from_environment(self, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+        """`auditor config init`: a commented TOML configuration from the platform's own
+        environment variables, and the lines that say where each value came from."""
+        raise ConfigError(f"{self.name}: no environment to read a configuration from")
 
     # repairs as data (auditor.core.repairs): what each mode of `auditor rebuild` writes, and each
     # action with the platform's own tools; the reports render both for every platform alike

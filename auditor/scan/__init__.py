@@ -1,1 +1,2 @@
-"""The scan pipeline: sample the consumer, join truth and projections, re-observe, judge, record."""
+"""The steps every platform's scan shares: its options, the report closed, shard plans (each
+platform's scan pipeline is in its home)."""

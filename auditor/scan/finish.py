@@ -3,10 +3,10 @@ count them per store (a federation), close the report; the key of the scans a tr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from auditor.core.model import Classified, Report, Selection
-from auditor.scan.federation import tally
+from auditor.core.model import Classified, Report, Selection, Verdict
 
 
 def finish(report: Report, classified: list[Classified], max_findings: int) -> None:
@@ -33,3 +33,17 @@ def scope_key(selection: Selection) -> str:
     if selection.urn_range is not None:  # a shard of a plan: another plan's shard i is another scope
         parts.append("range=" + "..".join(b or "" for b in selection.urn_range))
     return ";".join(parts)
+
+
+def tally(stores: dict[str, dict[str, int]], classified: Iterable[Classified]) -> None:
+    """Per store: its findings and its diverged findings (a conflict counts for each holder)."""
+    if not stores:
+        return
+    for counts in stores.values():
+        counts.setdefault("findings", 0)
+        counts.setdefault("diverged", 0)
+    for c in classified:
+        for name in c.finding.stores:
+            if name in stores:
+                stores[name]["findings"] += 1
+                stores[name]["diverged"] += c.verdict in (Verdict.DIVERGED, Verdict.INVALID)

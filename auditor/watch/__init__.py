@@ -1,1 +1,1 @@
-"""auditor watch and auditor probe: how stale search is, continuously and end to end."""
+"""The watch's shared part: the metrics served over HTTP (each platform's watch is in its home)."""

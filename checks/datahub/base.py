@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from auditor.core.compare import FieldDiff, compare_document
-from auditor.core.entity import JoinedEntity
-from auditor.core.expected import ExpectedDocument
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.projection import COMPARED_EDGE_TYPES, project_entity
-from auditor.core.registry import Registry
+from auditor.platforms.datahub.documents.compare import FieldDiff, compare_document
+from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.documents.expected import ExpectedDocument
+from auditor.platforms.datahub.documents.projection import COMPARED_EDGE_TYPES, project_entity
+from auditor.platforms.datahub.registry.registry import Registry
 
 
 @dataclass

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from auditor.checks.datahub.base import Check, CheckContext
-from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.naming import graph_index
-from auditor.core.projection import expected_edges
+from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.documents.projection import expected_edges
+from auditor.platforms.datahub.naming import graph_index
 
 
 class Edges(Check):

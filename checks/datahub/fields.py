@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from auditor.checks.datahub.base import Check, CheckContext
-from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
+from auditor.platforms.datahub.documents.entity import JoinedEntity
 
 REMOVED = "removed"
 

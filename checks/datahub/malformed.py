@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from auditor.checks.datahub.base import Check, CheckContext
-from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
+from auditor.platforms.datahub.documents.entity import JoinedEntity
 
 
 class MalformedAspect(Check):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from auditor.checks.datahub.base import Check, CheckContext
-from auditor.core.entity import JoinedEntity
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.core.naming import system_metadata_id, system_metadata_index
+from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.naming import system_metadata_id, system_metadata_index
 
 
 class StaleSystemMetadata(Check):

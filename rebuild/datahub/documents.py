@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.core.entity import JoinedEntity
-from auditor.core.naming import edge_id, system_metadata_id
-from auditor.core.projection import COMPARED_EDGE_TYPES, expected_edges, project_entity
 from auditor.core.records import EntityRows
-from auditor.core.registry import Registry
-from auditor.core.urns import entity_type
+from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.documents.projection import COMPARED_EDGE_TYPES, expected_edges, project_entity
+from auditor.platforms.datahub.naming import edge_id, system_metadata_id
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.urns import entity_type
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from typing import Any
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.core.model import Report, Selection, Verdict
-from auditor.core.naming import entity_index
-from auditor.core.registry import Registry
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.naming import entity_index
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.reindex import Reindexer
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.staged import NotPromoted, promote
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 from auditor.core.json_guard import loads as guarded_loads
 from auditor.core.records import AspectRow, json_loads
-from auditor.core.urns import entity_type
+from auditor.platforms.datahub.urns import entity_type
 
 RESTATE_ACTOR = "urn:li:corpuser:__datahub_system"
 JSON_CONTENT_TYPE = "application/json"

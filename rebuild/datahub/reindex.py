@@ -18,9 +18,11 @@ from typing import Any
 from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
 from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
-from auditor.backends.store import row_fingerprint
 from auditor.core.model import Selection
-from auditor.core.naming import (
+from auditor.core.records import EntityRows, rows_digest
+from auditor.platforms.datahub.backends.store import row_fingerprint
+from auditor.platforms.datahub.documents.projection import COMPARED_EDGE_TYPES
+from auditor.platforms.datahub.naming import (
     V3_TYPE_FIELD,
     document_id,
     document_id_v3,
@@ -28,10 +30,8 @@ from auditor.core.naming import (
     graph_index,
     system_metadata_index,
 )
-from auditor.core.projection import COMPARED_EDGE_TYPES
-from auditor.core.records import EntityRows, rows_digest
-from auditor.core.registry import Registry
-from auditor.core.urns import entity_type
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.urns import entity_type
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import build

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from auditor.backends.producer import MclProducer, Refused
 from auditor.backends.protocols import Store
-from auditor.backends.store import row_fingerprint
 from auditor.core.records import AspectRow
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.backends.producer import MclProducer, Refused
+from auditor.platforms.datahub.backends.store import row_fingerprint
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.mcl import RestateBuilder

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from auditor.backends.store import MetadataStore
 from auditor.core.model import Selection
 from auditor.core.records import AspectRow, rows_digest
+from auditor.platforms.datahub.backends.store import MetadataStore
 
 PAGE = 5000
 

@@ -8,15 +8,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
-from auditor.backends.producer import MclProducer
 from auditor.backends.protocols import Capability, require
-from auditor.backends.store import MetadataStore
 from auditor.core.model import RepairKind, Report, Selection
-from auditor.core.naming import entity_index
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
-from auditor.core.registry import Registry
 from auditor.core.repairs import Executors, Mode
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.backends.producer import MclProducer
+from auditor.platforms.datahub.backends.store import MetadataStore
+from auditor.platforms.datahub.naming import entity_index
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.hook_groups import with_hook_group
+from auditor.platforms.datahub.scan.reindex import refuse_full, reindex_mirrors
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
 from auditor.rebuild.datahub.full import FullRebuild
@@ -25,9 +28,6 @@ from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
 from auditor.rebuild.request import RebuildRequest
-from auditor.scan.datahub_reindex import refuse_full, reindex_mirrors
-from auditor.scan.hook_groups import with_hook_group
-from auditor.scan.run import ScanBackends, ScanTarget
 
 
 @dataclass

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 from auditor.backends.protocols import Events
 from auditor.core.model import Classified, Report, Selection, Verdict
-from auditor.core.registry import Registry
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.platforms.datahub.v3 import scan_with_v3
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 
 BATCH = 1000
 

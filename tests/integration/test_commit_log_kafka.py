@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from auditor.backends.events import EventLog
+from auditor.platforms.datahub.backends.events import EventLog
 
 
 @pytest.mark.integration

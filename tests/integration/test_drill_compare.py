@@ -21,8 +21,8 @@ from auditor.core.drill import RowChange
 from auditor.drill.bisect import BisectOptions
 from auditor.drill.run import Drill, DrillOptions
 from auditor.drill.side import Side
-from auditor.drill.spec import METADATA_ASPECT_V2
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.drill import METADATA_ASPECT_V2
 from auditor.settings import load_settings
 from sandbox.endpoints import Endpoints
 

@@ -12,7 +12,7 @@ import pytest
 from drill_world import DrillWorld, catalog_rows, drill_world
 
 from auditor.drill.run import Drill, DrillOptions
-from auditor.drill.spec import METADATA_ASPECT_V2
+from auditor.platforms.datahub.drill import METADATA_ASPECT_V2
 from auditor.settings import load_settings
 from sandbox.endpoints import Endpoints
 

@@ -11,9 +11,9 @@ from datetime import datetime
 import pytest
 from sqlalchemy import Engine, text
 
-from auditor.backends import store as store_module
-from auditor.backends.store import MetadataStore
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.backends import store as store_module
+from auditor.platforms.datahub.backends.store import MetadataStore
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from datetime import datetime
 import pytest
 from sqlalchemy import Engine, text
 
-from auditor.backends.store import MetadataStore, row_fingerprint
 from auditor.core.model import Selection
+from auditor.platforms.datahub.backends.store import MetadataStore, row_fingerprint
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ from datetime import datetime
 import pytest
 from sqlalchemy import Engine, text
 
-from auditor.backends.store import MetadataStore
 from auditor.core.model import Selection
+from auditor.platforms.datahub.backends.store import MetadataStore
 
 pytestmark = pytest.mark.integration
 
@@ -92,8 +92,8 @@ def test_a_resumed_read_skips_nothing(engine: Engine, scratch_table: str, monkey
             yield part
 
     monkeypatch.setattr(store, "_stream_once", flaky)
-    monkeypatch.setattr("auditor.backends.store.RESUME_ATTEMPTS", 100)
-    monkeypatch.setattr("auditor.backends.store.time.sleep", lambda s: None)
+    monkeypatch.setattr("auditor.platforms.datahub.backends.store.RESUME_ATTEMPTS", 100)
+    monkeypatch.setattr("auditor.platforms.datahub.backends.store.time.sleep", lambda s: None)
     rows = list(store.stream_rows(("tag",), batch=2))
     assert [(r[0], r[1]) for r in rows] == sorted((u, a) for u in URNS for a in ASPECTS)
     assert store.resumed > 3

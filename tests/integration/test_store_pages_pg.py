@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event, text
 
-from auditor.backends.store import MetadataStore
 from auditor.core.model import Selection
+from auditor.platforms.datahub.backends.store import MetadataStore
 
 pytestmark = pytest.mark.integration
 

@@ -27,9 +27,9 @@ from auditor.core.model import Verdict
 from auditor.core.slo import GOOGLE_30D, scaled
 from auditor.core.watch_model import Outcome, WatchSnapshot
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.watch.run import Watch, WatchConfig
+from auditor.platforms.datahub.watch.session import open_watch
 from auditor.settings import Settings, load_settings
-from auditor.watch.run import Watch, WatchConfig
-from auditor.watch.session import open_watch
 from sandbox.consumer import MaeConsumer
 from sandbox.database import make_engine
 from sandbox.endpoints import Endpoints
@@ -393,7 +393,7 @@ def test_the_probe_times_the_canary_end_to_end_and_exits_1_over_slo(world: World
     gone = cli(world, "probe", "--apply", "--via-store", "--remove")
     assert gone.returncode == 0, gone.stderr
     assert world.consumer.drain(60)
-    from auditor.watch.probe import CANARY_URN
+    from auditor.platforms.datahub.watch.probe import CANARY_URN
 
     docs = world.search.search(f"{world.prefix}_datasetindex_v2", {"term": {"urn": CANARY_URN}})
     assert docs == []

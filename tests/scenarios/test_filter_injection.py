@@ -11,7 +11,7 @@ from sqlalchemy import text
 from world import World
 
 from auditor.core.model import Selection
-from auditor.core.naming import entity_index
+from auditor.platforms.datahub.naming import entity_index
 from sandbox.naming import ASPECT_TABLE
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from load import LiveLoad
 from world import World
 
 from auditor.core.model import RepairKind, Report, Verdict
-from auditor.core.urns import urn_partition
+from auditor.platforms.datahub.urns import urn_partition
 from auditor.reports.commands import finding_commands
 from sandbox.naming import MCL_VERSIONED_TOPIC, TOPIC_PARTITIONS
 from sandbox.writer import WriteResult

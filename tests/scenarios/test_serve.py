@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 from tcp_cut import TcpCut
 from world import World
 
-from auditor.core.urn_text import dataset_name
+from auditor.platforms.datahub.urn_text import dataset_name
 from auditor.reports.json_report import render as render_json
 from sandbox.naming import entity_doc_id, entity_index
 

@@ -16,7 +16,7 @@ import pytest
 from faults import _tags, drop_mcl, hard_delete, skip_index_write
 from world import World
 
-from auditor.core.urn_text import dataset_name
+from auditor.platforms.datahub.urn_text import dataset_name
 
 pytestmark = pytest.mark.integration
 

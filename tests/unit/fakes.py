@@ -62,7 +62,7 @@ class FakeStore:
             yield self.entities[urn]
 
     def fingerprints(self, urns: tuple[str, ...]) -> dict[tuple[str, str], tuple[Any, str]]:
-        from auditor.backends.store import row_fingerprint
+        from auditor.platforms.datahub.backends.store import row_fingerprint
 
         if self.before_read is not None:
             self.before_read(self)

@@ -122,7 +122,7 @@ class _Consumer:
 
 
 def _events(consumer: _Consumer):
-    from auditor.backends.events import EventLog
+    from auditor.platforms.datahub.backends.events import EventLog
 
     events = EventLog.__new__(EventLog)  # no broker: the reads are what is tested
     events.consumer, events.timeout, events.read_whole = consumer, 0.01, True

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from auditor.core.records import AspectRow, EntityRows
-from auditor.scan.datahub_reindex import DataHubReindexRunning, detect, refuse_full
+from auditor.platforms.datahub.scan.reindex import DataHubReindexRunning, detect, refuse_full
 
 ALIAS = "p_datasetindex_v2"
 NEXT = "p_datasetindex_v2_1_7_0-1_1767225600000"

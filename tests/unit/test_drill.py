@@ -14,7 +14,8 @@ import pytest
 
 from auditor.core.drill import CountDiff, DrillResult, RowChange, RowDiff, Thresholds
 from auditor.drill.bisect import BisectOptions, boundaries, diff_table, segments_of, usable_bound
-from auditor.drill.spec import METADATA_ASPECT_V2, strip_length
+from auditor.drill.spec import strip_length
+from auditor.platforms.datahub.drill import METADATA_ASPECT_V2
 from auditor.reports import drill_report
 
 Key = tuple[str, str, int]

@@ -10,15 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from auditor.backends.federated import FederatedRows, FederationUnsupported, merge_stores
-from auditor.core.entity import JoinedEntity
 from auditor.core.join import JoinOrderError
 from auditor.core.model import Classified, Evidence, Finding, Kind, Observation, Report, Verdict
 from auditor.core.records import AspectRow, EntityRows
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.backends.federated import FederatedRows, FederationUnsupported, merge_stores
+from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.scan.federation import conflict_finding, conflict_verdict, federate
 from auditor.reports import RENDERERS
 from auditor.reports.merge import from_dict
-from auditor.scan.federation import conflict_finding, conflict_verdict, federate, tally
+from auditor.scan.finish import tally
 from auditor.settings import load_settings
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
@@ -242,8 +243,8 @@ def test_a_toml_file_with_stores_tables(tmp_path: object) -> None:
 
 
 def test_a_federation_refuses_what_only_one_table_can_do() -> None:
-    from auditor.backends.federated import FederatedStore
-    from auditor.backends.store import MetadataStore
+    from auditor.platforms.datahub.backends.federated import FederatedStore
+    from auditor.platforms.datahub.backends.store import MetadataStore
 
     store = FederatedStore([("a", MetadataStore("sqlite://"))])
     with pytest.raises(FederationUnsupported, match="needs one aspect table"):
@@ -273,8 +274,8 @@ class _Healthy(_Failing):
 
 
 def test_a_store_that_fails_mid_read_fails_the_merge_naming_it_never_a_smaller_union() -> None:
-    from auditor.backends.federated import FederatedStore
     from auditor.errors import BackendUnavailable
+    from auditor.platforms.datahub.backends.federated import FederatedStore
 
     store = FederatedStore([("teama", _Healthy()), ("teamb", _Failing())])  # type: ignore[list-item]
     seen: list[str] = []

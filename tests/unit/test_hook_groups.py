@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from auditor.core.model import Report
-from auditor.scan.hook_groups import with_hook_group
-from auditor.scan.run import ScanTarget
+from auditor.platforms.datahub.scan.hook_groups import with_hook_group
+from auditor.platforms.datahub.scan.run import ScanTarget
 from auditor.settings import load_settings
 
 BASE = "generic-mae-consumer-job-client"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.backends.pgqueue import crc32_partition
-from auditor.datahub_env import plan, render
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.backends.pgqueue import crc32_partition
+from auditor.platforms.datahub.config_init import plan, render
 from auditor.settings import load_settings
 from sandbox.pgqueue import stable_partition
 

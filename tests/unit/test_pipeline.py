@@ -12,14 +12,14 @@ from fakes import T0, FakeEvents, FakeSearch, FakeState, FakeStore, rows
 
 from auditor.core.join import JoinOrderError
 from auditor.core.model import Classified, Evidence, Finding, Kind, RepairKind, Report, Selection, Verdict
-from auditor.core.naming import document_id
 from auditor.core.plan import RepairAction, plan
-from auditor.core.projection import project_entity
 from auditor.core.records import MclHit, OffsetSample
-from auditor.core.registry import Registry
-from auditor.scan import reobserve
-from auditor.scan.join import Scanner
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.platforms.datahub.documents.projection import project_entity
+from auditor.platforms.datahub.naming import document_id
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan import reobserve
+from auditor.platforms.datahub.scan.join import Scanner
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 
 INDEX = "tagindex_v2"
 A, B, C = "urn:li:tag:a", "urn:li:tag:b", "urn:li:tag:c"

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from auditor.backends.connect import kafka_config
-from auditor.backends.producer import ClientLog, MclProducer, producer_config
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.backends.producer import ClientLog, MclProducer, producer_config
 from auditor.settings import Settings
 
 DENIED = "Broker: Cluster authorization failed: Failed to acquire idempotence PID from broker b:9092/1"

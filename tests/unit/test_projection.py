@@ -12,15 +12,20 @@ import datahub.metadata.schema_classes as schema_classes
 import pytest
 from datahub.emitter.serialization_helper import pre_json_transform
 
-from auditor.core.aspect_projection import ProjectionError, _aspect_plan, _reference_run, project_aspect
-from auditor.core.compare import FieldDiff, compare_document
-from auditor.core.emit import Candidates
-from auditor.core.expected import ExpectedDocument
-from auditor.core.extract import _Malformed
-from auditor.core.javastr import sanitize_rich_text
-from auditor.core.projection import Edge, expected_edges, project_entity
-from auditor.core.registry import Registry
-from auditor.core.urns import is_valid_urn, key_fields_from_urn, parse_urn
+from auditor.platforms.datahub.documents.aspect_projection import (
+    ProjectionError,
+    _aspect_plan,
+    _reference_run,
+    project_aspect,
+)
+from auditor.platforms.datahub.documents.compare import FieldDiff, compare_document
+from auditor.platforms.datahub.documents.emit import Candidates
+from auditor.platforms.datahub.documents.expected import ExpectedDocument
+from auditor.platforms.datahub.documents.extract import _Malformed
+from auditor.platforms.datahub.documents.javastr import sanitize_rich_text
+from auditor.platforms.datahub.documents.projection import Edge, expected_edges, project_entity
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.urns import is_valid_urn, key_fields_from_urn, parse_urn
 
 CASES = json.loads((Path(__file__).parent / "data" / "projection_cases.json").read_text())
 _CLASSES = {name: getattr(schema_classes, name) for name in dir(schema_classes)}
@@ -502,7 +507,7 @@ class _RandomValues:
 
 
 def proj_walker(schema: dict[str, Any]) -> Any:
-    from auditor.core.schema_walker import _Walker
+    from auditor.platforms.datahub.registry.schema_walker import _Walker
 
     return _Walker(schema)
 

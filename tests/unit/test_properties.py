@@ -8,12 +8,12 @@ from urllib.parse import quote_plus, unquote_plus
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from auditor.backends.store import byte_ordered
-from auditor.core.naming import document_id
-from auditor.core.projection import project_entity
-from auditor.core.registry import Registry
-from auditor.core.urn_text import normalize
-from auditor.core.urns import UrnError, entity_type, is_valid_urn, parse_urn, urn_partition
+from auditor.platforms.datahub.backends.store import byte_ordered
+from auditor.platforms.datahub.documents.projection import project_entity
+from auditor.platforms.datahub.naming import document_id
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.urn_text import normalize
+from auditor.platforms.datahub.urns import UrnError, entity_type, is_valid_urn, parse_urn, urn_partition
 
 REGISTRY = Registry.load()
 # a key part: no parentheses or commas of its own, not empty (what DataHub's TupleKey allows)

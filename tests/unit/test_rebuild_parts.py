@@ -14,9 +14,9 @@ import fastavro
 import pytest
 from fakes import T0, FakeStore, rows
 
-from auditor.backends.producer import Deliveries
 from auditor.core.model import Selection
 from auditor.core.records import AspectRow, rows_digest
+from auditor.platforms.datahub.backends.producer import Deliveries
 from auditor.rebuild.checkpoint import Checkpoint, Lock, LockHeld
 from auditor.rebuild.datahub.mcl import RestateBuilder
 from auditor.rebuild.datahub.replay import Replayer
@@ -287,8 +287,8 @@ class FailingWriter:
 def _reindexer(store: FakeStore, writer: FailingWriter, ck: Checkpoint, path: Path) -> Any:
     from fakes import FakeSearch
 
-    from auditor.core.naming import entity_index, graph_index, system_metadata_index
-    from auditor.core.registry import Registry
+    from auditor.platforms.datahub.naming import entity_index, graph_index, system_metadata_index
+    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.rebuild.datahub.reindex import Reindexer
 
     names = (entity_index("dataset", ""), system_metadata_index(""), graph_index(""))

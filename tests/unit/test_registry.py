@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from auditor.core.naming import entity_index
-from auditor.core.registry import Registry, RegistryError
-from auditor.core.registry_loader import load_registry
-from auditor.core.urns import UrnError, entity_type
+from auditor.platforms.datahub.naming import entity_index
+from auditor.platforms.datahub.registry.loader import load_registry
+from auditor.platforms.datahub.registry.registry import Registry, RegistryError
+from auditor.platforms.datahub.urns import UrnError, entity_type
 
 CASES = json.loads((Path(__file__).parent / "data" / "registry_cases.json").read_text())
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from auditor.core.naming import document_id_v3, entity_index_v3
+from auditor.platforms.datahub.naming import document_id_v3, entity_index_v3
 from sandbox.__main__ import parser, v3_groups
 from sandbox.naming import entity_doc_id_v3
 from sandbox.naming import entity_index_v3 as sandbox_index_v3

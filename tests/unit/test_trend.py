@@ -10,9 +10,9 @@ from pathlib import Path
 from auditor.backends import state as state_module
 from auditor.backends.state import ScanState
 from auditor.core.model import Report, RunSummary, Selection
+from auditor.platforms.datahub.scan.run import record_trend, scope_key
 from auditor.reports import RENDERERS
 from auditor.reports.merge import from_dict, merged_trend
-from auditor.scan.run import record_trend, scope_key
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ import pytest
 
 from auditor.core.model import Cause, Classified, Evidence, Finding, Kind, Verdict
 from auditor.core.triage import Boundary, Status, Step, TriageResult, boundary_of
-from auditor.core.urn_text import dataset_name, normalize, variants
-from auditor.core.urns import UrnError
+from auditor.platforms.datahub.urn_text import dataset_name, normalize, variants
+from auditor.platforms.datahub.urns import UrnError
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:hive,db.my table,PROD)"
 

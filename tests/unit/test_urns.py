@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.core.naming import document_id, edge_id, system_metadata_id
-from auditor.core.urns import UrnError, entity_type, murmur2, urn_partition
+from auditor.platforms.datahub.naming import document_id, edge_id, system_metadata_id
+from auditor.platforms.datahub.urns import UrnError, entity_type, murmur2, urn_partition
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
 MURMUR2 = [

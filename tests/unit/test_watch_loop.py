@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from auditor.backends.mcl_tail import TailedMessage, refuse_mae_group
 from auditor.core.model import Verdict
-from auditor.core.naming import document_id, system_metadata_id
 from auditor.core.records import OffsetSample
-from auditor.core.registry import Registry
 from auditor.core.watch_model import Outcome
 from auditor.errors import ConfigError
-from auditor.watch.run import Watch, WatchConfig
+from auditor.platforms.datahub.backends.mcl_tail import TailedMessage, refuse_mae_group
+from auditor.platforms.datahub.naming import document_id, system_metadata_id
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.watch.run import Watch, WatchConfig
 
 TOPIC = "t"
 

@@ -8,7 +8,7 @@ import pytest
 
 from auditor.core.lag_table import CommitWindow, GroupStatus, LagTable
 from auditor.core.slo import GOOGLE_30D, BurnRate, BurnWindow, LatencyHistogram, scaled
-from auditor.watch.ledger import PartitionLedger, Resume, parse_ranges, ranges
+from auditor.platforms.datahub.watch.ledger import PartitionLedger, Resume, parse_ranges, ranges
 
 
 def test_quantiles_interpolate_within_buckets_like_prometheus() -> None:

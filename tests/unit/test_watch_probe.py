@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from auditor.backends.canary_writer import GmsCanaryWriter
 from auditor.cli import app
-from auditor.core.registry import Registry
 from auditor.errors import AccessRefused, BackendUnavailable
-from auditor.watch.probe import CANARY_ASPECT, CANARY_URN, canary_value
-from auditor.watch.reflect import event_of
+from auditor.platforms.datahub.backends.canary_writer import GmsCanaryWriter
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.watch.probe import CANARY_ASPECT, CANARY_URN, canary_value
+from auditor.platforms.datahub.watch.reflect import event_of
 
 
 class Recorder:

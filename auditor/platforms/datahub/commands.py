@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from auditor.core.model import RepairKind
-from auditor.core.naming import document_id
 from auditor.core.plan import RepairAction, RepairPlan
 from auditor.core.repairs import Renderer
+from auditor.platforms.datahub.naming import document_id
 from auditor.reports.escape import shell_quote
 
 RESTORE = "datahub-upgrade -u RestoreIndices"

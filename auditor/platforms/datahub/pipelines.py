@@ -11,15 +11,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from auditor.backends.connect import open_events, open_search, open_state, open_store
+from auditor.backends.connect import open_search, open_state
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
-from auditor.core.registry import Registry
+from auditor.platforms.datahub.backends.connect import open_events, open_store
 from auditor.platforms.datahub.modes import EXECUTORS
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.join import Progress
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions
 from auditor.platforms.datahub.target import scan_target
 from auditor.platforms.datahub.v3 import scan_with_v3
-from auditor.scan.join import Progress
-from auditor.scan.run import ScanBackends, ScanOptions
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
@@ -62,12 +63,12 @@ def scan(
 def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.backends.connect import kafka_config
     from auditor.backends.index_writer import IndexWriter
-    from auditor.backends.producer import MclProducer
+    from auditor.platforms.datahub.backends.producer import MclProducer
     from auditor.rebuild.datahub.run import RebuildBackends
     from auditor.rebuild.datahub.run import rebuild as run_rebuild
 
     if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
-        from auditor.rebuild.federation import rebuild_federation
+        from auditor.rebuild.datahub.federation import rebuild_federation
 
         return rebuild_federation(settings, request, rebuild)
     with ExitStack() as opened:
@@ -80,7 +81,7 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
         state = opened.enter_context(closing(open_state(settings, use=False)))
         producer = None
         if settings.transport == "pgqueue":  # RESTATE rows into DataHub's PostgreSQL queue
-            from auditor.backends.pgqueue_open import open_pgqueue_producer
+            from auditor.platforms.datahub.backends.pgqueue_open import open_pgqueue_producer
 
             def producer() -> MclProducer:
                 return open_pgqueue_producer(settings)
@@ -108,7 +109,7 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
 
 def restore_window(settings: Settings, first: Report) -> RestoreEvidence:
     """How far search is behind the database: the last write against the system metadata."""
-    from auditor.core.naming import system_metadata_index
+    from auditor.platforms.datahub.naming import system_metadata_index
     from auditor.rebuild.datahub.after_restore import ms_to_datetime, window
 
     with closing(open_store(settings)) as store, closing(open_search(settings)) as search:
@@ -123,8 +124,8 @@ def ping_store(settings: Settings) -> str:
 
 def ping_kafka(settings: Settings) -> str:
     from auditor.backends.connect import kafka_config
-    from auditor.backends.events import EventLog
     from auditor.errors import BackendUnavailable
+    from auditor.platforms.datahub.backends.events import EventLog
 
     events = EventLog(kafka_config(settings), None, timeout=3.0)
     try:

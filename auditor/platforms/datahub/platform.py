@@ -3,7 +3,8 @@ consumer's Kafka offsets; repaired by replaying MCLs or reindexing from the rows
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -14,15 +15,18 @@ from auditor.platforms.datahub.modes import EXECUTORS
 from auditor.settings import Settings
 
 if TYPE_CHECKING:  # the pipelines are imported when one runs (pipelines.py): a refused urn loads none
+    from auditor.backends.search import SearchIndex
     from auditor.core.model import Report, Selection
     from auditor.core.plan import RebuildOutcome, RepairPlan, RestoreEvidence
-    from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
+    from auditor.core.watch_model import ProbeResult, WatchConfig
     from auditor.drill.spec import TableSpec
+    from auditor.platforms.base import Canary, Watching
+    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.platforms.resident import Resident
     from auditor.rebuild.request import RebuildRequest
-    from auditor.scan.join import Progress
-    from auditor.scan.run import ScanOptions
+    from auditor.scan.options import Progress, ScanOptions
+    from auditor.scan.shards import ShardPlan
 
 
 class DataHub(Platform):
@@ -39,7 +43,7 @@ class DataHub(Platform):
         return ""  # the default platform: a command line need not name it
 
     def open_resident(self, settings: Settings) -> Resident:
-        from auditor.core.registry import Registry
+        from auditor.platforms.datahub.registry.registry import Registry
         from auditor.platforms.datahub.resident import DataHubResident
 
         return DataHubResident(settings, Registry.load())
@@ -54,13 +58,18 @@ class DataHub(Platform):
         return out
 
     def drill_tables(self) -> tuple[TableSpec, ...]:
-        from auditor.drill.spec import METADATA_ASPECT_V2
+        from auditor.platforms.datahub.drill import METADATA_ASPECT_V2
 
         return (METADATA_ASPECT_V2,)
 
+    def drill_search_counts(self, search: SearchIndex, prefix: str) -> dict[str, dict[str, int]]:
+        from auditor.platforms.datahub.drill import search_counts
+
+        return search_counts(search, prefix)
+
     def check_name(self, text: str) -> None:
-        from auditor.core.urn_text import normalize
-        from auditor.core.urns import UrnError
+        from auditor.platforms.datahub.urn_text import normalize
+        from auditor.platforms.datahub.urns import UrnError
 
         try:
             normalize(text)
@@ -116,6 +125,48 @@ class DataHub(Platform):
         self, repairs: RepairPlan, *, group: str, until: datetime | None, per_urn: int
     ) -> list[str]:
         return commands.native_commands(repairs, group=group, until=until, per_urn=per_urn)
+
+    def plan_shards(self, settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
+        from auditor.platforms.datahub import tools
+
+        return tools.plan_shards(settings, n, entity_types)
+
+    def open_watch(
+        self, settings: Settings, config: WatchConfig, group: str, topics: Sequence[str], start: str
+    ) -> AbstractContextManager[Watching]:
+        from auditor.platforms.datahub.watch.session import open_watch
+
+        return open_watch(settings, config, group, topics, start)
+
+    def open_canary(
+        self, settings: Settings, gms_url: str | None, gms_token: str | None, topic: str | None
+    ) -> AbstractContextManager[Canary]:
+        from auditor.platforms.datahub.watch.probe_session import open_writer
+
+        return open_writer(settings, gms_url, gms_token, topic)
+
+    def probe(
+        self,
+        settings: Settings,
+        canary: Canary,
+        slo: float,
+        timeout: float,
+        interval: float,
+        topic: str | None,
+    ) -> ProbeResult:
+        from auditor.platforms.datahub.watch.probe_session import run_probe
+
+        return run_probe(settings, canary, slo, timeout, interval, topic)  # type: ignore[arg-type]
+
+    def schema_table(self, entity_type: str | None) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+        from auditor.platforms.datahub import tools
+
+        return tools.schema_table(entity_type)
+
+    def config_from_environment(self, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+        from auditor.platforms.datahub import tools
+
+        return tools.config_from_environment(environ)
 
 
 PLATFORM = DataHub()

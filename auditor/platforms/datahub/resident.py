@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from contextlib import closing
 from typing import Any
 
-from auditor.backends.connect import open_events, open_search, open_store
+from auditor.backends.connect import open_search
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.backends.connect import open_events, open_store
 from auditor.platforms.resident import Resident
 from auditor.settings import Settings
 
@@ -36,11 +37,11 @@ class DataHubResident(Resident):
         self, text: str, *, entity_types: Sequence[str] = (), grace: float | None = None, settle: float = 10.0
     ) -> TriageResult:
         from auditor.backends.state import ScanState
-        from auditor.core.urn_text import normalize
-        from auditor.core.urns import UrnError
+        from auditor.platforms.datahub.scan.run import ScanBackends
         from auditor.platforms.datahub.target import scan_target
         from auditor.platforms.datahub.triage.walk import walk
-        from auditor.scan.run import ScanBackends
+        from auditor.platforms.datahub.urn_text import normalize
+        from auditor.platforms.datahub.urns import UrnError
 
         if entity_types:
             raise ConfigError("an entity type is for OpenMetadata (a urn names its type)")

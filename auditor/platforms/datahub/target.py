@@ -3,7 +3,7 @@ default, from the settings."""
 
 from __future__ import annotations
 
-from auditor.scan.run import ScanTarget
+from auditor.platforms.datahub.scan.run import ScanTarget
 from auditor.settings import Settings
 
 

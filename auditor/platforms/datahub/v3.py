@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.core.model import Report
-from auditor.core.naming import ENTITY_INDEX_V3_SUFFIX, V3_TYPE_FIELD, prefixed
-from auditor.core.registry import Registry
-from auditor.scan.join import Progress
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.platforms.datahub.naming import ENTITY_INDEX_V3_SUFFIX, V3_TYPE_FIELD, prefixed
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.join import Progress
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 
 DOC_CHECKS = ("index.missing-document", "index.orphan-document", "index.stale-fields", "index.soft-delete")
 

@@ -25,13 +25,12 @@ from auditor.platforms.openmetadata.modes import EXECUTORS
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
-    from auditor.core.registry import Registry
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
+    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.platforms.resident import Resident
     from auditor.rebuild.request import RebuildRequest
-    from auditor.scan.join import Progress
-    from auditor.scan.run import ScanOptions
+    from auditor.scan.options import Progress, ScanOptions
 
 SELECT_BY = "select with --entity-type and --urn (an id or an FQN)"
 
@@ -106,7 +105,7 @@ class OpenMetadata(Platform):
         return {"database": database, "search": lambda: search_probe(settings)}
 
     def drill_tables(self) -> tuple[TableSpec, ...]:
-        from auditor.drill.spec import om_entity_table
+        from auditor.platforms.openmetadata.drill import om_entity_table
         from auditor.platforms.openmetadata.naming import BY_TABLE
 
         return tuple(om_entity_table(t) for t in sorted(BY_TABLE))

@@ -10,14 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from auditor.core.model import PartitionPosition, Report
-from auditor.core.naming import document_id
 from auditor.core.records import EntityRows, SearchDoc, json_loads
-from auditor.core.registry import Registry
 from auditor.core.triage import Boundary, Status, Step, TriageResult
-from auditor.core.urns import urn_partition
 from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.naming import document_id
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.triage.published import Published, look_up
-from auditor.scan.run import ScanBackends, ScanTarget
+from auditor.platforms.datahub.urns import urn_partition
 
 # -- the boundaries as seen ------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from auditor.backends.protocols import Search, Store
 from auditor.core.triage import NearMatch
-from auditor.core.urn_text import dataset_name, variants
+from auditor.platforms.datahub.urn_text import dataset_name, variants
 
 LIMIT = 5
 

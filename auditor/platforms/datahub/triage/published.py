@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from auditor.backends.protocols import Events
 from auditor.core.classify import CLOCK_SKEW_SECONDS
 from auditor.core.records import EntityRows, MclHit
-from auditor.scan.evidence import same_value
+from auditor.platforms.datahub.scan.evidence import same_value
 
 READ_CAP = 50_000
 

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.core.model import Report, Selection
-from auditor.core.naming import document_id
 from auditor.core.records import SearchDoc
-from auditor.core.registry import Registry
 from auditor.core.triage import Boundary, Status, Step, TriageResult
-from auditor.core.urns import entity_type
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.naming import document_id
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, scanner_for
 from auditor.platforms.datahub.triage.boundaries import (
     consumed_step,
     document_step,
@@ -30,13 +30,14 @@ from auditor.platforms.datahub.triage.boundaries import (
     system_metadata_step,
 )
 from auditor.platforms.datahub.triage.near import near_matches
+from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.v3 import scan_with_v3
-from auditor.scan.run import ScanBackends, ScanOptions, ScanTarget, scanner_for
 from auditor.triage.place import place
 
 # a triage samples the group once more if a lagging partition did not move, up to this long; a
 # consumer that commits less often than this is judged on the broker's log of its commits
-# (`auditor.scan.evidence.STALL_LOOKBACK_SECONDS`): stalled only if it did not move there either
+# (`platforms.datahub.scan.evidence.STALL_LOOKBACK_SECONDS`): stalled only if it did not move
+# there either
 MAX_WINDOW_SECONDS = 1.5
 
 

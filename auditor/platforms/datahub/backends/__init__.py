@@ -1,0 +1,1 @@
+"""DataHub's readers and writers: the aspect table, its change log (Kafka or pgQueue), federations."""

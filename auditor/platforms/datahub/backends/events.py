@@ -1,0 +1,276 @@
+"""The event log: change-log topics, the MAE consumer group's offsets, and MCL look-ups by urn."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.backends.commit_log import COMMITS_TOPIC, commits_partition, trailing_runs
+from auditor.backends.protocols import Capability
+from auditor.core.records import CommitRun, MclHit, OffsetSample
+from auditor.errors import AccessRefused, BackendUnavailable
+from auditor.platforms.datahub.backends.mcl_decoding import HitDecoding
+from auditor.platforms.datahub.urns import urn_partition
+
+
+def _ts(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+class EventLog(HitDecoding):
+    """Read-only access to the MCL topics: it never joins or commits for the MAE group."""
+
+    capabilities = frozenset({Capability.READ})
+
+    def __init__(
+        self, config: dict[str, Any], registry_url: str | None = None, timeout: float = 10.0
+    ) -> None:
+        """`config`: librdkafka settings (`bootstrap.servers`, security options; never logged)."""
+        from confluent_kafka import Consumer
+        from confluent_kafka.admin import AdminClient
+
+        bootstrap = config.get("bootstrap.servers")
+        if not bootstrap:
+            raise BackendUnavailable("no Kafka bootstrap servers configured")
+        self.bootstrap = str(bootstrap)
+        self.timeout = timeout
+        self.description = self.bootstrap
+        self.refused: tuple[str, str] | None = None  # (why, hint): the login or the certificate refused
+        conf = {"logger": logging.getLogger("auditor.kafka"), **config, "error_cb": self._client_error}
+        self.admin = AdminClient(conf)
+        self.consumer = Consumer(
+            {
+                **conf,
+                # a throw-away group id: we assign partitions by hand and never commit
+                "group.id": f"auditor-probe-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+                # bounded reads only: a fetch left waiting at a log's end (500 ms by default)
+                # would hold up the next assignment's first read by as much
+                "fetch.wait.max.ms": 20,
+            }
+        )
+        self._partitions: dict[str, int] = {}
+        self.topic_errors: dict[str, str] = {}  # why a topic's metadata was refused
+        self.read_whole = True  # whether the last `_read` reached its end (not a timeout)
+        self.description += self._init_decoding(registry_url, timeout)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def partition_of(self, urn: str, partitions: int) -> int:
+        """The partition GMS's producer sends a urn-keyed MCL to (murmur2, Kafka's default)."""
+        return urn_partition(urn, partitions)
+
+    def _client_error(self, error: Any) -> None:
+        """librdkafka tells a refused SASL login or a failed certificate check only here; the
+        request that needed the connection fails as a mere transport failure (an outage)."""
+        from confluent_kafka import KafkaError
+
+        hints = {
+            KafkaError._AUTHENTICATION: "check the Kafka SASL mechanism, user name and password",
+            KafkaError._SSL: "check the Kafka CA file (AUDITOR_KAFKA_SSL_CA_LOCATION)",
+        }
+        if self.refused is None and error.code() in hints:
+            self.refused = error.str(), hints[error.code()]
+
+    def _fail(self, what: str, exc: BaseException) -> BackendUnavailable:
+        self.admin.poll(0)  # serves the error callback
+        if self.refused is not None:
+            why, hint = self.refused
+            return AccessRefused(f"Kafka {self.bootstrap}: {what} failed: {why}", hint=hint)
+        return BackendUnavailable(f"Kafka {self.bootstrap}: {what} failed: {exc}")
+
+    def partitions(self, topic: str) -> int:
+        """Partition count of a topic (0 when it does not exist or is not ours to see)."""
+        if topic not in self._partitions:
+            # in steps of a second: a refused login or certificate (the error callback's) ends the
+            # wait at once instead of after the whole timeout (measured: 11 s before)
+            deadline = time.monotonic() + self.timeout
+            while True:
+                try:
+                    meta = self.admin.list_topics(topic=topic, timeout=min(1.0, self.timeout))
+                    break
+                except Exception as exc:
+                    self.admin.poll(0)
+                    if self.refused is not None or time.monotonic() >= deadline:
+                        raise self._fail(f"metadata for {topic}", exc) from None
+            t = meta.topics.get(topic)
+            self._partitions[topic] = 0 if t is None or t.error is not None else len(t.partitions)
+            if t is not None and t.error is not None:  # e.g. no ACL for it: Kafka then hides it
+                self.topic_errors[topic] = t.error.str()
+        return self._partitions[topic]
+
+    def groups(self, prefix: str = "") -> list[str]:
+        """The consumer groups the cluster knows whose id starts with `prefix` (list, no describe)."""
+        try:
+            listed = self.admin.list_consumer_groups(request_timeout=self.timeout).result(
+                timeout=self.timeout
+            )
+        except Exception as exc:
+            raise self._fail("listing consumer groups", exc) from None
+        return sorted(g.group_id for g in listed.valid if g.group_id.startswith(prefix))
+
+    def group_members(self, group: str) -> tuple[int, dict[tuple[str, int], str]]:
+        """Active members of the group, and which member owns each assigned partition."""
+        try:
+            futures = self.admin.describe_consumer_groups([group], request_timeout=self.timeout)
+            described = futures[group].result(timeout=self.timeout)
+        except Exception:
+            return 0, {}
+        owners = {
+            (tp.topic, tp.partition): m.member_id
+            for m in described.members
+            if m.assignment is not None
+            for tp in m.assignment.topic_partitions
+        }
+        return len(described.members), owners
+
+    def sample(self, topics: Iterable[str], group: str) -> list[OffsetSample]:
+        """The group's committed offsets and the log bounds of every partition of `topics`."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        wanted = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
+        if not wanted:
+            return []
+        try:
+            futures = self.admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, wanted)], request_timeout=self.timeout
+            )
+            committed = {
+                (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+                for tp in futures[group].result(timeout=self.timeout).topic_partitions
+            }
+        except Exception as exc:
+            raise self._fail(f"offsets of group {group}", exc) from None
+        members, owners = self.group_members(group)
+        out = []
+        now = time.time()
+        for tp in wanted:
+            try:
+                low, high = self.consumer.get_watermark_offsets(tp, timeout=self.timeout)
+            except Exception as exc:
+                raise self._fail(f"watermarks of {tp.topic}[{tp.partition}]", exc) from None
+            out.append(
+                OffsetSample(
+                    tp.topic,
+                    tp.partition,
+                    committed.get((tp.topic, tp.partition)),
+                    low,
+                    high,
+                    members,
+                    now,
+                )
+            )
+        return out
+
+    def _read(self, topic: str, partition: int, start: int, stop: int, cap: int) -> Iterable[Any]:
+        """Messages of one partition from `start` up to (not including) `stop`, at most `cap`."""
+        from confluent_kafka import TopicPartition
+
+        self.read_whole = True  # False when a read ends on a timeout, short of `stop`
+        if start >= stop:
+            return
+        self.consumer.assign([TopicPartition(topic, partition, start)])
+        seen = 0
+        try:
+            want = min(cap, stop - start)
+            while seen < want:
+                # consume() waits for the whole batch or the timeout: never ask for more than is left
+                batch = self.consumer.consume(num_messages=min(500, want - seen), timeout=self.timeout)
+                if not batch:
+                    self.read_whole = False
+                    return
+                for msg in batch:
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() == -191:  # _PARTITION_EOF
+                            return
+                        raise self._fail(f"reading {topic}[{partition}]", Exception(str(error)))
+                    offset = msg.offset()
+                    if offset is None or offset >= stop:
+                        return
+                    seen += 1
+                    yield msg
+        finally:
+            self.consumer.unassign()
+
+    def message_time(self, topic: str, partition: int, offset: int) -> datetime | None:
+        """Timestamp of the message at `offset` (the group's position in time)."""
+        for msg in self._read(topic, partition, offset, offset + 1, 1):
+            return _ts(msg.timestamp()[1])
+        return None
+
+    def offset_for_time(self, topic: str, partition: int, when: datetime) -> int | None:
+        """First offset whose timestamp is at or after `when` (None: none yet)."""
+        from confluent_kafka import TopicPartition
+
+        ms = int(when.timestamp() * 1000)
+        try:
+            found = self.consumer.offsets_for_times(
+                [TopicPartition(topic, partition, ms)], timeout=self.timeout
+            )
+        except Exception as exc:
+            raise self._fail(f"offsets for time on {topic}[{partition}]", exc) from None
+        return found[0].offset if found and found[0].offset >= 0 else None
+
+    def commit_times(
+        self, group: str, wanted: set[tuple[str, int]], lookback: float, cap: int = 50_000
+    ) -> dict[tuple[str, int], CommitRun] | None:
+        """Since when each wanted partition's committed offset has held its value, from the
+        broker's `__consumer_offsets` (the last `lookback` seconds of the group's partition of
+        it). None when that topic cannot be read (not ours to see, or too busy to read in
+        `cap` records): the caller then knows only its own samples."""
+        from confluent_kafka import TopicPartition
+
+        window_start = time.time() - lookback
+        try:
+            n = self.partitions(COMMITS_TOPIC)
+            if not n or not wanted:
+                return None
+            p = commits_partition(group, n)
+            begin = self.offset_for_time(COMMITS_TOPIC, p, _ts(int(window_start * 1000)))
+            _low, end = self.consumer.get_watermark_offsets(
+                TopicPartition(COMMITS_TOPIC, p), timeout=self.timeout
+            )
+            begin = end if begin is None else begin
+            if end - begin > cap:
+                return None
+            records = [
+                (m.key(), m.value(), m.timestamp()[1] / 1000)
+                for m in self._read(COMMITS_TOPIC, p, begin, end, cap)
+            ]
+        except Exception:  # no ACL for the internal topic, a read refused: not evidence
+            return None
+        if not self.read_whole:  # a commit missed would read as "none since": no evidence at all
+            return None
+        return trailing_runs(records, group, wanted, window_start)
+
+    def find(
+        self,
+        topic: str,
+        partition: int,
+        urns: set[str],
+        start: int,
+        stop: int,
+        cap: int = 200_000,
+    ) -> tuple[list[MclHit], bool]:
+        """MCLs keyed by one of `urns` in [start, stop); and whether the range was read whole."""
+        keys = {u.encode("utf-8"): u for u in urns}
+        hits: list[MclHit] = []
+        read = 0
+        for msg in self._read(topic, partition, start, stop, cap):
+            read += 1
+            urn = keys.get(msg.key() or b"")
+            if urn is None:
+                continue
+            hit = self._hit((topic, partition, msg.offset()), urn, _ts(msg.timestamp()[1]), msg.value())
+            if hit is not None:
+                hits.append(hit)
+        # the read stops early at the cap, at the end of the log, or on a timeout (not whole)
+        return hits, read < cap and self.read_whole

@@ -1,0 +1,1 @@
+"""DataHub's scan pipeline: sample -> join -> re-observe -> judge -> record."""

@@ -1,0 +1,268 @@
+"""The join: stream the truth and the projections of a selection in urn order, run the checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.backends.protocols import Search, Store
+from auditor.backends.search import urn_filter
+from auditor.checks.datahub import BUILTIN_CHECKS, Check, CheckContext
+from auditor.core.join import merge_join, ordered, ordered_groups
+from auditor.core.join import prefetch as prefetch_in_thread
+from auditor.core.model import Finding, Selection
+from auditor.core.records import EntityRows, SearchDoc
+from auditor.errors import ConfigError
+from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.naming import entity_index, graph_index, system_metadata_index
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.federation import federate
+from auditor.platforms.datahub.urns import UrnError, entity_type
+from auditor.scan.options import Progress
+
+
+@dataclass
+class ScanPlan:
+    """What one join reads: the selection, its entity types, their indices and the checks run."""
+
+    selection: Selection
+    types: list[str]
+    indices: dict[str, str]  # entity type -> its entity index (only the ones that exist)
+    sysmeta: str | None = None  # the system-metadata index, when it exists
+    graph: str | None = None  # the graph index, when it exists
+    checks: list[Check] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # index -> ids of documents without a string urn (not DataHub's), skipped by the join
+    misshapen: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class JoinResult:
+    """What the join saw, besides findings."""
+
+    findings: list[Finding] = field(default_factory=list)
+    entities: dict[str, int] = field(default_factory=dict)
+    documents: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    stores: dict[str, dict[str, int]] = field(default_factory=dict)  # a federation: per store
+
+
+def _type_order(types: list[str]) -> list[str]:
+    # urns of one type are contiguous in byte order, and types come in `urn:li:<type>:` order
+    return sorted(types, key=lambda t: f"urn:li:{t}:")
+
+
+class Scanner:
+    """Joins the store with the search cluster for a selection and runs the checks."""
+
+    def __init__(
+        self,
+        store: Store,
+        search: Search,
+        registry: Registry,
+        *,
+        index_prefix: str = "",
+        index_overrides: dict[str, str] | None = None,
+        checks: tuple[type[Check], ...] = BUILTIN_CHECKS,
+        now: datetime | None = None,
+        prefetch: bool = False,
+        type_field: str | None = None,
+    ) -> None:
+        self.type_field = type_field  # a unified index (V3): the field naming each doc's type
+        self.store = store
+        self.search = search
+        self.registry = registry
+        self.index_prefix = index_prefix
+        self.index_overrides = index_overrides or {}  # entity type -> the index to read instead
+        self.checks = [c() for c in checks]
+        self.ctx = CheckContext(registry, now or datetime.now(UTC), index_prefix)
+        self._read: Callable[[Iterable[Any]], Iterator[Any]] = prefetch_in_thread if prefetch else iter
+
+    def index_of(self, entity_type: str) -> str:
+        return self.index_overrides.get(entity_type) or entity_index(entity_type, self.index_prefix)
+
+    def entity_types(self, selection: Selection) -> list[str]:
+        if not selection.entity_types:
+            return _type_order(list(self.registry.entity_names))
+        unknown = [t for t in selection.entity_types if not self.registry.has_entity(t)]
+        if unknown:
+            raise ConfigError(
+                f"unknown entity type(s): {', '.join(unknown)}",
+                hint="`auditor registry` lists the entity types DataHub's schemas define",
+            )
+        return _type_order([self.registry.entity(t).name for t in selection.entity_types])
+
+    # -- the streams ----------------------------------------------------------------------
+    def _rows(self, selection: Selection, types: list[str]) -> Iterator[tuple[str, EntityRows]]:
+        stream = self.store.stream_entities(
+            tuple(types) if selection.entity_types else (),
+            selection.urn_like,
+            selection.since,
+            selection.urns,
+            urn_range=selection.urn_range,
+        )
+        checked = ordered(self._read(stream), lambda e: e.urn, f"store {self.store.description}")
+        return ((e.urn, e) for e in checked)
+
+    def _docs(self, plan: ScanPlan) -> Iterator[tuple[str, SearchDoc]]:
+        selection, indices = plan.selection, plan.indices
+
+        def all_docs() -> Iterator[tuple[str, SearchDoc]]:
+            query = urn_filter("urn", selection)
+            few = bool(selection.urns)  # a triage or a confirmation: one request an index
+            for t in plan.types:
+                index = indices.get(t)
+                if index is None:
+                    continue
+                q = query
+                if self.type_field:  # a search group's index holds several entity types
+                    term = {"term": {self.type_field: t}}
+                    q = {"bool": {"filter": [term, query]}} if query else term
+                for doc_id, source in self.search.stream(index, ["urn"], query=q, few=few):
+                    urn = source.get("urn")
+                    if not isinstance(urn, str):  # sorted by the index where no urn string is
+                        plan.misshapen.setdefault(index, []).append(doc_id)
+                        continue
+                    yield urn, SearchDoc(index, doc_id, source)
+
+        for urn, docs in ordered_groups(self._read(all_docs()), "entity indices"):
+            yield urn, docs[0]
+
+    def _group_stream(
+        self, plan: ScanPlan, index: str, sort: list[str], key_field: str
+    ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        outer, _, inner = key_field.partition(".")  # "urn" or "source.urn"
+        assert "." not in inner, key_field
+
+        def docs() -> Iterator[tuple[str, dict[str, Any]]]:
+            query = urn_filter(key_field, plan.selection)
+            few = bool(plan.selection.urns)
+            for doc_id, source in self.search.stream(index, sort, query=query, few=few):
+                key = source.get(outer)
+                if inner:
+                    key = key.get(inner) if isinstance(key, dict) else None
+                if not isinstance(key, str):
+                    plan.misshapen.setdefault(index, []).append(doc_id)
+                    continue
+                yield key, source
+
+        return ordered_groups(self._read(docs()), index)
+
+    # -- the join -------------------------------------------------------------------------
+    def plan(self, selection: Selection) -> ScanPlan:
+        """What a join of `selection` reads: the types, the indices that exist, the checks."""
+        types = self.entity_types(selection)
+        existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
+        indices = {t: name for t in types if (name := self.index_of(t)) in existing}
+        plan = ScanPlan(selection, types, indices)
+        sysmeta = system_metadata_index(self.index_prefix)
+        if self.type_field:  # a V3 pass: the entity documents only (the rest is shared with V2)
+            plan.checks = [c for c in self.checks if c.id not in ("system-metadata.stale", "graph.edges")]
+            return plan
+        if sysmeta in existing:
+            plan.sysmeta = sysmeta
+        else:
+            plan.warnings.append(f"{sysmeta} does not exist: system metadata not checked")
+        graph = graph_index(self.index_prefix)
+        if graph in existing:
+            plan.graph = graph
+        else:
+            plan.warnings.append(f"{graph} does not exist: edges not checked")
+        if selection.since is not None:
+            plan.warnings.append("--since: documents without rows (orphans) are not looked for")
+        # a projection that does not exist is reported once, not as one finding per entity
+        skipped = set()
+        if plan.sysmeta is None:
+            skipped.add("system-metadata.stale")
+        if plan.graph is None:
+            skipped.add("graph.edges")
+        plan.checks = [c for c in self.checks if c.id not in skipped]
+        return plan
+
+    def row_stream(self, plan: ScanPlan) -> Iterator[tuple[str, EntityRows]]:
+        """The truth: version-0 rows per urn, in byte order."""
+        return self._rows(plan.selection, plan.types)
+
+    def projection_streams(self, plan: ScanPlan) -> dict[str, Iterator[tuple[str, Any]]]:
+        """The projections: the entity doc, the system-metadata docs and the edges, per urn."""
+        streams: dict[str, Iterator[tuple[str, Any]]] = {"doc": self._docs(plan)}
+        if plan.sysmeta is not None:
+            streams["sysmeta"] = self._group_stream(plan, plan.sysmeta, ["urn", "aspect"], "urn")
+        if plan.graph is not None:
+            streams["edges"] = self._group_stream(
+                plan, plan.graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn"
+            )
+        return streams
+
+    def run(self, selection: Selection, progress: Progress | None = None) -> JoinResult:
+        """Stream the rows and every projection of `selection` at once, join them, run the checks."""
+        plan = self.plan(selection)
+        streams = {"rows": self.row_stream(plan), **self.projection_streams(plan)}
+        return self.join(plan, streams, progress)
+
+    def join(
+        self, plan: ScanPlan, streams: dict[str, Iterator[tuple[str, Any]]], progress: Progress | None = None
+    ) -> JoinResult:
+        """Merge-join the streams by urn and run the checks on every joined entity."""
+        selection, indices = plan.selection, plan.indices
+        result = JoinResult(warnings=list(plan.warnings))
+        for name in indices.values():
+            result.documents[name] = 0
+        for store in getattr(self.store, "names", ()):  # a federation: every store, even empty
+            result.stores[store] = {"entities": 0, "conflicts": 0}
+        checks = plan.checks
+        seen = 0
+        for urn, parts in merge_join(streams):
+            rows: EntityRows | None = parts.get("rows")
+            if selection.since is not None and rows is None:
+                continue
+            if not selection.in_shard(urn):
+                continue
+            try:
+                etype = entity_type(urn)
+            except UrnError:
+                result.unknown["(not a urn)"] = result.unknown.get("(not a urn)", 0) + 1
+                continue
+            if not self.registry.has_entity(etype):
+                result.unknown[etype] = result.unknown.get(etype, 0) + 1
+                continue
+            etype = self.registry.entity(etype).name
+            entity = JoinedEntity(
+                urn=urn,
+                entity_type=etype,
+                index=indices.get(etype),
+                rows=rows,
+                doc=parts.get("doc"),
+                system_metadata=parts.get("sysmeta") or [],
+                edges=parts.get("edges") or [],
+            )
+            if rows is not None:
+                result.entities[etype] = result.entities.get(etype, 0) + 1
+            if entity.doc is not None:
+                result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
+            start = len(result.findings)
+            for check in checks:
+                result.findings.extend(check.run(entity, self.ctx))
+            if result.stores:
+                federate(entity, result.findings, start, result.stores)
+            seen += 1
+            if progress is not None and seen % 1000 == 0:
+                progress(seen)
+        if progress is not None:
+            progress(seen)
+        for key, n in self.ctx.unknown.items():
+            result.unknown[key] = result.unknown.get(key, 0) + n
+        self.ctx.unknown.clear()
+        missing = [t for t in plan.types if t not in indices and result.entities.get(t)]
+        for t in missing:
+            result.warnings.append(f"no index {self.index_of(t)} for {result.entities[t]} {t} entities")
+        for index, ids in sorted(plan.misshapen.items()):
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            result.warnings.append(
+                f"{len(ids)} document(s) in {index} have no urn string (not DataHub's documents): "
+                f"not compared, never repaired; ids: {shown}"
+            )
+        return result
