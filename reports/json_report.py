@@ -91,9 +91,17 @@ def to_dict(report: Report) -> dict[str, Any]:
         "findings_dropped": report.findings_dropped,
         "findings": [finding_json(c, report) for c in report.findings],
         "trend": [plain(run) for run in report.trend],
-        "reindex": report.reindex,
-        "v3": report.v3,
+        **sections(report),
     }
+
+
+def sections(report: Report) -> dict[str, Any]:
+    """The platform's own sections, each written (empty if the scan said nothing), in its order;
+    a section the platform does not declare (a report of a newer version) is kept as read."""
+    declared = platforms.of_report(report.sources).report_sections
+    out = {name: report.sections.get(name, s.empty()) for name, s in declared.items()}
+    out.update((k, v) for k, v in report.sections.items() if k not in out)
+    return out
 
 
 def render(report: Report) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from auditor import platforms
 from auditor.core.model import (
     Classified,
     Evidence,
@@ -70,8 +71,9 @@ def from_dict(data: dict[str, Any]) -> Report:
         report.counts[(row["entity_type"], row["verdict"], row["subkind"])] = int(row["count"])
     report.partitions = [_partition(p) for p in data.get("partitions") or []]
     report.findings = [_finding(f) for f in data.get("findings") or []]
-    report.reindex = [dict(r) for r in data.get("reindex") or []]
-    report.v3 = dict(data.get("v3") or {})
+    for name in platforms.of_report(report.sources).report_sections:
+        if data.get(name) is not None:
+            report.sections[name] = data[name]
     report.trend = [
         RunSummary(_dt(r["started_at"]) or report.started_at, r["entities"], r["verdicts"], r["exit_code"])
         for r in data.get("trend") or []
@@ -155,6 +157,7 @@ def merge(reports: Iterable[Report]) -> Report:
         since=parts[0].scope.since,
     )
     out.index_prefix, out.consumer_group = parts[0].index_prefix, parts[0].consumer_group
+    declared = platforms.of_report(out.sources).report_sections
     shards = {r.scope.shard for r in parts}
     expected = {(i, n) for (_, n) in [s for s in shards if s] for i in range(n)}
     if None in shards and len(parts) > 1:
@@ -191,24 +194,18 @@ def merge(reports: Iterable[Report]) -> Report:
         out.findings_dropped += r.findings_dropped
         out.converged.extend(r.converged)
         out.warnings.extend(w for w in r.warnings if w not in out.warnings)
-        out.reindex.extend(x for x in r.reindex if x not in out.reindex)
-        merge_v3(out.v3, r.v3)
+        for name, value in r.sections.items():
+            section = declared.get(name)
+            if name not in out.sections:
+                out.sections[name] = value
+            elif section is not None:
+                out.sections[name] = section.merge(out.sections[name], value)
         out.complete = out.complete and r.complete
         out.kafka_available = out.kafka_available or r.kafka_available
     newest = max(parts, key=lambda r: r.finished_at or r.started_at)
     out.partitions = list(newest.partitions)
     out.trend = merged_trend([r.trend for r in parts])
     return out
-
-
-def merge_v3(into: dict[str, Any], part: dict[str, Any]) -> None:
-    """DataHub's V3 section of shards: indices united, the one-version-only urns joined."""
-    if not part:
-        return
-    into.setdefault("indices", {}).update(part.get("indices") or {})
-    for key in ("wrong_in_v3_only", "wrong_in_v2_only"):
-        into[key] = sorted(set(into.get(key) or []) | set(part.get(key) or []))[:100]
-    into["disagreeing"] = int(into.get("disagreeing") or 0) + int(part.get("disagreeing") or 0)
 
 
 _EXIT_RANK = {0: 0, 4: 1, 1: 2, 3: 3}  # as Report.exit_code decides: incomplete, diverged, stalled

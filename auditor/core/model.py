@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -238,6 +238,15 @@ class RunSummary:
     exit_code: int
 
 
+@dataclass(frozen=True)
+class Section:
+    """A platform's own top-level section of a report: its value when the scan found nothing to
+    say, and how the sections of a scan's shards merge into one (into, part) -> merged."""
+
+    empty: Callable[[], Any]
+    merge: Callable[[Any, Any], Any]
+
+
 @dataclass
 class Report:
     """The result of a scan: data only; rendering lives in reports/."""
@@ -266,10 +275,9 @@ class Report:
     # a federation: per store, its entities, conflicts, findings and diverged findings
     stores: dict[str, dict[str, int]] = field(default_factory=dict)
     trend: list[RunSummary] = field(default_factory=list)  # past scans of the same scope, oldest first
-    # DataHub's own zero-downtime reindexes of the scanned indices (in progress or swapped)
-    reindex: list[dict[str, Any]] = field(default_factory=list)
-    # DataHub's V3 index, when it exists: its indices and the entities wrong in one version only
-    v3: dict[str, Any] = field(default_factory=dict)
+    # a platform's own top-level sections, each a top-level key of the JSON report, declared by
+    # the platform (`Platform.report_sections`: DataHub's `reindex` and `v3`)
+    sections: dict[str, Any] = field(default_factory=dict)
 
     def total(self, verdict: Verdict) -> int:
         return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)

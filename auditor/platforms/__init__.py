@@ -67,6 +67,11 @@ def name_of_finding(details: Mapping[str, object]) -> str:
     return str(details.get("platform") or DEFAULT)
 
 
+def of_report(sources: Mapping[str, object]) -> Platform:
+    """The platform a report is of, as its sources say (DataHub's say none: the default)."""
+    return get(str(sources.get("platform") or "") or None)
+
+
 def of_findings(findings: Iterable[Classified]) -> Platform:
     """The platform of a set of judged findings (the first that names one; the default else)."""
     for c in findings:

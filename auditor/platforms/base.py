@@ -17,6 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from auditor.core.model import Section
 from auditor.core.repairs import Executors, Renderer
 from auditor.errors import ConfigError
 
@@ -92,6 +93,9 @@ class Platform(ABC):
     # which mode of `auditor rebuild` writes which action, and the platform's own tools per action
     executors: ClassVar[Executors]
     renderer: ClassVar[Renderer]
+    # its own top-level sections of a scan's report (each written, empty if need be, as a key of
+    # the JSON report, in this order; merged across shards by the section's own rule)
+    report_sections: ClassVar[Mapping[str, Section]] = {}
 
     def supports(self, capability: Capability) -> bool:
         return capability in self.capabilities

@@ -95,14 +95,14 @@ def test_a_zero_downtime_reindex_mid_way_then_swapped(catch_up: str, tmp_path: P
     finally:
         world.close()
     assert set(diverged(during)) == {(dropped, "event_never_published")}, diverged(during)
-    (running,) = [r for r in during.reindex if r["alias"] == zdr.alias]
+    (running,) = [r for r in during.sections["reindex"] if r["alias"] == zdr.alias]
     assert running["phase"] == "in_progress" and running["next_index"] == zdr.next_index
     assert running["source"] == "upgrade state" and running["serving"] == [zdr.alias]
     assert any(zdr.next_index in w and "in progress" in w for w in during.warnings)
     assert refused.returncode == 3, refused.stdout[-800:] + refused.stderr[-800:]
     assert zdr.next_index in refused.stderr and "race" in refused.stderr, refused.stderr
 
-    (swapped,) = [r for r in after.reindex if r["alias"] == zdr.alias]
+    (swapped,) = [r for r in after.sections["reindex"] if r["alias"] == zdr.alias]
     assert swapped["phase"] == "swapped" and swapped["serving"] == [zdr.next_index]
     if mid is not None:
         assert mid.counts.get("written", 0) >= 2 and not mid.still_wrong and mid.exit_code == 0, mid.counts
@@ -145,16 +145,13 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
         (stale, "stale_fields", primary),
         (ghost, "orphan_document", primary),
     }, wrong
-    assert before.v3["indices"]["dataset"] == primary and before.v3["indices"]["corpuser"].endswith(
-        "_corpuserindex_v3"
-    )
-    assert (
-        before.v3["wrong_in_v3_only"] == sorted({missing, stale, ghost}) and not before.v3["wrong_in_v2_only"]
-    )
+    v3 = before.sections["v3"]
+    assert v3["indices"]["dataset"] == primary and v3["indices"]["corpuser"].endswith("_corpuserindex_v3")
+    assert v3["wrong_in_v3_only"] == sorted({missing, stale, ghost}) and not v3["wrong_in_v2_only"]
     assert any("V2 and V3 disagree on 3 entities" in w for w in before.warnings), before.warnings
     assert not outcome.failed and not outcome.still_wrong and outcome.exit_code == 0, outcome.still_wrong
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
-    assert after.v3["disagreeing"] == 0
+    assert after.sections["v3"]["disagreeing"] == 0
     assert {(c.finding.index, c.subkind) for c in walked.findings} == {(primary, "stale_fields")}
 
 
@@ -215,5 +212,6 @@ def test_swapped_before_its_catch_up_the_gap_is_in_flight_until_it_runs(tmp_path
     assert held == {(urn, Verdict.IN_FLIGHT) for urn in gap}, held
     assert all("catch-up" in c.evidence.reason for c in before.findings if c.finding.urn in gap)
     assert not diverged(before) and before.exit_code == 0, diverged(before)
-    assert before.reindex[0]["phase"] == "swapped" and before.reindex[0]["catch_up"] == ""
+    (seen,) = before.sections["reindex"][:1]
+    assert seen["phase"] == "swapped" and seen["catch_up"] == ""
     assert not after.findings and after.exit_code == 0, [str(c) for c in after.findings][:5]

@@ -87,10 +87,11 @@ def test_the_reindex_and_v3_sections_survive_json_and_a_shard_merge() -> None:
     notice = {"alias": ALIAS, "phase": "in_progress", "next_index": NEXT}
     parts = []
     for i, urn in enumerate(("urn:li:dataset:a", "urn:li:dataset:b")):
-        r = Report(datetime.now(UTC), scope=Selection(shard=(i, 2)), reindex=[notice])
-        r.v3 = {"indices": {"dataset": "p_primaryindex_v3"}, "wrong_in_v3_only": [urn], "disagreeing": 1}
+        v3 = {"indices": {"dataset": "p_primaryindex_v3"}, "wrong_in_v3_only": [urn], "disagreeing": 1}
+        r = Report(datetime.now(UTC), scope=Selection(shard=(i, 2)), sections={"reindex": [notice], "v3": v3})
         parts.append(from_dict(json.loads(json.dumps(to_dict(r), default=str))))
     merged = merge(parts)
-    assert merged.reindex == [notice]
-    assert merged.v3["wrong_in_v3_only"] == ["urn:li:dataset:a", "urn:li:dataset:b"]
-    assert merged.v3["disagreeing"] == 2 and merged.v3["indices"] == {"dataset": "p_primaryindex_v3"}
+    assert merged.sections["reindex"] == [notice]
+    v3 = merged.sections["v3"]
+    assert v3["wrong_in_v3_only"] == ["urn:li:dataset:a", "urn:li:dataset:b"]
+    assert v3["disagreeing"] == 2 and v3["indices"] == {"dataset": "p_primaryindex_v3"}

@@ -12,6 +12,7 @@ from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
 from auditor.platforms.datahub import commands
 from auditor.platforms.datahub.modes import EXECUTORS
+from auditor.platforms.datahub.sections import SECTIONS
 from auditor.settings import Settings
 
 if TYPE_CHECKING:  # the pipelines are imported when one runs (pipelines.py): a refused urn loads none
@@ -37,6 +38,7 @@ class DataHub(Platform):
     paste_hint = "a urn or a DataHub URL (quoted, URL-encoded: as pasted)"
     executors = EXECUTORS
     renderer = commands.RENDERER
+    report_sections = SECTIONS
 
     @property
     def flag(self) -> str:

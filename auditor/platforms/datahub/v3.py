@@ -26,6 +26,7 @@ from auditor.platforms.datahub.naming import ENTITY_INDEX_V3_SUFFIX, V3_TYPE_FIE
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.join import Progress
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.platforms.datahub.sections import merge_reindex, reindexes
 
 DOC_CHECKS = ("index.missing-document", "index.orphan-document", "index.stale-fields", "index.soft-delete")
 
@@ -102,10 +103,11 @@ def merge(report: Report, v3: Report, indices: dict[str, str], max_findings: int
     for what, n in v3.read.items():
         report.read[what] = report.read.get(what, 0) + n
     report.warnings += [w for w in v3.warnings if w not in report.warnings]
-    report.reindex += [r for r in v3.reindex if r not in report.reindex]
+    if "reindex" in v3.sections:
+        report.sections["reindex"] = merge_reindex(reindexes(report), v3.sections["reindex"])
     report.complete = report.complete and v3.complete
     v3_only, v2_only = sorted(v3_wrong - v2_wrong), sorted(v2_wrong - v3_wrong)
-    report.v3 = {
+    report.sections["v3"] = {
         "indices": dict(sorted(indices.items())),
         "wrong_in_v3_only": v3_only[:100],
         "wrong_in_v2_only": v2_only[:100],

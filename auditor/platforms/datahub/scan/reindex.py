@@ -193,7 +193,7 @@ def hold_for_catch_up(report: Report) -> None:
     A catch-up that ran (or failed) leaves the verdict alone: what it missed is divergence."""
     waiting = {
         r["alias"]: r
-        for r in report.reindex
+        for r in report.sections.get("reindex") or []
         if r.get("phase") == "swapped" and r.get("catch_up", "") in WAITING and r.get("reindex_start_ms")
     }
     if not waiting:

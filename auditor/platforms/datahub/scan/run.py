@@ -19,6 +19,7 @@ from auditor.platforms.datahub.scan.judge import confirm, judge, mark_restores
 from auditor.platforms.datahub.scan.reindex import detect as detect_datahub_reindex
 from auditor.platforms.datahub.scan.reindex import hold_for_catch_up
 from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer, Reobservation
+from auditor.platforms.datahub.sections import reindexes
 from auditor.scan.finish import finish, scope_key
 from auditor.scan.options import ScanOptions
 
@@ -120,7 +121,7 @@ def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanne
     """DataHub's own reindexes of the scanned indices: a notice each (the alias is what is audited)."""
     aliases = [scanner.index_of(t) for t in scanner.entity_types(report.scope)]
     for found in detect_datahub_reindex(backends.store, backends.search, scanner.index_prefix, aliases):
-        report.reindex.append(found.to_json())
+        reindexes(report).append(found.to_json())
         report.warnings.append(found.notice())
 
 
