@@ -48,6 +48,9 @@ CONNECTION: Group = {
     "platform": (PlatformOpt, None),
     "cluster_alias": (ClusterAliasOpt, None),
 }
+# the same without the change log's topic and group and without a federation: for a command that
+# names its topics its own way and reads no store (`auditor watch` tails the topics it is given)
+SOURCES: Group = {k: v for k, v in CONNECTION.items() if k not in ("topic", "consumer_group", "store")}
 DEBUG: Group = {"debug": (DebugOpt, False)}
 
 

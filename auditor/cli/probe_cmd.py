@@ -5,30 +5,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
-    ConfigOpt,
-    ConsumerGroupOpt,
-    DebugOpt,
-    IndexPrefixOpt,
-    KafkaOpt,
-    RegistryOpt,
-    SearchUrl,
-    StoreUrl,
-    TimeseriesTopicOpt,
-    TopicOpt,
-    load,
     run,
     stdout_console,
     write,
 )
+from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
 
 
 @app.command()
+@with_options(CONNECTION, DEBUG)
 def probe(
     apply: Annotated[
         bool, typer.Option("--apply", help="Really write (or remove) the canary. Without it: refused.")
@@ -50,15 +41,6 @@ def probe(
         ),
     ] = False,
     remove: Annotated[bool, typer.Option("--remove", help="Delete the canary entity instead.")] = False,
-    store_url: StoreUrl = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    schema_registry: RegistryOpt = None,
-    config: ConfigOpt = None,
-    index_prefix: IndexPrefixOpt = None,
-    topic: TopicOpt = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
-    consumer_group: ConsumerGroupOpt = None,
     slo: Annotated[float, typer.Option(help="Seconds the canary may take to show in the index.")] = 60.0,
     timeout: Annotated[
         float | None, typer.Option(help="Seconds to wait for the index (default: twice --slo).")
@@ -66,7 +48,7 @@ def probe(
     interval: Annotated[float, typer.Option(help="Seconds between reads: the latency's resolution.")] = 0.5,
     metrics_file: Annotated[Path | None, typer.Option(help="Prometheus textfile of the result.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="The result as JSON (schema probe/1).")] = False,
-    debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """Write a synthetic canary aspect and time it end to end: the write, its MCL on Kafka, and
     the first read that shows it in search. The canary is one documented entity,
@@ -91,22 +73,13 @@ def probe(
             )
         if bool(gms_url) == via_store:
             raise ConfigError("choose the write path: --gms-url URL (DataHub GMS) or --via-store (no GMS)")
-        settings = load(
-            config,
-            store_url,
-            search_url,
-            kafka,
-            schema_registry,
-            index_prefix,
-            topic=topic,
-            timeseries_topic=timeseries_topic,
-            group=consumer_group,
-        )
+        settings = settings_of(opts)
         from auditor.api import platform_of
         from auditor.platforms.base import Capability
 
         platform = platform_of(settings)
         platform.require(Capability.PROBE)  # (a platform from the config or env)
+        topic = opts.get("topic")
         with platform.open_canary(settings, gms_url, gms_token, topic) as writer:
             if remove:
                 writer.remove_canary()
@@ -124,4 +97,4 @@ def probe(
             render_probe(result, stdout_console())
         return 0 if result.within_slo else 1
 
-    run(debug, go)
+    run(opts["debug"], go)

@@ -107,9 +107,8 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
 
         settings = settings_of(opts)
         shard = shard_of(opts.get("shard"))
-        if opts.get("workers") and shard is not None:
-            raise ConfigError("--workers runs every shard itself", hint="drop --shard (or drop --workers)")
-        # with --workers the plan's ranges go to the shards (auditor.api.rebuild_in_shards)
+        # with --workers the plan's ranges go to the shards (auditor.api.rebuild_in_shards, which
+        # refuses --shard beside it)
         urn_range = None if opts.get("workers") else shard_range(opts.get("shard_plan"), shard)
         findings, verdicts, scope = _findings(opts["from_report"], opts["include"])
         if scope:  # the report's index prefix, topics and group, unless others were given

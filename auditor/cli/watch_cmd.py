@@ -12,30 +12,17 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
-    ConfigOpt,
     ConsumerGroupOpt,
-    DebugOpt,
-    IndexPrefixOpt,
-    KafkaOpt,
-    RegistryOpt,
-    SearchUrl,
-    StoreUrl,
-    TimeseriesTopicOpt,
-    load,
     run,
     stdout_console,
     write,
 )
+from auditor.cli.options import DEBUG, SOURCES, settings_of, with_options
 
 
 @app.command()
+@with_options(SOURCES, DEBUG)
 def watch(
-    store_url: StoreUrl = None,
-    search_url: SearchUrl = None,
-    kafka: KafkaOpt = None,
-    schema_registry: RegistryOpt = None,
-    config: ConfigOpt = None,
-    index_prefix: IndexPrefixOpt = None,
     group: Annotated[
         str,
         typer.Option(help="The watch's own consumer group (never the MAE consumer's: refused)."),
@@ -44,7 +31,6 @@ def watch(
         list[str] | None,
         typer.Option(help="Change-log topic to tail (repeat; default: the versioned MCL topic)."),
     ] = None,
-    timeseries_topic: TimeseriesTopicOpt = None,
     mae_group: ConsumerGroupOpt = None,  # the MAE consumer's group, sampled for verdicts
     slo: Annotated[float, typer.Option(help="Seconds an event may take to show in the index.")] = 60.0,
     objective: Annotated[
@@ -86,7 +72,7 @@ def watch(
     json_lines: Annotated[
         bool, typer.Option("--json", help="A JSON line per summary (schema watch/1) instead of tables.")
     ] = False,
-    debug: DebugOpt = False,
+    **opts: Any,
 ) -> None:
     """Tail the change-log topics in a consumer group of the watch's own and time each event
     until search shows it: the aspect's fields in its entity doc and its system-metadata doc,
@@ -111,16 +97,7 @@ def watch(
         from auditor.reports.watch_metrics import render as metrics
         from auditor.watch.expose import MetricsServer
 
-        settings = load(
-            config,
-            store_url,
-            search_url,
-            kafka,
-            schema_registry,
-            index_prefix,
-            timeseries_topic=timeseries_topic,
-            group=mae_group,
-        )
+        settings = settings_of({**opts, "consumer_group": mae_group})
         from auditor.api import platform_of
         from auditor.platforms.base import Capability
 
@@ -177,4 +154,4 @@ def watch(
                 server.close()
         return 1 if any(firing for *_, firing in snap.burn_rates()) else 0
 
-    run(debug, go)
+    run(opts["debug"], go)
