@@ -17,9 +17,9 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.core.jdbc import jdbc_to_sqlalchemy
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.config_init import plan, render
+from auditor.platforms.datahub.jdbc import jdbc_to_sqlalchemy
 from auditor.settings import load_settings
 
 # every variable `config init` or the settings read, cleared so the machine's own cannot leak in

@@ -40,8 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from auditor.core.jdbc import env_bool, jdbc_to_sqlalchemy
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.jdbc import env_bool, jdbc_to_sqlalchemy
 from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 
 # the placeholders of docs/auditor.example.toml, used for a variable that is not set
