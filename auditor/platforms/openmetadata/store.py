@@ -1,4 +1,5 @@
-"""OpenMetadata's database: the entity tables (with owners and tags joined) and the retry queue.
+"""OpenMetadata's database: the entity tables, with owners and tags joined (the server's own
+bookkeeping tables are read by `bookkeeping.Bookkeeping`, which the store is).
 
 Read-only, on MySQL, MariaDB or PostgreSQL. Rows come in id byte order (`ORDER BY BINARY id`,
 `COLLATE "C"`), one server-side cursor per entity table, so a scan's memory does not grow with
@@ -22,27 +23,16 @@ from auditor.backends.json_text import json_as_text
 from auditor.backends.protocols import Capability
 from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
+from auditor.platforms.openmetadata.bookkeeping import IN_LIST, Bookkeeping
 from auditor.platforms.openmetadata.child_tags import TagSpill, with_child_tags
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
 from auditor.platforms.openmetadata.inherit import Inheritance
-from auditor.platforms.openmetadata.naming import RETRY_QUEUE_TABLE, OmEntity
-from auditor.platforms.openmetadata.records import OmRow, RetryRow
-from auditor.platforms.openmetadata.reindex_rows import (
-    ACTIVE,
-    FAILURE_TABLE,
-    JOB_TABLE,
-    PARTITION_TABLE,
-    IndexFailure,
-    ReindexJob,
-    TypeProgress,
-    failure_from_row,
-    job_from_row,
-)
+from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.records import OmRow
 from auditor.settings import redact_url
 
 log = logging.getLogger(__name__)
 
-IN_LIST = 100  # ids per IN list
 CONTAINS, OWNS, HAS = 0, 8, 10  # entityRelationship.json: contains, owns, has
 
 
@@ -66,7 +56,7 @@ def _object(value: Any) -> dict[str, Any]:
     return load_object(value) or {}
 
 
-class OmStore:
+class OmStore(Bookkeeping):
     """Reads OpenMetadata's entity tables (SELECT only)."""
 
     capabilities = frozenset({Capability.READ})
@@ -307,125 +297,3 @@ class OmStore:
             sql = f"SELECT id, json FROM {table} WHERE id IN ({marks})"
             for entity_id, raw in conn.execute(text(sql), params):
                 yield str(entity_id), raw
-
-    # -- the retry queue ----------------------------------------------------------------
-    def retry_queue(self, ids: Sequence[str], fqns: Sequence[str] = ()) -> dict[str, RetryRow] | None:
-        """Retry rows for these entities, keyed by id (and by FQN for rows that name only one);
-        None when the server has no retry queue (older OpenMetadata)."""
-        cols = self.columns(RETRY_QUEUE_TABLE)
-        if cols is None:
-            return None
-        wanted = ["entityId", "entityFqn", "status"]
-        wanted += [c for c in ("retryCount", "failureReason", "entityType", "claimedAt") if c.lower() in cols]
-        out: dict[str, RetryRow] = {}
-        try:
-            with self.engine.connect() as conn:
-                for column, values in (("entityId", list(ids)), ("entityFqn", list(fqns))):
-                    for i in range(0, len(values), IN_LIST):
-                        chunk = values[i : i + IN_LIST]
-                        marks = ", ".join(f":v{n}" for n in range(len(chunk)))
-                        params = {f"v{n}": v for n, v in enumerate(chunk)}
-                        sql = (
-                            f"SELECT {', '.join(wanted)} FROM {RETRY_QUEUE_TABLE} WHERE {column} IN ({marks})"
-                        )
-                        for r in conn.execute(text(sql), params):
-                            got = dict(zip([w.lower() for w in wanted], r, strict=True))
-                            row = RetryRow(
-                                str(got["entityid"] or ""),
-                                str(got["entityfqn"] or ""),
-                                str(got["status"] or "PENDING").upper(),
-                                got.get("retrycount"),
-                                got.get("failurereason"),
-                                got.get("entitytype"),
-                                got.get("claimedat"),
-                            )
-                            for key in (row.entity_id, row.entity_fqn):
-                                if key:
-                                    out.setdefault(key, row)
-        except SQLAlchemyError as exc:
-            raise self._fail(f"reading {RETRY_QUEUE_TABLE}", exc) from None
-        return out
-
-    # -- the reindex tables (1.12 and later) ---------------------------------------------
-    def reindex_jobs(self, limit: int = 20) -> list[ReindexJob] | None:
-        """The newest search_index_job rows (SearchIndexJobDAO.listRecent), a running one with its
-        partitions' sums per type; None when the server has no such table (before 1.12)."""
-        if self.columns(JOB_TABLE, required=False) is None:
-            return None
-        try:
-            with self.engine.connect() as conn:
-                got = conn.execute(
-                    text(f"SELECT * FROM {JOB_TABLE} ORDER BY createdAt DESC LIMIT {int(limit)}")
-                )
-                rows = [{str(k).lower(): v for k, v in r.items()} for r in got.mappings()]
-                active = [str(r["id"]) for r in rows if str(r.get("status") or "").upper() in ACTIVE]
-                parts: dict[str, dict[str, TypeProgress]] = {}
-                if active and self.columns(PARTITION_TABLE, required=False) is not None:
-                    marks, params = _marks("j", active)
-                    sql = (
-                        "SELECT jobId, entityType, SUM(estimatedCount), SUM(processedCount), "
-                        f"SUM(failedCount), MAX(lastUpdateAt) FROM {PARTITION_TABLE} "
-                        f"WHERE jobId IN ({marks}) GROUP BY jobId, entityType"
-                    )
-                    for job, etype, total, done, failed, last in conn.execute(text(sql), params):
-                        parts.setdefault(str(job), {})[str(etype)] = TypeProgress(
-                            int(total or 0), int(done or 0), int(failed or 0)
-                        )
-                        row = next(r for r in rows if str(r["id"]) == str(job))
-                        row["partitions_updated"] = max(
-                            int(row.get("partitions_updated") or 0), int(last or 0)
-                        )
-        except SQLAlchemyError as exc:
-            raise self._fail(f"reading {JOB_TABLE}", exc) from None
-        return [job_from_row(r, parts.get(str(r["id"]))) for r in rows]
-
-    def reindex_failures(
-        self, jobs: Sequence[str], ids: Sequence[str], fqns: Sequence[str]
-    ) -> tuple[list[IndexFailure], dict[str, dict[str, int]]] | None:
-        """The failure rows of these jobs for these entities (the first 1000 characters of each
-        error, never the stack trace), and each job's row count per stage; None: no table."""
-        if self.columns(FAILURE_TABLE, required=False) is None:
-            return None
-        out: dict[str, IndexFailure] = {}  # by row id: a row found by its entity id and its FQN
-        stages: dict[str, dict[str, int]] = {}
-        if not jobs:
-            return [], stages
-        job_marks, job_params = _marks("j", list(jobs))
-        error = "SUBSTR(errorMessage, 1, 1000)"  # the first line is all a report shows
-        cols = f"id, jobId, entityType, entityId, entityFqn, failureStage, {error}, timestamp"
-        names = (
-            "id",
-            "jobid",
-            "entitytype",
-            "entityid",
-            "entityfqn",
-            "failurestage",
-            "errormessage",
-            "timestamp",
-        )
-        try:
-            with self.engine.connect() as conn:
-                sql = (
-                    f"SELECT jobId, failureStage, COUNT(*) FROM {FAILURE_TABLE} WHERE jobId IN ({job_marks}) "
-                )
-                for job, stage, n in conn.execute(text(sql + "GROUP BY jobId, failureStage"), job_params):
-                    stages.setdefault(str(job), {})[str(stage)] = int(n)
-                for column, values in (("entityId", list(ids)), ("entityFqn", list(fqns))):
-                    for i in range(0, len(values), IN_LIST):
-                        marks, params = _marks("v", values[i : i + IN_LIST])
-                        sql = (
-                            f"SELECT {cols} FROM {FAILURE_TABLE} WHERE jobId IN ({job_marks}) "
-                            f"AND {column} IN ({marks}) ORDER BY timestamp DESC"
-                        )
-                        for r in conn.execute(text(sql), {**params, **job_params}):
-                            out[str(r[0])] = failure_from_row(dict(zip(names, r, strict=True)))
-        except SQLAlchemyError as exc:
-            raise self._fail(f"reading {FAILURE_TABLE}", exc) from None
-        return sorted(out.values(), key=lambda x: -x.at), stages
-
-
-def _marks(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
-    """`:p0, :p1, ...` and their parameters for an IN list."""
-    return ", ".join(f":{prefix}{n}" for n in range(len(values))), {
-        f"{prefix}{n}": v for n, v in enumerate(values)
-    }
