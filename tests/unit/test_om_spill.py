@@ -4,7 +4,9 @@ in order, and equal keys mean `check` finds nothing (unequal ones leave it to `c
 from __future__ import annotations
 
 import json
+import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +164,26 @@ def test_a_side_that_fails_mid_read_fails_the_scan_with_its_error(side) -> None:
     scanner = OmScanner(_Store(rows, fail=side == "rows"), _Search(docs, fail=side == "docs"))
     with pytest.raises(BackendUnavailable, match="database" if side == "rows" else "cluster"):
         scanner.run([TABLE])  # type: ignore[arg-type]
+
+
+def test_a_killed_scans_spill_files_go_with_the_next_scans_first_spill(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = int(gone.stdout)  # a process that ran and ended: its files are leftovers
+    leftovers = [tmp_path / f"auditor-om-docs-{dead}-abc123.runs", tmp_path / f"auditor-om-tags-{dead}-x.db"]
+    kept = [
+        tmp_path / f"auditor-om-rows-{os.getppid()}-def456.pickle",  # a live process's
+        tmp_path / f"auditor-om-rows-{os.getpid()}-ghi789.pickle",  # this process's own
+        tmp_path / "auditor-om-docs-notapid.runs",  # not a spill file's name
+        tmp_path / "other-1-2-3-4.txt",
+    ]
+    for f in leftovers + kept:
+        f.write_bytes(b"x")
+    made = spill.temp_file("docs", ".runs", str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([Path(made).name] + [f.name for f in kept])
+    assert Path(made).name.startswith(f"auditor-om-docs-{os.getpid()}-")
+    (tmp_path / leftovers[0].name).write_bytes(b"x")  # swept once per directory and process
+    spill.temp_file("rows", ".pickle", str(tmp_path))
+    assert (tmp_path / leftovers[0].name).exists()

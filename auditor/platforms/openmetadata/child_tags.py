@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,6 +28,7 @@ from auditor.core.json_guard import load_object
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, child_hashes
 from auditor.platforms.openmetadata.document import fqn_hash
 from auditor.platforms.openmetadata.records import OmRow
+from auditor.platforms.openmetadata.spill import temp_file
 
 IN_LIST = 1000  # hashes per lookup (an index probe each)
 PAGE = 500
@@ -95,8 +95,7 @@ class TagSpill:
     """Every tag_usage row, read in one query and kept in a temporary SQLite file by target."""
 
     def __init__(self, engine: Engine, directory: str | None = None) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="auditor-om-tags-", suffix=".sqlite", dir=directory)
-        os.close(fd)
+        self.path = temp_file("tags", ".sqlite", directory)
         self.db = sqlite3.connect(self.path, check_same_thread=False)
         try:
             self.db.execute("PRAGMA journal_mode = OFF")

@@ -8,7 +8,8 @@ Each item carries the key of its compared fields (checks/openmetadata `row_key`,
 the join compares the keys and decodes an item only when they differ. A record is pickled
 (what was read comes back exactly, whatever it holds) into a file only this process made and
 reads (mkstemp: mode 0600, removed after). Memory stays flat whatever the catalog: what waits,
-waits on disk.
+waits on disk. A file's name carries its process's id: a process killed before it removed its
+files leaves them behind, and the next scan's first spill removes them (`sweep`).
 """
 
 from __future__ import annotations
@@ -57,8 +58,52 @@ class Keyed:
         return self.item
 
 
-def _temp(prefix: str, suffix: str, directory: str | None) -> str:
-    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+PREFIX = "auditor-om-"  # every spill file's name: auditor-om-<what>-<pid>-<random><suffix>
+_swept: set[str] = set()  # the directories this process has swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def sweep(directory: str | None = None) -> list[str]:
+    """Remove the spill files of processes that no longer run (a scan killed mid-way); another
+    user's files and a live process's are left alone. Returns the paths removed."""
+    where = directory or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return removed
+    for name in names:
+        parts = name.split("-")
+        if not name.startswith(PREFIX) or len(parts) < 5 or not parts[3].isdigit():
+            continue
+        if int(parts[3]) == os.getpid() or _alive(int(parts[3])):
+            continue
+        path = os.path.join(where, name)
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:  # not ours to remove, or gone already
+            pass
+    return removed
+
+
+def temp_file(what: str, suffix: str, directory: str | None = None) -> str:
+    """A new empty file only this process reads and writes (mode 0600), named for its process;
+    the first of a process in a directory sweeps what killed processes left there."""
+    where = directory or tempfile.gettempdir()
+    if where not in _swept:
+        _swept.add(where)
+        sweep(where)
+    fd, path = tempfile.mkstemp(prefix=f"{PREFIX}{what}-{os.getpid()}-", suffix=suffix, dir=where)
     os.close(fd)
     return path
 
@@ -72,7 +117,7 @@ class SortedDocs:
     threads, waits each time to get it back."""
 
     def __init__(self, directory: str | None = None) -> None:
-        self.path = _temp("auditor-om-docs-", ".runs", directory)
+        self.path = temp_file("docs", ".runs", directory)
         self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
         self.batch: list[tuple[str, str, bytes | None, bytes]] = []
         self.runs: list[tuple[int, int]] = []  # (offset, count) of each sorted run
@@ -129,7 +174,7 @@ class RowFile:
     """Rows written in id order, read back in that order."""
 
     def __init__(self, directory: str | None = None) -> None:
-        self.path = _temp("auditor-om-rows-", ".pickle", directory)
+        self.path = temp_file("rows", ".pickle", directory)
         self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
         self.count = 0
 
