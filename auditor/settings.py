@@ -1,10 +1,11 @@
-"""Configuration: defaults < TOML file < environment (AUDITOR_* and DataHub's own names) < flags."""
+"""Configuration: defaults < TOML file < environment (AUDITOR_* and each platform's own names) < flags."""
 
 from __future__ import annotations
 
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -19,52 +20,46 @@ from pydantic import (
     model_validator,
 )
 
+from auditor import platforms
 from auditor.errors import ConfigError
 
-# The configuration reads DataHub's own environment (ENV_NAMES), and its defaults are DataHub's:
-# its change-log topics and its MAE consumer's group (auditor/platforms/datahub/naming.py takes
-# them from here; one Settings serves every platform)
+# One Settings serves every platform. Its defaults for the change log are DataHub's: its topics and
+# its MAE consumer's group (auditor/platforms/datahub/naming.py takes them from here).
 MCL_VERSIONED_TOPIC = "MetadataChangeLog_Versioned_v1"
 MCL_TIMESERIES_TOPIC = "MetadataChangeLog_Timeseries_v1"
 MAE_CONSUMER_GROUP = "generic-mae-consumer-job-client"
 
-# environment variables, most specific first; DataHub's own names are honoured
+# the auditor's own environment variable for each setting; after it, each platform's own names
+# for the same setting are honoured (platforms/<name>/environment.py, in the registry's order)
 ENV_NAMES: dict[str, tuple[str, ...]] = {
     "store_url": ("AUDITOR_STORE_URL",),
-    "store_password": ("AUDITOR_STORE_PASSWORD", "EBEAN_DATASOURCE_PASSWORD"),
+    "store_password": ("AUDITOR_STORE_PASSWORD",),
     "store_table": ("AUDITOR_STORE_TABLE",),
     "search_url": ("AUDITOR_SEARCH_URL",),
     "search_kind": ("AUDITOR_SEARCH_KIND",),
-    "search_username": ("AUDITOR_SEARCH_USERNAME", "ELASTICSEARCH_USERNAME"),
-    "search_password": ("AUDITOR_SEARCH_PASSWORD", "ELASTICSEARCH_PASSWORD"),
+    "search_username": ("AUDITOR_SEARCH_USERNAME",),
+    "search_password": ("AUDITOR_SEARCH_PASSWORD",),
     "search_verify_certs": ("AUDITOR_SEARCH_VERIFY_CERTS",),
     "search_ca_certs": ("AUDITOR_SEARCH_CA_CERTS",),
     "search_timeout_seconds": ("AUDITOR_SEARCH_TIMEOUT",),
     "search_retries": ("AUDITOR_SEARCH_RETRIES",),
-    "index_prefix": ("AUDITOR_INDEX_PREFIX", "INDEX_PREFIX", "ELASTICSEARCH_INDEX_PREFIX"),
-    "kafka_bootstrap": ("AUDITOR_KAFKA_BOOTSTRAP", "KAFKA_BOOTSTRAP_SERVER"),
-    "kafka_security_protocol": ("AUDITOR_KAFKA_SECURITY_PROTOCOL", "KAFKA_PROPERTIES_SECURITY_PROTOCOL"),
-    "kafka_sasl_mechanism": ("AUDITOR_KAFKA_SASL_MECHANISM", "KAFKA_PROPERTIES_SASL_MECHANISM"),
+    "index_prefix": ("AUDITOR_INDEX_PREFIX",),
+    "kafka_bootstrap": ("AUDITOR_KAFKA_BOOTSTRAP",),
+    "kafka_security_protocol": ("AUDITOR_KAFKA_SECURITY_PROTOCOL",),
+    "kafka_sasl_mechanism": ("AUDITOR_KAFKA_SASL_MECHANISM",),
     "kafka_sasl_username": ("AUDITOR_KAFKA_SASL_USERNAME",),
     "kafka_sasl_password": ("AUDITOR_KAFKA_SASL_PASSWORD",),
     "kafka_ssl_ca_location": ("AUDITOR_KAFKA_SSL_CA_LOCATION",),
-    "schema_registry_url": ("AUDITOR_SCHEMA_REGISTRY_URL", "KAFKA_SCHEMAREGISTRY_URL"),
-    # kafka | pgqueue (DataHub's Kafka-less transport: docs/pgqueue.md)
-    "transport": ("AUDITOR_TRANSPORT", "DATAHUB_MESSAGING_TRANSPORT"),
+    "schema_registry_url": ("AUDITOR_SCHEMA_REGISTRY_URL",),
+    "transport": ("AUDITOR_TRANSPORT",),  # kafka | pgqueue (docs/pgqueue.md)
     "pgqueue_url": ("AUDITOR_PGQUEUE_URL",),
-    "pgqueue_schema": ("AUDITOR_PGQUEUE_SCHEMA", "DATAHUB_PGQUEUE_SCHEMA"),
-    "pgqueue_table_prefix": ("AUDITOR_PGQUEUE_TABLE_PREFIX", "DATAHUB_PGQUEUE_TABLE_PREFIX"),
-    "mcl_versioned_topic": (
-        "AUDITOR_MCL_VERSIONED_TOPIC",
-        "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME",
-    ),
-    "mcl_timeseries_topic": (
-        "AUDITOR_MCL_TIMESERIES_TOPIC",
-        "METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME",
-    ),
-    "mae_consumer_group": ("AUDITOR_MAE_CONSUMER_GROUP", "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID"),
+    "pgqueue_schema": ("AUDITOR_PGQUEUE_SCHEMA",),
+    "pgqueue_table_prefix": ("AUDITOR_PGQUEUE_TABLE_PREFIX",),
+    "mcl_versioned_topic": ("AUDITOR_MCL_VERSIONED_TOPIC",),
+    "mcl_timeseries_topic": ("AUDITOR_MCL_TIMESERIES_TOPIC",),
+    "mae_consumer_group": ("AUDITOR_MAE_CONSUMER_GROUP",),
     "platform": ("AUDITOR_PLATFORM",),  # datahub | openmetadata (docs/openmetadata.md)
-    "cluster_alias": ("AUDITOR_CLUSTER_ALIAS", "ELASTICSEARCH_CLUSTER_ALIAS"),  # OpenMetadata's own name
+    "cluster_alias": ("AUDITOR_CLUSTER_ALIAS",),
     "grace_seconds": ("AUDITOR_GRACE_SECONDS",),
     "sample_window_seconds": ("AUDITOR_SAMPLE_WINDOW_SECONDS",),
     "index_visibility_seconds": ("AUDITOR_INDEX_VISIBILITY_SECONDS",),
@@ -147,8 +142,6 @@ class Settings(BaseModel):
     @field_validator("platform", mode="before")
     @classmethod
     def _known_platform(cls, value: Any) -> str:
-        from auditor import platforms
-
         name = str(value or platforms.DEFAULT).strip().lower()
         if name not in platforms.names():
             raise ValueError(f"unknown platform {value!r} (one of: {', '.join(platforms.names())})")
@@ -264,6 +257,16 @@ def _nearest(name: str) -> str | None:
     return found[0] if found else None
 
 
+def env_names(environments: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+    """Per setting, the environment variables read for it, most specific first: the auditor's
+    own, then each platform's own (`NAMES` of its environment module)."""
+    out = {name: list(names) for name, names in ENV_NAMES.items()}
+    for environment in environments:
+        for name, names in environment.NAMES.items():
+            out.setdefault(name, []).extend(n for n in names if n not in out[name])
+    return {name: tuple(names) for name, names in out.items()}
+
+
 def load_settings(
     config_file: str | Path | None = None,
     env: dict[str, str] | None = None,
@@ -308,7 +311,8 @@ def load_settings(
                 hint="every key is listed in docs/auditor.example.toml",
             )
     from_file = set(merged)
-    for name, names in ENV_NAMES.items():
+    environments = platforms.environments()
+    for name, names in env_names(environments).items():
         for var in names:
             if environ.get(var):
                 merged[name] = environ[var]
@@ -316,12 +320,10 @@ def load_settings(
             if name in SECRETS and environ.get(f"{var}_FILE"):
                 merged[name] = _read_secret(environ[f"{var}_FILE"], f"{var}_FILE")
                 break
-    suffix = environ.get("UPDATE_INDICES_CONSUMER_GROUP_SUFFIX")
-    own = environ.get("AUDITOR_MAE_CONSUMER_GROUP") or (
-        "mae_consumer_group" in from_file and not environ.get("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID")
-    )
-    if suffix and not own:  # DataHub's UpdateIndicesHook consumes as `<base>-<suffix>` (a per-hook group)
-        merged["mae_consumer_group"] = f"{merged.get('mae_consumer_group') or MAE_CONSUMER_GROUP}-{suffix}"
+    for environment in environments:  # a platform's own rules (DataHub's per-hook group)
+        adjust = getattr(environment, "adjust", None)
+        if adjust is not None:
+            adjust(merged, environ, from_file)
     merged.update({k: v for k, v in flags.items() if v is not None})
     if merged.get("stores"):
         merged["stores"] = store_entries(merged["stores"], environ)

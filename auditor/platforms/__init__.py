@@ -9,7 +9,9 @@ one line to `KNOWN` (docs/adding-a-platform.md); a test registers one with `regi
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from auditor.errors import ConfigError
@@ -60,6 +62,21 @@ def get(name: str | None) -> Platform:
         raise ConfigError(f"unknown platform {name!r}", hint="one of: " + ", ".join(names()))
     _loaded[key] = platform
     return platform
+
+
+def environments() -> list[ModuleType]:
+    """Each known platform's own environment variables: the `environment` module beside its
+    platform module, when it has one (`NAMES`: setting -> its variables; optionally `adjust`),
+    the default's first. Small modules, read by the configuration for every command whichever
+    platform it runs (auditor.settings); the platform itself is not imported."""
+    found = []
+    for name in names():
+        if name not in KNOWN:
+            continue
+        module = KNOWN[name].partition(":")[0].rpartition(".")[0] + ".environment"
+        if importlib.util.find_spec(module) is not None:
+            found.append(importlib.import_module(module))
+    return found
 
 
 def name_of_finding(details: Mapping[str, object]) -> str:

@@ -103,3 +103,20 @@ def test_secrets_are_read_from_files_never_echoed(tmp_path) -> None:
     assert s.search_password is not None and s.search_password.get_secret_value() == "espw"
     with pytest.raises(ConfigError, match="AUDITOR_STORE_URL_FILE: cannot read the secret file"):
         load_settings(env={"AUDITOR_STORE_URL_FILE": str(tmp_path / "absent")})
+
+
+def test_each_platform_s_own_variables_come_from_its_home_after_the_auditor_s_own() -> None:
+    from auditor import platforms
+    from auditor.settings import ENV_NAMES, env_names
+
+    # settings.py names only the auditor's own variables; DataHub's and OpenMetadata's are theirs
+    assert all(n.startswith("AUDITOR_") for names in ENV_NAMES.values() for n in names)
+    homes = [m.__name__ for m in platforms.environments()]
+    assert homes == ["auditor.platforms.datahub.environment", "auditor.platforms.openmetadata.environment"]
+    names = env_names(platforms.environments())
+    assert names["index_prefix"] == ("AUDITOR_INDEX_PREFIX", "INDEX_PREFIX", "ELASTICSEARCH_INDEX_PREFIX")
+    assert names["cluster_alias"] == ("AUDITOR_CLUSTER_ALIAS", "ELASTICSEARCH_CLUSTER_ALIAS")
+    env = {"INDEX_PREFIX": "dh", "AUDITOR_INDEX_PREFIX": "mine", "ELASTICSEARCH_CLUSTER_ALIAS": "om"}
+    s = load_settings(env=env)
+    assert (s.index_prefix, s.cluster_alias) == ("mine", "om")
+    assert load_settings(env={"KAFKA_PROPERTIES_SASL_MECHANISM": "PLAIN"}).kafka_sasl_mechanism == "PLAIN"

@@ -1,0 +1,43 @@
+"""DataHub's own environment, as the auditor's configuration reads it: the variables GMS and its
+jobs are given, honoured after each setting's own AUDITOR_* name (auditor.settings), and the
+rule of its per-hook consumer groups. Light on purpose: the configuration loads it for every
+command (through the registry, `auditor.platforms.environments`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from auditor.settings import MAE_CONSUMER_GROUP
+
+# setting -> DataHub's own variables for it, most specific first
+NAMES: dict[str, tuple[str, ...]] = {
+    "store_password": ("EBEAN_DATASOURCE_PASSWORD",),
+    "search_username": ("ELASTICSEARCH_USERNAME",),
+    "search_password": ("ELASTICSEARCH_PASSWORD",),
+    "index_prefix": ("INDEX_PREFIX", "ELASTICSEARCH_INDEX_PREFIX"),
+    "kafka_bootstrap": ("KAFKA_BOOTSTRAP_SERVER",),
+    "kafka_security_protocol": ("KAFKA_PROPERTIES_SECURITY_PROTOCOL",),
+    "kafka_sasl_mechanism": ("KAFKA_PROPERTIES_SASL_MECHANISM",),
+    "schema_registry_url": ("KAFKA_SCHEMAREGISTRY_URL",),
+    # kafka | pgqueue (DataHub's Kafka-less transport: docs/pgqueue.md)
+    "transport": ("DATAHUB_MESSAGING_TRANSPORT",),
+    "pgqueue_schema": ("DATAHUB_PGQUEUE_SCHEMA",),
+    "pgqueue_table_prefix": ("DATAHUB_PGQUEUE_TABLE_PREFIX",),
+    "mcl_versioned_topic": ("METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME",),
+    "mcl_timeseries_topic": ("METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME",),
+    "mae_consumer_group": ("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID",),
+}
+
+
+def adjust(merged: dict[str, Any], environ: Mapping[str, str], from_file: set[str]) -> None:
+    """DataHub's UpdateIndicesHook consumes as `<base>-<suffix>` (a per-hook group) when
+    UPDATE_INDICES_CONSUMER_GROUP_SUFFIX is set: the MAE group becomes that, unless the group
+    was given as the auditor's own (AUDITOR_MAE_CONSUMER_GROUP, or the file without DataHub's
+    variable)."""
+    suffix = environ.get("UPDATE_INDICES_CONSUMER_GROUP_SUFFIX")
+    own = environ.get("AUDITOR_MAE_CONSUMER_GROUP") or (
+        "mae_consumer_group" in from_file and not environ.get("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID")
+    )
+    if suffix and not own:
+        merged["mae_consumer_group"] = f"{merged.get('mae_consumer_group') or MAE_CONSUMER_GROUP}-{suffix}"
