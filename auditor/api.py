@@ -94,7 +94,14 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     """Plan a repair and, with `request.apply`, do it (replay or reindex) and verify it.
 
     A report's findings name their platform; the settings name it for a repair by filters."""
-    return _repairing(settings, request).rebuild(settings, request)
+    platform = _repairing(settings, request)
+    if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
+        from auditor.rebuild.federation import rebuild_federation
+
+        return rebuild_federation(
+            settings, request, platform.rebuild, lambda urns: platform.holders(settings, urns)
+        )
+    return platform.rebuild(settings, request)
 
 
 def _repairing(settings: Settings, request: RebuildRequest) -> Platform:

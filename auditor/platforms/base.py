@@ -194,6 +194,11 @@ class Platform(ABC):
         self.require(Capability.SHARD_PLAN, "--plan-shards")
         raise NotImplementedError  # a platform that declares SHARD_PLAN implements this
 
+    def holders(self, settings: Settings, urns: Sequence[str]) -> dict[str, list[str]]:
+        """A federation's stores that hold rows of each urn now (FEDERATION: its repair)."""
+        self.require(Capability.FEDERATION, "--store")
+        raise NotImplementedError  # a platform that declares FEDERATION implements this
+
     def open_watch(
         self, settings: Settings, config: WatchConfig, group: str, topics: Sequence[str], start: str
     ) -> AbstractContextManager[Watching]:

@@ -10,7 +10,7 @@ import pytest
 from auditor.core.model import Classified, Evidence, Finding, Kind, Verdict
 from auditor.core.plan import RebuildOutcome, RepairAction, RepairKind, RepairPlan
 from auditor.errors import ConfigError
-from auditor.rebuild.datahub.federation import home, merge, rebuild_federation, split
+from auditor.rebuild.federation import home, merge, rebuild_federation, split
 from auditor.rebuild.request import RebuildRequest
 from auditor.settings import Settings, load_settings
 

@@ -5,7 +5,7 @@ urn is refused before any of this loads)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,10 +67,6 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.rebuild.datahub.run import RebuildBackends
     from auditor.rebuild.datahub.run import rebuild as run_rebuild
 
-    if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
-        from auditor.rebuild.datahub.federation import rebuild_federation
-
-        return rebuild_federation(settings, request, rebuild)
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_store(settings)))
         search = opened.enter_context(closing(open_search(settings)))
@@ -137,3 +133,16 @@ def ping_kafka(settings: Settings) -> str:
         return f"{topic}: {n} partitions"
     finally:
         events.close()
+
+
+def holders(settings: Settings, urns: Sequence[str]) -> dict[str, list[str]]:
+    """For each of `urns`, the federation's stores that hold rows of it now (each opened once)."""
+    from auditor.rebuild.federation import store_settings
+
+    out: dict[str, list[str]] = {u: [] for u in urns}
+    for entry in settings.stores:
+        with closing(open_store(store_settings(settings, entry.name))) as store:
+            for urn in urns:
+                if store.versions(urn):
+                    out[urn].append(entry.name)
+    return out

@@ -128,6 +128,11 @@ class DataHub(Platform):
     ) -> list[str]:
         return commands.native_commands(repairs, group=group, until=until, per_urn=per_urn)
 
+    def holders(self, settings: Settings, urns: Sequence[str]) -> dict[str, list[str]]:
+        from auditor.platforms.datahub import pipelines
+
+        return pipelines.holders(settings, urns)
+
     def plan_shards(self, settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
         from auditor.platforms.datahub import tools
 

@@ -1,4 +1,6 @@
-"""A repair of a federation (several stores feeding one index): one single-store repair per store.
+"""A repair of a federation (several stores feeding one index): one single-store repair per store,
+around the repair of any platform that declares FEDERATION (auditor.api composes them: the
+platform gives its single-store repair and which of its stores hold a urn now).
 
 Each finding of a federated report names the store whose rows it rests on, so each store's
 repair gets that store's findings and runs exactly as a single store's does (its own
@@ -125,11 +127,10 @@ def rebuild_federation(
     settings: Settings,
     request: RebuildRequest,
     single: Single,
-    holders: Holders | None = None,
+    holders: Holders,
 ) -> RebuildOutcome:
     """Replay or reindex a federated report's findings, one store after another, the orphans
-    last. `single`: a single store's repair; `holders`: which stores hold each urn now (default:
-    asks each store)."""
+    last. `single`: a single store's repair; `holders`: which stores hold each urn now."""
     names = [e.name for e in settings.stores]
     if request.findings is None:
         raise ConfigError(
@@ -142,7 +143,7 @@ def rebuild_federation(
             "--shard and --full are not supported on a federation",
             hint="repair one store at a time with --store-url (docs/federation.md)",
         )
-    ask = holders or (lambda urns: _holders(settings, urns))
+    ask = holders
     parts = split(request.findings, names)
     outcomes: list[tuple[str, RebuildOutcome]] = []
 
@@ -186,19 +187,4 @@ def rebuild_federation(
         )
     if homed.moved:
         out.notes.append(f"{homed.moved} orphan finding(s) of urns a store holds now: rewritten from it")
-    return out
-
-
-def _holders(settings: Settings, urns: Sequence[str]) -> dict[str, list[str]]:
-    """For each of `urns`, the stores that hold rows of it now (each store opened once)."""
-    from contextlib import closing
-
-    from auditor.platforms.datahub.backends.connect import open_store
-
-    out: dict[str, list[str]] = {u: [] for u in urns}
-    for entry in settings.stores:
-        with closing(open_store(store_settings(settings, entry.name))) as store:
-            for urn in urns:
-                if store.versions(urn):
-                    out[urn].append(entry.name)
     return out
