@@ -97,7 +97,7 @@ def to_dict(report: Report) -> dict[str, Any]:
 
 def sections(report: Report) -> dict[str, Any]:
     """The platform's own sections, each written (empty if the scan said nothing), in its order;
-    a section the platform does not declare (a report of a newer version) is kept as read."""
+    then any other section the report holds, as it is."""
     declared = platforms.of_report(report.sources).report_sections
     out = {name: report.sections.get(name, s.empty()) for name, s in declared.items()}
     out.update((k, v) for k, v in report.sections.items() if k not in out)

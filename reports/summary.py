@@ -96,7 +96,7 @@ def reobservation_text(report: Report) -> str:
 
 def weak_evidence_text(report: Report) -> str | None:
     """Why the verdicts rest on time and history, if they do (None: Kafka evidence was read)."""
-    platform = platforms.get(str(report.sources.get("platform") or "") or None)
+    platform = platforms.of_report(report.sources)
     if not platform.supports(Capability.CHANGE_LOG):
         return platform.weak_evidence
     if not report.kafka_available:
