@@ -29,6 +29,7 @@ from sandbox.search import (
     V3_MAPPINGS,
     SearchStore,
 )
+from sandbox.versions import withheld as release_withheld
 
 log = logging.getLogger(__name__)
 SYSTEM_CREATED_CHANGE_TYPES = frozenset({"CREATE", "CREATE_ENTITY", "UPSERT"})
@@ -76,6 +77,9 @@ class IndexUpdater:
         # write of the urns it names (a lost write to one of the two).
         self.v3: dict[str, str] | None = None
         self.v3_skip: set[str] = set()
+        # the DataHub release whose rules the documents are written by (None: the newest, the
+        # projection's own); an older one leaves out the fields its wheel does not annotate
+        self.release: str | None = None
         # Templates, so that an index auto-created by a write (after someone deleted it)
         # still gets the sandbox's mappings. Prefixed ones win over the unprefixed pattern.
         tag, priority = (f"{index_prefix}-", 20) if index_prefix else ("", 10)
@@ -156,15 +160,24 @@ class IndexUpdater:
         written, deleted = self._update_graph(change)
         return Applied(entity_doc, written, deleted)
 
+    def _document(self, urn: str, aspect_name: str, aspect: dict[str, Any] | None, *,
+                  for_delete: bool = False) -> dict[str, Any] | None:
+        """The partial doc of one aspect, as the release indexes it."""
+        doc = search_document(urn, aspect_name, aspect, for_delete=for_delete)
+        dropped = release_withheld(self.release).get(aspect_name)
+        if doc is not None and dropped:
+            doc = {k: v for k, v in doc.items() if k not in dropped}
+        return doc
+
     def _upsert_entity_doc(self, change: ChangeLog) -> str:
-        doc = search_document(change.urn, change.aspect_name, change.aspect)
+        doc = self._document(change.urn, change.aspect_name, change.aspect)
         if doc is None:
             return "none"
         if (change.change_type in SYSTEM_CREATED_CHANGE_TYPES and change.created_time is not None
                 and self.facts.is_key_aspect(change.entity_type, change.aspect_name)):
             doc["systemCreated"] = change.created_time
         if not change.force_indexing and change.previous_aspect is not None:
-            previous = search_document(change.urn, change.aspect_name, change.previous_aspect)
+            previous = self._document(change.urn, change.aspect_name, change.previous_aspect)
             if previous == doc:
                 return "unchanged"  # search diff mode: no-op update skipped
         self._upsert(self.entity_index(change.entity_type), ENTITY_MAPPINGS,
@@ -256,8 +269,7 @@ class IndexUpdater:
             self._delete_doc(index, entity_doc_id(change.urn))
             self._v3_write(change, None)
             return Applied("deleted", 0, deleted)
-        doc = search_document(change.urn, change.aspect_name, change.previous_aspect,
-                              for_delete=True)
+        doc = self._document(change.urn, change.aspect_name, change.previous_aspect, for_delete=True)
         if doc is None:
             return Applied("none", 0, deleted)
         self._upsert(index, ENTITY_MAPPINGS, entity_doc_id(change.urn), doc)
