@@ -60,6 +60,8 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "mae_consumer_group": ("AUDITOR_MAE_CONSUMER_GROUP",),
     "platform": ("AUDITOR_PLATFORM",),  # datahub | openmetadata (docs/openmetadata.md)
     "cluster_alias": ("AUDITOR_CLUSTER_ALIAS",),
+    "platform_version": ("AUDITOR_PLATFORM_VERSION",),
+    "gms_url": ("AUDITOR_GMS_URL",),
     "grace_seconds": ("AUDITOR_GRACE_SECONDS",),
     "sample_window_seconds": ("AUDITOR_SAMPLE_WINDOW_SECONDS",),
     "index_visibility_seconds": ("AUDITOR_INDEX_VISIBILITY_SECONDS",),
@@ -109,6 +111,10 @@ class Settings(BaseModel):
     # `<cluster_alias>_<entity>_search_index` (elasticsearch.clusterAlias, empty by default)
     platform: str = "datahub"  # a name the platform registry knows (auditor.platforms)
     cluster_alias: str = ""
+    # which release of the platform wrote the data (None: found from the data, docs/versions.md)
+    platform_version: str | None = None
+    # DataHub's GMS (its /config names the server's version); never required
+    gms_url: str | None = None
     kafka_bootstrap: str | None = None
     kafka_security_protocol: str | None = None
     kafka_sasl_mechanism: str | None = None
@@ -162,7 +168,7 @@ class Settings(BaseModel):
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
-            if name in ("search_url", "schema_registry_url") and isinstance(value, str):
+            if name in ("search_url", "schema_registry_url", "gms_url") and isinstance(value, str):
                 value = redact_url(value)
             yield name, value
 

@@ -23,6 +23,9 @@ fetched, decoded and grouped; the aspects' JSON parsed; the projection; the join
 (both streams and the merge); the checks on top (the comparisons: the rest). `--workers 2` scans
 a plan of 2 shards with 2 processes at the same time (the wall time against one full scan).
 
+`--versions` also times the scan as it was before releases were known (the installed rules, no
+release detection, no mapping read): what detection and the mapping witness cost.
+
 Every index the scan reads is seeded: the entity docs, a system-metadata doc per aspect row and
 the edges the aspects imply (the sandbox indexer's rules), so every check does its work; the bare
 index read reads all of them, each in the order the scan needs.
@@ -261,6 +264,16 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         if mode == "shard" and shard:
             i, n = (int(x) for x in shard.split("/"))
             selection = Selection(shard=(i, n), urn_range=ShardPlan.load(PLAN_FILE).urn_range(i))
+        if mode == "scan-unversioned":  # as before releases: the installed rules, no detection or mapping
+            import auditor.platforms.datahub.scan.run as scan_run
+            from auditor.platforms.datahub.versions.detect import Choice
+            from auditor.platforms.datahub.versions.view import IndexRules
+
+            def installed(store: Any, search: Any, registry: Any, **_: Any) -> Any:
+                rules = IndexRules.installed(registry)
+                return rules, Choice(rules.rules, "installed (benchmark baseline)")
+
+            scan_run.index_rules = installed  # type: ignore[assignment]
         report = scan(settings, selection, options=ScanOptions(use_state=False, sample_window=0))
         count = sum(report.entities.values())
         findings = sum(report.counts.values())
@@ -437,11 +450,19 @@ def main() -> int:
     )
     parser.add_argument(
         "--measure",
-        choices=("db", "index", "counts", "scan", "scan-broken", "plan", "shard", "stages", "join"),
+        choices=(
+            *("db", "index", "counts", "scan", "scan-unversioned", "scan-broken"),
+            *("plan", "shard", "stages", "join"),
+        ),
         help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--stages", action="store_true", help="also time the scan's stages (rows, JSON, projection, join)"
+    )
+    parser.add_argument(
+        "--versions",
+        action="store_true",
+        help="also time the scan without release detection and the mapping witness (the cost of both)",
     )
     parser.add_argument("--shard", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -482,6 +503,17 @@ def main() -> int:
         "bare_index_peak_rss_mib": round(index["peak_rss_mib"]),
         "cpus": os.cpu_count(),
     }
+    if args.versions:  # alternated with the scan above, so that load drifts hit both alike
+        plain = run_child("scan-unversioned", args.store, args.search)
+        again = run_child("scan", args.store, args.search)
+        versioned = min(scan["seconds"], again["seconds"])
+        result.update(
+            {
+                "scan_unversioned_seconds": round(plain["seconds"], 2),
+                "scan_versioned_seconds_best_of_2": round(versioned, 2),
+                "ratio_versioned_to_unversioned": round(versioned / plain["seconds"], 3),
+            }
+        )
     if args.broken:
         originals = break_docs(args.search, args.broken)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -15,6 +16,7 @@ from auditor.reports.summary import (
     by_store,
     eta_text,
     observed_text,
+    outdated_lines,
     reobservation_text,
     repair_commands,
     sorted_findings,
@@ -23,8 +25,14 @@ from auditor.reports.summary import (
     worst,
 )
 
-STYLE = {"invalid": "magenta", "diverged": "red", "stalled": "yellow", "in_flight": "cyan"}
-VERDICTS = ("in_flight", "stalled", "diverged", "invalid")
+STYLE = {
+    "invalid": "magenta",
+    "diverged": "red",
+    "stalled": "yellow",
+    "outdated": "blue",
+    "in_flight": "cyan",
+}
+VERDICTS = ("in_flight", "outdated", "stalled", "diverged", "invalid")
 
 
 def _say(console: Console, text: str, style: str = "", soft_wrap: bool | None = None) -> None:
@@ -49,7 +57,28 @@ def _headline(report: Report) -> str:
         0: "[green]no persistent divergence[/]",
         1: "[red bold]persistent divergence found[/]",
         4: "[yellow bold]the MAE consumer is stalled[/]",
+        5: "[blue bold]documents written by an older release: a reindex is due[/]",
     }.get(report.exit_code, f"[red]incomplete (exit {report.exit_code})[/]")
+
+
+def _outdated_table(lines: list[dict[str, Any]]) -> Table:
+    """Documents an older release wrote: per type, field and release, with the one repair."""
+    table = Table(
+        title="Written by an older release (not a divergence: a reindex is due)", title_justify="left"
+    )
+    for name in ("entity type", "field", "written by", "documents", "e.g.", "repair"):
+        table.add_column(name, justify="right" if name == "documents" else "left")
+    for line in lines:
+        examples = line.get("examples") or []
+        table.add_row(
+            _cell(str(line.get("entity_type"))),
+            _cell(str(line.get("field"))),
+            _cell(f"{line.get('written_by')} or older (judged as {line.get('judged_by')})"),
+            str(line.get("documents", 0)),
+            _cell(str(examples[0]) if examples else ""),
+            _cell(f"{line.get('repair')}  # or: {line.get('native')}"),
+        )
+    return table
 
 
 def _types_table(report: Report) -> Table:
@@ -166,6 +195,8 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
             _say(console, f"  {n:4d}  {urn}")
     if report.converged:
         console.print(f"[green]{len(report.converged)} in-flight findings converged during --confirm[/]")
+    if outdated := outdated_lines(report):
+        console.print(_outdated_table(outdated))
     commands = repair_commands(report)
     if commands:
         console.print("[bold]To repair:[/]")

@@ -8,7 +8,13 @@ from auditor.core.model import PartitionPosition, Report, RunSummary
 from auditor.reports.escape import html_text as text
 from auditor.reports.summary import VERDICT_ORDER, eta_text
 
-COLORS = {"invalid": "#8e44ad", "diverged": "#c0392b", "stalled": "#d35400", "in_flight": "#2980b9"}
+COLORS = {
+    "invalid": "#8e44ad",
+    "diverged": "#c0392b",
+    "stalled": "#d35400",
+    "outdated": "#7f8c8d",
+    "in_flight": "#2980b9",
+}
 WIDTH = 760
 ROW = 22
 LABEL = 190  # room for the label column on the left

@@ -11,6 +11,7 @@ from auditor.reports.summary import (
     describe,
     eta_text,
     observed_text,
+    outdated_lines,
     reobservation_text,
     repair_commands,
     sorted_findings,
@@ -21,9 +22,11 @@ from auditor.reports.summary import (
 
 def render(report: Report, limit: int = 50) -> str:
     lines = [f"# Drift scan {report.started_at.isoformat(timespec='seconds')}", ""]
-    verdict = {0: "no persistent divergence", 1: "**persistent divergence found**"}.get(
-        report.exit_code, f"exit code {report.exit_code}"
-    )
+    verdict = {
+        0: "no persistent divergence",
+        1: "**persistent divergence found**",
+        5: "documents written by an older release: a reindex is due",
+    }.get(report.exit_code, f"exit code {report.exit_code}")
     lines += [f"Result: {verdict} (exit code {report.exit_code}).", ""]
     for name, value in report.sources.items():
         lines.append(f"- {md_text(name)}: {md_code(value)}")
@@ -57,6 +60,21 @@ def render(report: Report, limit: int = 50) -> str:
             lines.append(
                 f"| {md_text(p.topic)}[{p.partition}] | {p.committed} | {p.end} | {p.lag} | "
                 f"{md_text(p.health.value)} | {rate} | {eta_text(p.eta_seconds)} |"
+            )
+    if outdated := outdated_lines(report):
+        lines += [
+            "",
+            "## Written by an older release (not a divergence: a reindex is due)",
+            "",
+            "| entity type | field | written by | documents | e.g. | repair |",
+            "|---|---|---|---:|---|---|",
+        ]
+        for old in outdated:
+            example = (old.get("examples") or [""])[0]
+            lines.append(
+                f"| {md_text(str(old.get('entity_type')))} | {md_text(str(old.get('field')))} | "
+                f"{md_text(str(old.get('written_by')))} or older | {old.get('documents', 0)} | "
+                f"{md_code(str(example)) if example else ''} | {md_code(str(old.get('repair')))} |"
             )
     findings = sorted_findings(report.findings)
     if findings:

@@ -208,7 +208,8 @@ def merge(reports: Iterable[Report]) -> Report:
     return out
 
 
-_EXIT_RANK = {0: 0, 4: 1, 1: 2, 3: 3}  # as Report.exit_code decides: incomplete, diverged, stalled
+# as Report.exit_code decides: incomplete, diverged, stalled, outdated
+_EXIT_RANK = {0: 0, 5: 1, 4: 2, 1: 3, 3: 4}
 
 
 def merged_trend(trends: list[list[RunSummary]]) -> list[RunSummary]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from auditor import platforms
 from auditor.core.model import Classified, Report, Verdict
 from auditor.platforms.base import Capability
 from auditor.reports.commands import repair_commands as plan_repairs
 
-VERDICT_ORDER = ("invalid", "diverged", "stalled", "in_flight")
+VERDICT_ORDER = ("invalid", "diverged", "stalled", "outdated", "in_flight")
 
 
 def by_type(report: Report) -> list[tuple[str, int, dict[str, int]]]:
@@ -117,3 +118,11 @@ def eta_text(seconds: float | None) -> str:
 def sorted_findings(findings: Iterable[Classified]) -> list[Classified]:
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     return sorted(findings, key=lambda c: (rank.get(c.verdict.value, 9), c.finding.urn))
+
+
+def outdated_lines(report: Report) -> list[dict[str, Any]]:
+    """The report's documents written by an older release: one line per entity type, field and
+    release (`outdated` section: entity_type, field, written_by, judged_by, documents, examples,
+    repair, native)."""
+    lines = report.sections.get("outdated") or []
+    return [line for line in lines if isinstance(line, dict)]

@@ -27,10 +27,13 @@ from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.generator import seed  # noqa: E402
 from sandbox.naming import ASPECT_TABLE  # noqa: E402
 from sandbox.search import connect  # noqa: E402
+from sandbox.versions import write_deployment  # noqa: E402
 from sandbox.writer import GmsWriter  # noqa: E402
 
 PREFIX = "demo"
 
+
+RELEASE = "1.7.0"  # the DataHub release the sandbox deployment runs (docs/versions.md)
 
 def say(message: str) -> None:
     print(f"\033[1m==> {message}\033[0m", flush=True)
@@ -61,9 +64,15 @@ def main() -> int:
 
     move_group_to_end(endpoints.kafka)
 
-    say(f"seeding {args.n} entities through the GMS-like writer -> Kafka -> MAE-like consumer")
+    say(
+        f"seeding a DataHub {RELEASE} deployment: its upgrade rows, then {args.n} entities through the "
+        "GMS-like writer -> Kafka -> MAE-like consumer"
+    )
     writer = GmsWriter(engine, endpoints)
-    consumer = MaeConsumer(args.search, endpoints, index_prefix=PREFIX).start()
+    consumer = MaeConsumer(args.search, endpoints, index_prefix=PREFIX)
+    consumer.updater.release = RELEASE  # documents as DataHub 1.7.0 writes them
+    consumer.start()
+    write_deployment(writer, RELEASE)
     catalog = seed(writer, args.n, seed=7, prefix="demo-")
     assert consumer.drain(300), "the consumer did not drain"
     live = [e for e in catalog if not e.removed]

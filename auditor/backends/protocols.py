@@ -70,6 +70,9 @@ class Search(Protocol):
 
     def indices(self, pattern: str = "*") -> dict[str, int]: ...
 
+    # index (and alias) -> the top-level fields its mapping holds (an index left out: unknown)
+    def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]: ...
+
     def stream(
         self,
         index: str,

@@ -118,6 +118,9 @@ def _split_userinfo(
     return clean, unquote(user), unquote(secret)
 
 
+# in `mapped_fields`: the mapping adds the fields new documents bring (not a field name)
+DYNAMIC = "*dynamic*"
+
 class SearchIndex:
     """Read access to a DataHub search cluster (a scan never writes)."""
 
@@ -307,6 +310,31 @@ class SearchIndex:
             for alias in entry.get("aliases") or {}:
                 counts[alias] = counts[index]
         return counts
+
+    def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]:
+        """Index (and alias) -> the top-level fields its mapping holds, for the indices matching
+        `pattern` (one request; `view_index_metadata`). An alias over several indices holds what
+        any of them maps. A field no mapping holds is one no document there holds; a mapping that
+        adds fields as documents bring them (`dynamic`, the default) also holds `DYNAMIC`."""
+        try:
+            found = self._call(self.client.indices.get_mapping, index=pattern)
+            listed = self._call(self.client.indices.get_alias, index=pattern)
+        except Exception as exc:
+            if "index_not_found" in str(exc) or "404" in str(exc):
+                return {}
+            raise self._fail("reading index mappings", exc) from None
+        out: dict[str, frozenset[str]] = {}
+        for index, entry in dict(found).items():
+            mappings = entry.get("mappings") or {}
+            if "properties" not in mappings and len(mappings) == 1:  # a 6.x-style type level
+                mappings = next(iter(mappings.values())) or {}
+            fields = set((mappings.get("properties") or {}).keys())
+            if str(mappings.get("dynamic", "true")).lower() == "true":
+                fields.add(DYNAMIC)
+            out[index] = frozenset(fields)
+            for alias in (listed.get(index) or {}).get("aliases") or {}:
+                out[alias] = out.get(alias, frozenset()) | out[index]
+        return out
 
     def index_meta(self, pattern: str) -> dict[str, tuple[list[str], int]]:
         """Concrete index -> (its aliases, its creation time in epoch ms), for the indices matching

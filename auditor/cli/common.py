@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 EXIT_CODES = """Exit codes: 0 no persistent divergence (in-flight findings allowed); 1 persistent
 divergence (or unreadable rows) found; 2 usage or configuration error; 3 could not complete (a
-backend down or failing); 4 the MAE consumer is stalled (findings wait on it, none diverged)."""
+backend down or failing); 4 the MAE consumer is stalled (findings wait on it, none diverged); 5
+documents an older release of the platform wrote, nothing worse (a reindex is due)."""
 
 
 class _Stderr:
@@ -216,6 +217,17 @@ PlatformOpt = Annotated[
         envvar="AUDITOR_PLATFORM",
         show_envvar=True,
         help="datahub (default) or openmetadata: whose tables and indices to audit (docs/openmetadata.md).",
+    ),
+]
+PlatformVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--platform-version",
+        envvar="AUDITOR_PLATFORM_VERSION",
+        show_envvar=True,
+        help="The platform release that wrote the data (e.g. 1.4.0): judge documents by its index rules "
+        "instead of the release found in the data (GMS's /config with AUDITOR_GMS_URL, DataHub's "
+        "upgrade rows; docs/versions.md).",
     ),
 ]
 ClusterAliasOpt = Annotated[

@@ -21,6 +21,7 @@ from auditor.cli.common import (
     IndexPrefixOpt,
     KafkaOpt,
     PlatformOpt,
+    PlatformVersionOpt,
     RegistryOpt,
     SearchUrl,
     Stores,
@@ -47,6 +48,7 @@ CONNECTION: Group = {
     "config": (ConfigOpt, None),
     "platform": (PlatformOpt, None),
     "cluster_alias": (ClusterAliasOpt, None),
+    "platform_version": (PlatformVersionOpt, None),
 }
 # the same without the change log's topic and group and without a federation: for a command that
 # names its topics its own way and reads no store (`auditor watch` tails the topics it is given)
@@ -96,6 +98,7 @@ def settings_of(opts: Mapping[str, Any], **more: Any) -> Any:
         group=opts.get("consumer_group"),
         platform=opts.get("platform"),
         cluster_alias=opts.get("cluster_alias"),
+        platform_version=opts.get("platform_version"),
         stores=opts.get("store") or None,
         **more,
     )

@@ -80,12 +80,13 @@ def scan(
 
     Read-only: a scan never writes to the database, the indices or Kafka. Each finding gets one
     verdict: in_flight (will converge; ETA given), stalled (waits on a consumer that does not
-    move), diverged (will not converge; subkind says why, the report says what to run) or
-    invalid (a row that cannot be read).
+    move), diverged (will not converge; subkind says why, the report says what to run),
+    invalid (a row that cannot be read) or outdated (written by an older release of the
+    platform, judged by the release the data names: --platform-version, docs/versions.md).
 
     Exit codes: 0 no persistent divergence (in-flight allowed); 1 persistent divergence or
     unreadable rows; 2 usage or configuration error; 3 could not complete; 4 the MAE consumer
-    is stalled.
+    is stalled; 5 only documents an older release wrote (a reindex of their types is due).
 
     \b
     Examples:

@@ -86,6 +86,8 @@ def classify(
     judge = _Judge(finding, now, grace, settle, position, kafka, history, observed)
     if finding.kind == Kind.MALFORMED_ASPECT:
         return judge.out(Verdict.INVALID, "the stored aspect cannot be read", Kind.MALFORMED_ASPECT.value)
+    if finding.kind == Kind.OUTDATED_DOCUMENT:
+        return judge.outdated()
     if position is None or kafka is None:
         return judge.without_kafka()
     return judge.pending(position, kafka) or judge.by_times(position, kafka) or judge.nothing_pending(kafka)
@@ -131,6 +133,17 @@ class _Judge:
     @property
     def age(self) -> float | None:
         return _age(self.now, self.finding.changed_at)
+
+    def outdated(self) -> Classified:
+        """Written by an older release: no event will rewrite it, and nothing is lost."""
+        d = self.finding.details
+        missing = ", ".join(d.get("missing") or ())
+        why = (
+            f"written by DataHub {d.get('written_by')} or older: it lacks only {missing}, which "
+            f"{d.get('judged_by')} indexes; no event rewrites it until the entity changes or its type "
+            "is reindexed"
+        )
+        return self.out(Verdict.OUTDATED, why, f"written_by_{d.get('written_by')}")
 
     def without_kafka(self) -> Classified:
         """No Kafka evidence: time and history only."""

@@ -28,6 +28,9 @@ class Kind(StrEnum):
     MALFORMED_ASPECT = "malformed_aspect"
     # a federation: the urn has rows in two or more stores (which one the index shows is a race)
     STORE_CONFLICT = "store_conflict"
+    # written by an older release of the platform (an upgrade whose reindex never ran): it lacks
+    # only the fields today's release adds; nothing was lost, a reindex of its type brings it up
+    OUTDATED_DOCUMENT = "outdated_document"
 
 
 class Verdict(StrEnum):
@@ -38,14 +41,17 @@ class Verdict(StrEnum):
     DIVERGED = "diverged"
     # a row the auditor could not read: reported, never repaired blindly
     INVALID = "invalid"
+    # a document an older release of the platform wrote: it will not converge by itself, but
+    # nothing is lost and nobody is paged; a reindex of its type (RestoreIndices) is due
+    OUTDATED = "outdated"
 
     @property
     def rank(self) -> int:
-        """Worst first: invalid, diverged, stalled, in flight."""
+        """Worst first: invalid, diverged, stalled, outdated, in flight."""
         return SEVERITY.index(self)
 
 
-SEVERITY = (Verdict.INVALID, Verdict.DIVERGED, Verdict.STALLED, Verdict.IN_FLIGHT)
+SEVERITY = (Verdict.INVALID, Verdict.DIVERGED, Verdict.STALLED, Verdict.OUTDATED, Verdict.IN_FLIGHT)
 
 
 class Cause(StrEnum):
@@ -284,11 +290,14 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 nothing persistent, 1 persistent divergence, 3 incomplete, 4 consumer stalled."""
+        """0 nothing persistent, 1 persistent divergence, 3 incomplete, 4 consumer stalled,
+        5 documents an older release wrote (and nothing worse): a reindex is due."""
         if not self.complete:
             return 3
         if self.total(Verdict.DIVERGED) or self.total(Verdict.INVALID):
             return 1
         if self.total(Verdict.STALLED):
             return 4
+        if self.total(Verdict.OUTDATED):
+            return 5
         return 0

@@ -8,7 +8,14 @@ from urllib.parse import quote
 from auditor.reports.escape import html_text as text
 from auditor.serve.reports_dir import Entry, trend
 
-RESULT = {0: "clean", 1: "diverged", 2: "usage error", 3: "incomplete", 4: "consumer stalled"}
+RESULT = {
+    0: "clean",
+    1: "diverged",
+    2: "usage error",
+    3: "incomplete",
+    4: "consumer stalled",
+    5: "outdated documents",
+}
 CHART_STYLE = (
     "<style>svg .axis{stroke:#999}svg .note{font:11px sans-serif;fill:#555}"
     "svg .legend{font:11px sans-serif}</style>"

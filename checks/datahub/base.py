@@ -13,6 +13,7 @@ from auditor.platforms.datahub.documents.entity import JoinedEntity
 from auditor.platforms.datahub.documents.expected import ExpectedDocument
 from auditor.platforms.datahub.documents.projection import COMPARED_EDGE_TYPES, project_entity
 from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.versions.view import IndexRules
 
 
 @dataclass
@@ -25,17 +26,47 @@ class CheckContext:
     # relationship types whose edges the graph check compares
     edge_types: frozenset[str] = COMPARED_EDGE_TYPES
     unknown: dict[str, int] = field(default_factory=dict)  # registry skew counters
+    # the deployment's release and its indices' mappings (None: the installed rules, no witness)
+    versions: IndexRules | None = None
+
+    def __post_init__(self) -> None:
+        if self.versions is None:  # the installed wheel's release, no mapping known
+            self.versions = IndexRules.installed(self.registry)
+
+    def searchable(self, entity_type: str) -> bool:
+        """Whether DataHub writes a document for this type at all."""
+        assert self.versions is not None
+        return self.versions.searchable(entity_type)
 
     def expected(self, entity: JoinedEntity) -> ExpectedDocument:
-        """The search document the entity's aspects project to (memoized on the entity)."""
+        """The search document the entity's aspects project to (memoized on the entity): the
+        fields the deployment's release writes and its index's mapping holds."""
         doc = entity.cache.get("expected")
         if doc is None:
             doc = project_entity(self.registry, entity.urn, entity.aspects)
+            versions = self.versions
+            if versions is not None:
+                where = entity.doc.index if entity.doc is not None else entity.index
+                doc = doc.without(versions.withheld(doc.entity_type, where))
+                if entity.doc is not None:
+                    versions.note_newer(doc.entity_type, entity.doc.source)
             entity.cache["expected"] = doc
             for aspect in doc.unknown_aspects:
                 key = f"{entity.entity_type}.{aspect}"
                 self.unknown[key] = self.unknown.get(key, 0) + 1
         return doc
+
+    def older_release(
+        self, entity: JoinedEntity, aspects: list[str], fields: list[str], changed_at: datetime | None
+    ) -> str | None:
+        """The older release whose rules wrote this document, when what it lacks is exactly what
+        the judged release adds (None: no older release explains it). Rows written after the
+        judged release started (its first upgrade row) were indexed by it: never explained so."""
+        versions = self.versions
+        assert versions is not None
+        if versions.since is not None and changed_at is not None and changed_at >= versions.since:
+            return None
+        return versions.older_release(entity.entity_type, aspects, fields)
 
     def diffs(self, entity: JoinedEntity) -> list[FieldDiff]:
         """Differences between the expected and the actual document (memoized on the entity)."""

@@ -6,6 +6,9 @@ with the `status` aspect (a soft-deleted entity still shows, or a restored one i
 Cause: an update whose MCL was never published or whose index write was skipped, or an index
 restored from an older snapshot.
 Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay of the entity's aspects).
+A document that lacks exactly the fields the deployment's release adds over an older release,
+the rest consistent, was written by that older release (an upgrade whose RestoreIndices never
+ran): `outdated_document`, not a divergence; a reindex of its type brings it up to date.
 A field the current aspect no longer has stays in the document for good (DataHub upserts only
 the fields an aspect has): that is `field_left_behind`, which a replay cannot clear; the whole
 document must be rewritten.
@@ -30,12 +33,14 @@ def _short(value: object, limit: int = 200) -> object:
 
 class StaleFields(Check):
     id = "index.stale-fields"
-    kinds = (Kind.STALE_FIELDS, Kind.FIELD_LEFT_BEHIND)
+    kinds = (Kind.STALE_FIELDS, Kind.FIELD_LEFT_BEHIND, Kind.OUTDATED_DOCUMENT)
     # a field left behind by DataHub's per-aspect upsert: a RESTATE replay writes only the fields
     # the aspect has, so only a whole-document rewrite clears it
     repairs = {
         Kind.STALE_FIELDS: (RepairKind.REPLAY_ASPECT,),
         Kind.FIELD_LEFT_BEHIND: (RepairKind.REWRITE_DOCUMENT,),
+        # written by an older release: the whole document from the rows, by today's rules
+        Kind.OUTDATED_DOCUMENT: (RepairKind.REWRITE_DOCUMENT,),
     }
 
     def repairs_for(self, kind: Kind, details: dict[str, Any]) -> tuple[RepairKind, ...]:
@@ -51,6 +56,23 @@ class StaleFields(Check):
         aspects = sorted({a for d in diffs for a in expected.field_aspects.get(d.field, ())})
         rows = entity.rows.rows
         changed = [rows[a].createdon for a in aspects if a in rows] or [entity.rows.changed_at]
+        if all(d.kind == "missing" for d in diffs):
+            missing = [d.field for d in diffs]
+            older = ctx.older_release(entity, aspects, missing, max(changed))
+            if older is not None:
+                assert ctx.versions is not None
+                yield self.finding(
+                    Kind.OUTDATED_DOCUMENT,
+                    entity,
+                    aspect=aspects[0] if len(aspects) == 1 else None,
+                    changed_at=max(changed),
+                    aspects=aspects,
+                    doc_id=entity.doc.id,
+                    written_by=older,
+                    judged_by=ctx.versions.release,
+                    missing=missing,
+                )
+                return
         left = [d.field for d in diffs if d.kind == "left_behind"]
         yield self.finding(
             Kind.FIELD_LEFT_BEHIND if len(left) == len(diffs) else Kind.STALE_FIELDS,

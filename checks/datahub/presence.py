@@ -25,9 +25,8 @@ class MissingDocument(Check):
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is not None or entity.index is None:
             return
-        expected = ctx.expected(entity)
-        if not (expected.fields or expected.ambiguous):
-            return  # nothing searchable: DataHub writes no document either
+        if not ctx.searchable(entity.entity_type):
+            return  # no searchable field (telemetry, globalSettings, dataHubUpgrade...): no document
         yield self.finding(Kind.MISSING_DOCUMENT, entity, changed_at=entity.rows.changed_at)
 
 

@@ -16,6 +16,7 @@ from auditor.platforms.datahub.documents.projection import COMPARED_EDGE_TYPES, 
 from auditor.platforms.datahub.naming import edge_id, system_metadata_id
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.urns import entity_type
+from auditor.platforms.datahub.versions.view import IndexRules
 
 
 @dataclass(frozen=True)
@@ -28,16 +29,30 @@ class EntityDocuments:
     edges: dict[str, dict[str, Any]]  # doc id -> edge doc, of the relationship types compared
 
 
-def build(registry: Registry, rows: EntityRows, current: dict[str, Any] | None = None) -> EntityDocuments:
-    """The documents of an entity; `current` is the stored entity doc (its unpredictable fields stay)."""
+def build(
+    registry: Registry,
+    rows: EntityRows,
+    current: dict[str, Any] | None = None,
+    versions: IndexRules | None = None,
+    index: str | None = None,
+) -> EntityDocuments:
+    """The documents of an entity; `current` is the stored entity doc (its unpredictable fields stay).
+
+    `versions`: the deployment's release and mappings: a field its release does not write, or
+    that `index`'s explicit mapping does not hold, is never written (what the stored doc holds
+    there stays), and a type with no searchable field gets no document, as DataHub writes none.
+    """
     entity = JoinedEntity(rows.urn, entity_type(rows.urn), None, rows=rows)
     aspects = entity.aspects
     expected = project_entity(registry, rows.urn, aspects)
+    versions = versions or IndexRules.installed(registry)
+    withheld = versions.not_written(expected.entity_type, index)
+    expected = expected.without(withheld)
     doc: dict[str, Any] | None = None
-    if expected.fields or expected.ambiguous:
+    if versions.searchable(expected.entity_type):
         doc = {"urn": rows.urn}
         kept = current or {}
-        doc.update({k: v for k, v in kept.items() if k in expected.unpredictable})
+        doc.update({k: v for k, v in kept.items() if k in expected.unpredictable or k in withheld})
         doc.update({k: v for k, v in expected.fields.items() if v is not None})
         # a field several aspects write holds any of their values: the first is as good
         doc.update({k: options[0] for k, options in expected.ambiguous.items()})

@@ -26,7 +26,7 @@ from auditor.platforms.datahub.naming import entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.datahub.reindex import Reindexer
+from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.staged import NotPromoted, promote
 
@@ -59,6 +59,7 @@ class FullRebuild:
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
+        self.versions = deployment_versions(backends, registry, target)
 
     def run(self, entity_type: str) -> Swapped:
         stage = DataHubStage(self, entity_type)
@@ -121,6 +122,7 @@ class DataHubStage:
             index_prefix=full.target.index_prefix,
             entity_indices=overrides,
             rate=full.rate,
+            versions=full.versions,
         ).run(urns)
         if done.failed:
             raise NotPromoted(

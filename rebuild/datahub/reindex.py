@@ -31,7 +31,9 @@ from auditor.platforms.datahub.naming import (
     system_metadata_index,
 )
 from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget, target_rules
 from auditor.platforms.datahub.urns import entity_type
+from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import build
@@ -41,6 +43,11 @@ Progress = Callable[[int], None]
 
 
 GUARD_ROUNDS = 5  # re-checks of entities built again (each may have been written again meanwhile)
+
+
+def deployment_versions(backends: ScanBackends, registry: Registry, target: ScanTarget) -> IndexRules:
+    """The release and mappings a reindex writes by: the scan's own (its warnings are the scan's)."""
+    return target_rules(backends, registry, target, [])[0]
 
 
 class Reindexer:
@@ -60,7 +67,10 @@ class Reindexer:
         progress: Progress | None = None,
         v3: dict[str, str] | None = None,
         mirrors: dict[str, list[str]] | None = None,
+        versions: IndexRules | None = None,
     ) -> None:
+        # the deployment's release and mappings: what a document may hold (the scan's own rules)
+        self.versions = versions
         # live entity index -> the next indices of DataHub's own reindex in progress: written too,
         # as DataHub's consumer dual-writes them (a repair then survives DataHub's alias swap)
         self.mirrors = mirrors or {}
@@ -220,7 +230,7 @@ class Reindexer:
                 items += [BulkItem("delete", graph, i, urn) for i, _ in stored_edges.get(urn, [])]
                 self.checkpoint.count("deleted")
                 continue
-            built = build(self.registry, entity, current.get(urn))
+            built = build(self.registry, entity, current.get(urn), self.versions, index)
             if built.entity_doc is not None:
                 items.append(BulkItem("index", index, document_id(urn), urn, built.entity_doc))
                 items += [

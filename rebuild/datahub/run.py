@@ -23,7 +23,7 @@ from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
 from auditor.rebuild.datahub.full import FullRebuild
-from auditor.rebuild.datahub.reindex import Reindexer
+from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
@@ -203,6 +203,7 @@ def _reindex(
         progress=progress,
         v3=v3_indices(backends.scan.search, target.index_prefix, registry),
         mirrors=reindex_mirrors(backends.scan.store, backends.scan.search, target.index_prefix, registry),
+        versions=deployment_versions(backends.scan, registry, target),
     )
     reindexer.run(sorted(urns))
     reindexer.writer.refresh_written()

@@ -127,7 +127,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     tmp = tmp_path_factory.mktemp("kafka-sasl")
     with SecureKafka(tmp) as broker:  # fails the module (never skips) if it does not start
         endpoints = replace(Endpoints.from_env(), kafka=broker.plaintext)
-        world = World("postgres", "opensearch", tmp, n=20, endpoints=endpoints)
+        # a DataHub 1.7.0 deployment: its upgrade rows name the release (no warning that it is unknown)
+        world = World("postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0")
         try:
             s = Secured(broker, world, drop_mcl(world), {}, tmp)
             s.user("scanner", list(SCAN_ACLS.values()))

@@ -23,6 +23,7 @@ from sandbox.generator import seed as seed_catalog
 from sandbox.naming import ASPECT_TABLE, MAE_CONSUMER_GROUP, MCL_TOPICS
 from sandbox.search import connect
 from sandbox.topics import admin_client, end_offsets
+from sandbox.versions import write_deployment
 from sandbox.writer import GmsWriter
 
 
@@ -52,6 +53,7 @@ class World:
         v3: dict[str, str] | None = None,
         own_topics: bool = False,
         group_suffix: str = "",
+        release: str | None = None,
     ) -> None:
         self.store_name, self.search_name = store, search
         self.endpoints = endpoints or Endpoints.from_env()  # another server: dataclasses.replace
@@ -89,8 +91,12 @@ class World:
             self.writer = GmsWriter(self.engine, self.endpoints)
             self.consumer = MaeConsumer(search, self.endpoints, index_prefix=self.prefix)
         self.consumer.updater.v3 = v3  # DataHub's V3 index beside V2: entity type -> search group
+        # a DataHub release: its deployment rows first, then documents as that release writes them
+        self.consumer.updater.release = release
         if transport == "kafka":
             self.consumer.start()
+        if release is not None:
+            write_deployment(self.writer, release)
         self.entities: list[CatalogEntity] = seed_catalog(
             self.writer, n, seed=int(self.prefix[1:], 16) % 10_000, prefix=f"{self.prefix}-"
         )

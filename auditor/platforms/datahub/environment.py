@@ -27,6 +27,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "mcl_versioned_topic": ("METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME",),
     "mcl_timeseries_topic": ("METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME",),
     "mae_consumer_group": ("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID",),
+    "gms_url": ("DATAHUB_GMS_URL",),
 }
 
 

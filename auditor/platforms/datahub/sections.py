@@ -1,11 +1,15 @@
-"""DataHub's own sections of a scan's report: its zero-downtime reindexes (`reindex`) and its V3
-index (`v3`), and how a sharded scan's sections merge."""
+"""DataHub's own sections of a scan's report: its zero-downtime reindexes (`reindex`), its V3
+index (`v3`), the documents an older release wrote (`outdated`), and how a sharded scan's
+sections merge."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from auditor.core.model import Section
+from auditor.core.model import Classified, Kind, Section, Verdict
+
+EXAMPLES = 5  # example urns kept per line of the outdated section
 
 
 def merge_reindex(into: list[dict[str, Any]], part: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -25,11 +29,71 @@ def merge_v3(into: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def outdated_groups(classified: Iterable[Classified], index_prefix: str = "") -> list[dict[str, Any]]:
+    """One line per entity type, missing field and release that wrote the documents: how many,
+    a few urns, and the one repair (a reindex of the type; DataHub's RestoreIndices as well)."""
+    lines: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for c in classified:
+        f = c.finding
+        if c.verdict != Verdict.OUTDATED or f.kind != Kind.OUTDATED_DOCUMENT:
+            continue
+        written_by, judged_by = str(f.details.get("written_by")), str(f.details.get("judged_by"))
+        for name in f.details.get("missing") or ():
+            line = lines.setdefault(
+                (f.entity_type, str(name), written_by),
+                {
+                    "entity_type": f.entity_type,
+                    "field": str(name),
+                    "written_by": written_by,
+                    "judged_by": judged_by,
+                    "documents": 0,
+                    "examples": [],
+                    "repair": _repair(f.entity_type, index_prefix),
+                    "native": f"datahub-upgrade -u RestoreIndices -a urnLike=urn:li:{f.entity_type}:%",
+                },
+            )
+            line["documents"] += 1
+            if len(line["examples"]) < EXAMPLES:
+                line["examples"].append(f.urn)
+    return [lines[k] for k in sorted(lines)]
+
+
+def _repair(entity_type: str, index_prefix: str) -> str:
+    prefix = f" --index-prefix {index_prefix}" if index_prefix else ""
+    return f"auditor rebuild reindex --entity-type {entity_type}{prefix} --apply"
+
+
+def merge_outdated(into: list[dict[str, Any]], part: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The shards' lines added up: counts summed, examples joined (at most a few)."""
+    keyed = {
+        (d["entity_type"], d["field"], d["written_by"]): dict(d, examples=list(d["examples"])) for d in into
+    }
+    for d in part:
+        key = (d["entity_type"], d["field"], d["written_by"])
+        if key not in keyed:
+            keyed[key] = dict(d, examples=list(d["examples"]))
+            continue
+        line = keyed[key]
+        line["documents"] += d["documents"]
+        line["examples"] = (line["examples"] + [u for u in d["examples"] if u not in line["examples"]])[
+            :EXAMPLES
+        ]
+    return [keyed[k] for k in sorted(keyed)]
+
+
+def outdated(report: Any) -> list[dict[str, Any]]:
+    """The report's outdated section (created empty)."""
+    found: list[dict[str, Any]] = report.sections.setdefault("outdated", [])
+    return found
+
+
 SECTIONS = {
     # DataHub's own zero-downtime reindexes of the scanned indices (in progress or swapped)
     "reindex": Section(list, merge_reindex),
     # its V3 index, when it exists: its indices and the entities wrong in one version only
     "v3": Section(dict, merge_v3),
+    # documents an older release wrote: per entity type, missing field and release (docs/report.md)
+    "outdated": Section(list, merge_outdated),
 }
 
 

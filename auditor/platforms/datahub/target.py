@@ -18,4 +18,6 @@ def scan_target(settings: Settings) -> ScanTarget:
         sample_window=settings.sample_window_seconds,
         visibility=settings.index_visibility_seconds,
         prefetch=settings.scan_prefetch,
+        platform_version=settings.platform_version,
+        gms_url=settings.gms_url,
     )

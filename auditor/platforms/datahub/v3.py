@@ -26,7 +26,7 @@ from auditor.platforms.datahub.naming import ENTITY_INDEX_V3_SUFFIX, V3_TYPE_FIE
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.join import Progress
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
-from auditor.platforms.datahub.sections import merge_reindex, reindexes
+from auditor.platforms.datahub.sections import merge_outdated, merge_reindex, outdated, reindexes
 
 DOC_CHECKS = ("index.missing-document", "index.orphan-document", "index.stale-fields", "index.soft-delete")
 
@@ -105,8 +105,14 @@ def merge(report: Report, v3: Report, indices: dict[str, str], max_findings: int
     report.warnings += [w for w in v3.warnings if w not in report.warnings]
     if "reindex" in v3.sections:
         report.sections["reindex"] = merge_reindex(reindexes(report), v3.sections["reindex"])
+    if v3.sections.get("outdated"):
+        report.sections["outdated"] = merge_outdated(outdated(report), v3.sections["outdated"])
     report.complete = report.complete and v3.complete
     v3_only, v2_only = sorted(v3_wrong - v2_wrong), sorted(v2_wrong - v3_wrong)
+    # the V3 indices that hold the entities wrong there only (not every V3 index)
+    holding = sorted(
+        {c.finding.index for c in v3.findings if c.finding.urn in set(v3_only) and c.finding.index}
+    )
     report.sections["v3"] = {
         "indices": dict(sorted(indices.items())),
         "wrong_in_v3_only": v3_only[:100],
@@ -116,7 +122,7 @@ def merge(report: Report, v3: Report, indices: dict[str, str], max_findings: int
     if v3_only or v2_only:
         report.warnings.append(
             f"V2 and V3 disagree on {len(v3_only) + len(v2_only)} entities: {len(v3_only)} wrong in "
-            f"the V3 index only ({', '.join(sorted(v3_names))}), {len(v2_only)} in the V2 index only "
+            f"the V3 index only ({', '.join(holding) or '-'}), {len(v2_only)} in the V2 index only "
             "(one of the two writes of their MCL was lost; the findings name the index)"
         )
     report.finished_at = datetime.now(UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.protocols import Capability
@@ -194,6 +194,11 @@ class FederatedStore:
         for digest in self._each("digest", lambda s: s.urns_digest(urns)):
             total = total + digest
         return total
+
+    def upgrade_rows(self) -> list[tuple[str, str, datetime | None]]:
+        """Every store's upgrade steps (the stores of one federation run one release line)."""
+        rows = [r for found in self._each("upgrades", lambda s: s.upgrade_rows()) for r in found]
+        return sorted(rows, key=lambda r: (r[2] is None, r[2] or datetime.min.replace(tzinfo=UTC), r[0]))
 
     def ping(self) -> str:
         """Every store's server version; the first unreachable store fails it, named."""

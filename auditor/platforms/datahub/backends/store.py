@@ -298,6 +298,24 @@ class MetadataStore(RepairReads):
         except SQLAlchemyError as exc:
             raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
 
+    def upgrade_rows(self) -> list[tuple[str, str, datetime | None]]:
+        """DataHub's finished upgrade steps: (`dataHubUpgrade` urn, its result's JSON, createdon),
+        oldest first: what its upgrade jobs record of which releases ran (docs/versions.md)."""
+        lo = "urn:li:dataHubUpgrade:"
+        sql = text(
+            f"SELECT urn, metadata, createdon FROM {self.table} WHERE version = 0 "
+            f"AND aspect = 'dataHubUpgradeResult' AND {self._order('urn')} >= :lo "
+            f"AND {self._order('urn')} < :hi"
+        )
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(sql, {"lo": lo, "hi": prefix_upper_bound(lo)}).all()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
+        out = [(str(u), str(m or ""), as_utc(c) if c is not None else None) for u, m, c in rows]
+        out.sort(key=lambda r: (r[2] is None, r[2] or datetime.min.replace(tzinfo=UTC), r[0]))
+        return out
+
     def ping(self) -> str:
         """Server version; raises BackendUnavailable when the store cannot be reached."""
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from auditor.platforms.datahub.documents.aspect_projection import ProjectionError
@@ -41,3 +41,15 @@ class ExpectedDocument:
     def absent(self) -> frozenset[str]:
         """Known fields no present aspect writes: the doc should hold nothing there."""
         return self.known_fields - self.fields.keys() - self.ambiguous.keys() - self.unpredictable
+
+    def without(self, withheld: frozenset[str]) -> ExpectedDocument:
+        """The same prediction with `withheld` fields unknown: neither expected nor checked (a
+        release that does not write them, an index whose mapping does not hold them)."""
+        if not withheld:
+            return self
+        return replace(
+            self,
+            fields={k: v for k, v in self.fields.items() if k not in withheld},
+            ambiguous={k: v for k, v in self.ambiguous.items() if k not in withheld},
+            known_fields=self.known_fields - withheld,
+        )

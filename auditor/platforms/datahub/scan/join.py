@@ -20,6 +20,7 @@ from auditor.platforms.datahub.naming import entity_index, graph_index, system_m
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.federation import federate
 from auditor.platforms.datahub.urns import UrnError, entity_type
+from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan.options import Progress
 
 
@@ -70,6 +71,7 @@ class Scanner:
         now: datetime | None = None,
         prefetch: bool = False,
         type_field: str | None = None,
+        versions: IndexRules | None = None,
     ) -> None:
         self.type_field = type_field  # a unified index (V3): the field naming each doc's type
         self.store = store
@@ -78,7 +80,7 @@ class Scanner:
         self.index_prefix = index_prefix
         self.index_overrides = index_overrides or {}  # entity type -> the index to read instead
         self.checks = [c() for c in checks]
-        self.ctx = CheckContext(registry, now or datetime.now(UTC), index_prefix)
+        self.ctx = CheckContext(registry, now or datetime.now(UTC), index_prefix, versions=versions)
         self._read: Callable[[Iterable[Any]], Iterator[Any]] = prefetch_in_thread if prefetch else iter
 
     def index_of(self, entity_type: str) -> str:
@@ -256,7 +258,11 @@ class Scanner:
         for key, n in self.ctx.unknown.items():
             result.unknown[key] = result.unknown.get(key, 0) + n
         self.ctx.unknown.clear()
-        missing = [t for t in plan.types if t not in indices and result.entities.get(t)]
+        missing = [
+            t
+            for t in plan.types
+            if t not in indices and result.entities.get(t) and self.ctx.searchable(t)  # no doc, no index
+        ]
         for t in missing:
             result.warnings.append(f"no index {self.index_of(t)} for {result.entities[t]} {t} entities")
         for index, ids in sorted(plan.misshapen.items()):

@@ -19,7 +19,10 @@ from auditor.platforms.datahub.scan.judge import confirm, judge, mark_restores
 from auditor.platforms.datahub.scan.reindex import detect as detect_datahub_reindex
 from auditor.platforms.datahub.scan.reindex import hold_for_catch_up
 from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer, Reobservation
-from auditor.platforms.datahub.sections import reindexes
+from auditor.platforms.datahub.sections import outdated, outdated_groups, reindexes
+from auditor.platforms.datahub.versions.deployment import index_rules
+from auditor.platforms.datahub.versions.detect import Choice
+from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan.finish import finish, scope_key
 from auditor.scan.options import ScanOptions
 
@@ -39,6 +42,8 @@ class ScanTarget:
     # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
     entity_indices: tuple[tuple[str, str], ...] = ()
     type_field: str | None = None  # a unified (V3) index: the field naming each document's type
+    platform_version: str | None = None  # the release that wrote the data (None: found from it)
+    gms_url: str | None = None  # GMS, whose /config names its release
 
 
 @dataclass
@@ -49,6 +54,9 @@ class ScanBackends:
     search: Search
     events: Events | None
     state: State
+    # the release and mappings the last scan over these backends judged by (a triage's walk
+    # shows the document by the same rules)
+    versions: IndexRules | None = None
 
 
 def run_scan(
@@ -64,7 +72,8 @@ def run_scan(
     selection = report.scope
     target = with_hook_group(backends.events, target, report)
     kafka = open_window(backends, options, target, report.warnings, selection.urns)
-    scanner = scanner_for(backends, registry, target, report.started_at)
+    versions = deployment_rules(backends, registry, target, report)
+    scanner = scanner_for(backends, registry, target, report.started_at, versions)
     note_datahub_reindex(report, backends, scanner)
     rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
     joined = scanner.run(selection, progress)
@@ -73,6 +82,8 @@ def run_scan(
         "documents": backends.search.docs_read - docs,
     }
     record_join(report, joined)
+    if newer := versions.newer_warning():
+        report.warnings.append(newer)
     if log and joined.findings:
         log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
     visibility = target.visibility if options.visibility is None else options.visibility
@@ -110,6 +121,7 @@ def run_scan(
             f"the search cluster refused, timed out or dropped {retried} request(s) (429/5xx, timeout, "
             "connection); each was sent again after a backoff and answered"
         )
+    outdated(report).extend(outdated_groups(classified, target.index_prefix))
     finish(report, classified, options.max_findings)
     hold_for_catch_up(report)
     if options.use_state:
@@ -125,8 +137,38 @@ def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanne
         report.warnings.append(found.notice())
 
 
+def target_rules(
+    backends: ScanBackends, registry: Registry, target: ScanTarget, warnings: list[str]
+) -> tuple[IndexRules, Choice]:
+    """The target deployment's release (as the settings give or the data says) and mappings."""
+    return index_rules(
+        backends.store,
+        backends.search,
+        registry,
+        index_prefix=target.index_prefix,
+        platform_version=target.platform_version,
+        gms_url=target.gms_url,
+        warnings=warnings,
+    )
+
+
+def deployment_rules(
+    backends: ScanBackends, registry: Registry, target: ScanTarget, report: Report
+) -> IndexRules:
+    """The release the documents are judged by (found or given) and the indices' mappings; the
+    report's sources say which release and how it was found."""
+    versions, choice = target_rules(backends, registry, target, report.warnings)
+    report.sources["platform_version"] = choice.source
+    backends.versions = versions
+    return versions
+
+
 def scanner_for(
-    backends: ScanBackends, registry: Registry, target: ScanTarget, now: datetime | None = None
+    backends: ScanBackends,
+    registry: Registry,
+    target: ScanTarget,
+    now: datetime | None = None,
+    versions: IndexRules | None = None,
 ) -> Scanner:
     """The join over the target's indices (a full rebuild's new index in place of the live one)."""
     return Scanner(
@@ -138,6 +180,7 @@ def scanner_for(
         now=now,
         prefetch=target.prefetch,
         type_field=target.type_field,
+        versions=versions,
     )
 
 

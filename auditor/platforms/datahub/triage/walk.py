@@ -71,7 +71,7 @@ def walk(
     out.findings = [c for c in report.findings if c.finding.urn == urn]
     out.warnings = list(report.warnings)
 
-    scanner = scanner_for(backends, registry, target)
+    scanner = scanner_for(backends, registry, target, versions=backends.versions)  # the scan's rules
     plan = scanner.plan(selection)
     rows = dict(scanner.row_stream(plan)).get(urn)
     seen: dict[str, dict[str, Any]] = {

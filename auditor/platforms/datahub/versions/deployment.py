@@ -1,0 +1,55 @@
+"""One deployment's index rules: its release found (or given), its entity indices' mappings read.
+
+Used by the scan and by the repairs alike, so that a repair writes what the scan expects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auditor.errors import BackendUnavailable
+from auditor.platforms.datahub.naming import ENTITY_INDEX_SUFFIX, prefixed
+from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.versions.detect import Choice, choose, from_gms
+from auditor.platforms.datahub.versions.rules import catalog
+from auditor.platforms.datahub.versions.view import IndexRules
+
+
+def index_rules(
+    store: Any,
+    search: Any,
+    registry: Registry,
+    *,
+    index_prefix: str,
+    platform_version: str | None,
+    gms_url: str | None,
+    warnings: list[str],
+) -> tuple[IndexRules, Choice]:
+    """The rules the deployment's documents are judged (and repaired) by, and how they were chosen.
+
+    The warnings of the choice go to `warnings`; a store that cannot list its upgrade rows is
+    no version found (a warning), never a failure of the scan.
+    """
+    known = catalog()
+    rows: list[Any] = []
+    reader = getattr(store, "upgrade_rows", None)  # a federation or a fake may not have it
+    if reader is not None:
+        try:
+            rows = reader()
+        except BackendUnavailable as exc:
+            warnings.append(f"the upgrade rows could not be read ({exc}): the release is not known from them")
+    gms = from_gms(gms_url) if gms_url else None
+    if gms_url and gms is None:
+        warnings.append(f"GMS /config at {gms_url} did not answer with a release: not used")
+    choice = choose(known, override=platform_version, upgrade_rows=rows, gms=gms)
+    warnings.extend(choice.warnings)
+    since = None
+    if platform_version is None and choice.found is not None and choice.found.exact and choice.found.history:
+        first = str(choice.found.release)
+        since = next((c for u, _, c in rows if first.lstrip("v") in u and c is not None), None)
+    pattern = prefixed(f"*{ENTITY_INDEX_SUFFIX}", index_prefix)
+    mappings: dict[str, frozenset[str] | None] = dict(search.mapped_fields(pattern))
+    rules = IndexRules(
+        registry, choice.rules, known, mappings, read_mapping=search.mapped_fields, since=since
+    )
+    return rules, choice
