@@ -11,6 +11,7 @@ from typing import Any
 from auditor.backends.protocols import Capability
 from auditor.backends.search_engine import Engine, engine_of, transport_class
 from auditor.core.model import Selection
+from auditor.core.records import DYNAMIC
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
@@ -117,9 +118,6 @@ def _split_userinfo(
         return clean, username, password
     return clean, unquote(user), unquote(secret)
 
-
-# in `mapped_fields`: the mapping adds the fields new documents bring (not a field name)
-DYNAMIC = "*dynamic*"
 
 class SearchIndex:
     """Read access to a DataHub search cluster (a scan never writes)."""

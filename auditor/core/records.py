@@ -21,6 +21,10 @@ def _json_parser() -> Callable[[str | bytes], Any]:
 json_loads: Callable[[str | bytes], Any] = _json_parser()
 
 
+# in a search backend's `mapped_fields`: the mapping adds the fields new documents bring (a
+# marker, never a field name)
+DYNAMIC = "*dynamic*"
+
 @dataclass(slots=True)
 class SearchDoc:
     """A document as read from an index."""

@@ -8,11 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fakes import rows
 
-from auditor.backends.search import DYNAMIC
 from auditor.checks.datahub import BUILTIN_CHECKS, CheckContext
 from auditor.core.classify import classify
 from auditor.core.model import Kind, Report, Verdict
-from auditor.core.records import SearchDoc
+from auditor.core.records import DYNAMIC, SearchDoc
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.documents.entity import JoinedEntity
 from auditor.platforms.datahub.registry.registry import Registry

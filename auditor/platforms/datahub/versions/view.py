@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from auditor.backends.search import DYNAMIC
+from auditor.core.records import DYNAMIC
 from auditor.platforms.datahub.documents.emit import _aspect_fields
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.versions.rules import Catalog, ReleaseRules, catalog
