@@ -10,7 +10,7 @@ idempotent: a killed run is simply run again (no checkpoint needed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from auditor.core.model import Classified, Evidence, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
 from auditor.errors import ConfigError
-from auditor.platforms.openmetadata.document import build_document
+from auditor.platforms.openmetadata.document import build_document, split_fqn
 from auditor.platforms.openmetadata.fields import BadRow, parse_entity
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.modes import EXECUTORS
@@ -30,6 +30,11 @@ from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 
 GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
+
+
+def _first_part(entity: dict[str, Any]) -> str:
+    fqn = entity.get("fullyQualifiedName")
+    return split_fqn(fqn)[0].strip('"') if isinstance(fqn, str) and fqn else ""
 
 
 @dataclass
@@ -70,16 +75,30 @@ class OmRepair:
             return {**found, "inherited": True} if ref.get("inherited") else found
 
         out: dict[str, dict[str, Any]] = {}
+        parsed: dict[str, dict[str, Any]] = {}
         for row in rows:
             try:
-                data = parse_entity(row.json, row.id)
+                parsed[row.id] = parse_entity(row.json, row.id)
             except BadRow as exc:
                 self.failed[row.id] = f"its row cannot be read: {exc}"
+        services = self._services(entity, parsed.values())
+        for row in rows:
+            data = parsed.get(row.id)
+            if data is None:
                 continue
+            if "service" not in data and (service := services.get(_first_part(data))) is not None:
+                data = {**data, "service": service}  # OpenMetadata keeps it out of the stored row
             owners = [named(o) for o in row.owners]
             domains = [named(d) for d in row.domains]
             out[row.id] = build_document(data, entity.entity_type, owners, row.tags, domains)
         return out
+
+    def _services(self, entity: OmEntity, rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """An asset's service, which its document carries: the service its FQN begins with."""
+        kind = next((p for p in entity.parent_aliases if p.endswith("Service")), None)
+        if kind is None:
+            return {}
+        return self.store.refs_by_name(kind, [_first_part(r) for r in rows if "service" not in r])
 
     def write_index(self, entity: OmEntity, name: str | None) -> str:
         """Where to write: the index name, or the one index behind its alias."""

@@ -13,6 +13,8 @@ three places, adapted here and nowhere else:
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Engine, text
 
 from sandbox.openmetadata import ddl_reindex
@@ -240,7 +242,8 @@ def statements(engine: Engine, reindex_tables: bool = True) -> list[str]:
 
 def table_names() -> list[str]:
     """Every table this module creates (dropped in this order)."""
-    return [et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES) + list(ddl_reindex.TABLES)
+    return ([et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES) + list(ddl_reindex.TABLES)
+            + ["SERVER_CHANGE_LOG"])
 
 
 def create_schema(engine: Engine, *, reindex_tables: bool = True) -> None:
@@ -253,6 +256,27 @@ def create_schema(engine: Engine, *, reindex_tables: bool = True) -> None:
             if stmt.startswith("ALTER TABLE ONLY") and existing.issuperset(created):
                 continue  # constraints exist already (PostgreSQL has no ADD CONSTRAINT IF NOT EXISTS)
             conn.execute(text(stmt))
+        _migrations(conn, is_postgres(engine), MIGRATIONS if reindex_tables else MIGRATIONS[:-2])
+
+
+# SERVER_CHANGE_LOG (MigrationHistoryTable): the migrations a 1.12.1 server has applied (a few of
+# them: the string maximum, '1.9.0', is not the level); a world without 1.12's tables stops at 1.11
+MIGRATIONS = ("1.8.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0", "1.12.1")
+
+
+def _migrations(conn: Any, postgres: bool, versions: tuple[str, ...]) -> None:
+    json_type, now = ("jsonb", "now()") if postgres else ("json", "CURRENT_TIMESTAMP")
+    conn.execute(text(
+        "CREATE TABLE IF NOT EXISTS SERVER_CHANGE_LOG (installed_rank SERIAL, "
+        "version VARCHAR(256) PRIMARY KEY, migrationFileName VARCHAR(256) NOT NULL, "
+        f"checksum VARCHAR(256) NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT {now}, "
+        f"metrics {json_type})"))
+    have = {str(r[0]) for r in conn.execute(text("SELECT version FROM SERVER_CHANGE_LOG"))}
+    for version in versions:
+        if version not in have:
+            conn.execute(text("INSERT INTO SERVER_CHANGE_LOG (version, migrationFileName, checksum) "
+                              "VALUES (:v, :f, :c)"),
+                         {"v": version, "f": f"bootstrap/sql/migrations/native/{version}", "c": "0"})
 
 
 def drop_schema(engine: Engine) -> None:

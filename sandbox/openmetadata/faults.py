@@ -26,6 +26,8 @@ class Fault(enum.Enum):
     SOFT_DELETE_NOT_PROPAGATED = "soft_delete_not_propagated"
     CHILDREN_NOT_SOFT_DELETED = "children_not_soft_deleted"
     ORPHAN_DOC = "orphan_doc"
+    # a PATCH of inherited fields (domains) whose propagation to the heirs' docs is lost
+    INHERITED_NOT_PROPAGATED = "inherited_not_propagated"
 
 
 class SearchWriteError(RuntimeError):
@@ -35,7 +37,10 @@ class SearchWriteError(RuntimeError):
 # which faults each operation accepts
 ACCEPTED = {
     "create": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED},
-    "update": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED, Fault.STALE_UPDATE},
+    "update": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED, Fault.STALE_UPDATE,
+               Fault.INHERITED_NOT_PROPAGATED},
+    # a domain's "add assets": relationships only, then the assets' docs
+    "add_assets": {Fault.SEARCH_WRITE_FAILS, Fault.STALE_UPDATE},
     "soft_delete": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED,
                     Fault.SOFT_DELETE_NOT_PROPAGATED, Fault.CHILDREN_NOT_SOFT_DELETED},
     "restore": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED},

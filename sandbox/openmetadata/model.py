@@ -76,6 +76,7 @@ ENTITY_TYPES: dict[str, EntityType] = {e.key: e for e in (
     EntityType("classification", "classification", "classification_search_index",
                "classification", ("all",), ("tag",), hash_column="nameHash"),
     EntityType("tag", "tag", "tag_search_index", "tag", ("classification", "all", "dataAsset")),
+    EntityType("domain", "domain_entity", "domain_search_index", "domain", ("all",)),
     EntityType("user", "user_entity", "user_search_index", "user", hash_column="nameHash"),
     EntityType("team", "team_entity", "team_search_index", "team", hash_column="nameHash"),
 )}

@@ -126,8 +126,10 @@ class OmServer:
     def update(self, entity: OmEntity | str, *, description: str | None = None,
                display_name: str | None = None, owners: Sequence[OmEntity] | None = None,
                tags: Sequence[dict[str, Any]] | None = None, updated_by: str = ADMIN,
+               domains: Sequence[OmEntity] | None = None,
                fault: Fault | None = None) -> OmEntity:
-        """PATCH: description, displayName, owners, tags; version +0.1; then the doc."""
+        """PATCH: description, displayName, owners, tags, domains; version +0.1; then the doc
+        (and the docs of the children that inherit owners or domains)."""
         faults.check("update", fault)
         e = self._get(entity)
         with self._lock:
@@ -145,6 +147,10 @@ class OmServer:
             if tags is not None:
                 changes.append(self._field("tags", e.json.get("tags"), list(tags)))
                 e.json["tags"] = [copy.deepcopy(t) for t in tags]
+            if domains is not None:
+                changes.append(self._field("domains", e.json.get("domains"),
+                                           [d.reference() for d in domains]))
+                e.json["domains"] = [d.reference() for d in domains]
             self._bump(e, changes, updated_by)
             with self.store.engine.begin() as conn:
                 self.store.update(conn, e.et, e.id, e.stored_json(), e.fqn_hash)
@@ -154,14 +160,42 @@ class OmServer:
                 if tags is not None:
                     self.store.remove_tags(conn, e.fqn_hash)
                     self.store.apply_tags(conn, self._tag_rows(e))
+                if domains is not None:
+                    self._relate_domains(conn, e, domains)
         if fault is Fault.STALE_UPDATE:
             log.debug("fault %s: update of %s not sent to search", fault.name, e.id)
             return e
-        self._search([e], "update", fault, lambda: self.writer.update(e))
-        if owners is not None:  # children that inherit its owners: their docs follow
-            heirs = [d for d in self._subtree(e)[1:] if not d.json.get("owners")]
+        self._search([e], "update", None if fault is Fault.INHERITED_NOT_PROPAGATED else fault,
+                     lambda: self.writer.update(e))
+        if fault is Fault.INHERITED_NOT_PROPAGATED:
+            log.debug("fault %s: %s's heirs keep their inherited fields", fault.name, e.id)
+            return e
+        inherited = [f for f, given in (("owners", owners), ("domains", domains)) if given is not None]
+        if inherited:  # children that inherit its owners or domains: their docs follow
+            heirs = [d for d in self._subtree(e)[1:] if any(not d.json.get(f) for f in inherited)]
             self._search(heirs, "update", None, lambda: [self.writer.update(d) for d in heirs])
         return e
+
+    def add_assets(self, domain: OmEntity | str, assets: Sequence[OmEntity | str], *,
+                   fault: Fault | None = None) -> list[OmEntity]:
+        """A domain's "add assets" (PUT /domains/{name}/assets/add): the assets' domain
+        relationships change, their rows and versions do not; then their docs."""
+        faults.check("add_assets", fault)
+        d = self._get(domain)
+        moved = [self._get(a) for a in assets]
+        with self._lock, self.store.engine.begin() as conn:
+            for e in moved:
+                e.json["domains"] = [d.reference()]
+                self._relate_domains(conn, e, [d])
+        if fault is Fault.STALE_UPDATE:
+            log.debug("fault %s: the assets' docs keep their old domains", fault.name)
+            return moved
+        self._search(moved, "update", fault, lambda: [self.writer.update(e) for e in moved])
+        return moved
+
+    def _relate_domains(self, conn: Any, e: OmEntity, domains: Sequence[OmEntity]) -> None:
+        self.store.unrelate_from(conn, e.id, HAS, "domain")
+        self.store.relate(conn, ((d.id, e.id, d.type, e.type, HAS) for d in domains))
 
     # ------------------------------------------------------------ delete, restore
 
@@ -279,6 +313,8 @@ class OmServer:
             yield (owner["id"], e.id, owner["type"], e.type, OWNS)
         for user in e.json.get("users", []):
             yield (e.id, user["id"], e.type, "user", HAS)
+        for domain in e.json.get("domains", []):
+            yield (domain["id"], e.id, "domain", e.type, HAS)
 
     @staticmethod
     def _tag_rows(e: OmEntity) -> Iterable[dict[str, Any]]:

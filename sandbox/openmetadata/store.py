@@ -76,6 +76,11 @@ class OmStore:
         conn.execute(text("DELETE FROM entity_relationship WHERE toId = :t AND relation = :r"),
                      {"t": to_id, "r": relation})
 
+    def unrelate_from(self, conn: Connection, to_id: str, relation: int, from_entity: str) -> None:
+        """Delete the rows of `relation` pointing at `to_id` from entities of one type (its domains)."""
+        conn.execute(text("DELETE FROM entity_relationship WHERE toId = :t AND relation = :r "
+                          "AND fromEntity = :f"), {"t": to_id, "r": relation, "f": from_entity})
+
     def unrelate_all(self, conn: Connection, entity_id: str) -> None:
         """Delete every relationship from or to an entity (hard delete's cleanup)."""
         conn.execute(text("DELETE FROM entity_relationship WHERE fromId = :i OR toId = :i"),

@@ -54,11 +54,22 @@ def test_the_document_drops_unindexed_fields_and_adds_the_common_attributes() ->
     assert "changeDescription" not in doc and "votes" not in doc
     assert doc["deleted"] is True and doc["entityType"] == "table" and doc["totalVotes"] == 2
     assert doc["owners"] == [{"id": "u1", "type": "user", "name": "alice", "displayName": "alice"}]
+    # a TagLabel carries its tag's name (the last part of its FQN), as OpenMetadata indexes it
     assert doc["tags"] == [
-        {"tagFQN": "PII.Sensitive", "source": "Classification", "labelType": "Manual", "state": "Confirmed"}
+        {
+            "tagFQN": "PII.Sensitive",
+            "name": "Sensitive",
+            "source": "Classification",
+            "labelType": "Manual",
+            "state": "Confirmed",
+        }
     ]
-    assert doc["tier"] == {"tagFQN": "Tier.Tier2"} and doc["descriptionStatus"] == "INCOMPLETE"
+    assert doc["tier"] == {"tagFQN": "Tier.Tier2", "name": "Tier2"}
+    assert doc["descriptionStatus"] == "INCOMPLETE"
     assert doc["fqnHash"] == fqn_hash("s.d.c.t") and "t" not in doc["fqnParts"] and "s.d.c" in doc["fqnParts"]
+    # FullyQualifiedName.getAllParts: every contiguous run, the middle ones too
+    assert {"d.c", "c.t", "d.c.t", "s.d.c.t"} <= set(doc["fqnParts"])
+    assert doc["descriptionSources"] == {} and doc["upstreamLineage"] == []
 
 
 def test_the_platform_and_the_cluster_alias_come_from_toml_env_or_flags(tmp_path) -> None:

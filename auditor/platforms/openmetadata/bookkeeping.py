@@ -39,6 +39,23 @@ class Bookkeeping:
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
         raise NotImplementedError
 
+    # -- the migration level -------------------------------------------------------------
+    def migrations(self) -> list[tuple[Any, Any]] | None:
+        """(version, status) of every SERVER_CHANGE_LOG row (status None before the column
+        existed); None when there is no such table or it may not be read."""
+        for table in ("SERVER_CHANGE_LOG", "server_change_log"):
+            found = self.columns(table, required=False)
+            if found is None:
+                continue
+            status = "status" if "status" in found else "NULL"
+            try:
+                with self.engine.connect() as conn:
+                    got = conn.execute(text(f"SELECT version, {status} FROM {table}"))
+                    return [(r[0], r[1]) for r in got]
+            except SQLAlchemyError:
+                return None
+        return None
+
     # -- the retry queue ----------------------------------------------------------------
     def retry_queue(self, ids: Sequence[str], fqns: Sequence[str] = ()) -> dict[str, RetryRow] | None:
         """Retry rows for these entities, keyed by id (and by FQN for rows that name only one);

@@ -152,14 +152,13 @@ def unique_refs(refs: Any) -> list[Mapping[str, Any]]:
 def place_child_tags(doc: dict[str, Any], labels: list[dict[str, Any]], fqn_hash: Any) -> None:
     """Put each child's tag_usage labels back on the child (a column, task or field whose
     fullyQualifiedName hashes to the label's target), as the entity OpenMetadata indexes holds
-    them: its stored JSON keeps children without tags. Copies the children it changes."""
+    them: its stored JSON keeps children without tags, the indexed one gives each its list
+    (empty when it has none). Copies the children it changes."""
     wanted: dict[str, list[dict[str, Any]]] = {}
     for label in labels:
         target = label.get("target")
         if target:
             wanted.setdefault(str(target), []).append({k: v for k, v in label.items() if k != "target"})
-    if not wanted:
-        return
 
     def walk(items: Any, depth: int = 0) -> Any:
         if not isinstance(items, list):
@@ -170,9 +169,9 @@ def place_child_tags(doc: dict[str, Any], labels: list[dict[str, Any]], fqn_hash
                 item = dict(item)
                 fqn = item.get("fullyQualifiedName")
                 found = wanted.get(fqn_hash(str(fqn))) if isinstance(fqn, str) and fqn else None
-                if found:
-                    have = {str(t.get("tagFQN")) for t in _dicts(item.get("tags"))}
-                    more = [t for t in found if str(t.get("tagFQN")) not in have]
+                have = {str(t.get("tagFQN")) for t in _dicts(item.get("tags"))}
+                more = [t for t in found or () if str(t.get("tagFQN")) not in have]
+                if isinstance(fqn, str) and fqn:
                     item["tags"] = [*_dicts(item.get("tags")), *more]
                 if depth < 64 and isinstance(item.get("children"), list):
                     item["children"] = walk(item["children"], depth + 1)
@@ -203,6 +202,9 @@ def enrich(doc: dict[str, Any], entity: Mapping[str, Any], entity_type: str) -> 
     for key in _REFERENCES:
         if isinstance(doc.get(key), Mapping):
             doc[key] = with_display_name(doc[key])
+    if entity_type == "table":  # TableIndex: the lineage fields, empty when none is indexed
+        doc.setdefault("upstreamLineage", [])
+        doc.setdefault("entityRelationship", [])
     if entity_type == "table" and isinstance(entity.get("columns"), list):
         names = flattened_names(entity.get("columns"))
         doc["columnNames"] = names

@@ -53,9 +53,11 @@ def fqn_hash(fqn: str) -> str:
 
 
 def fqn_parts(fqn: str) -> list[str]:
-    """The parents and parts of a name a search may match (the entity's own name left out)."""
+    """SearchIndex.getFQNParts: FullyQualifiedName.getAllParts (every contiguous run of parts,
+    joined with dots: `s`, `s.d`, `d.c`, ...) without the entity's own name (a set in
+    OpenMetadata; sorted here)."""
     parts = split_fqn(fqn)
-    out = {".".join(parts[: i + 1]) for i in range(len(parts))} | set(parts)
+    out = {".".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)}
     out.discard(parts[-1])
     return sorted(out)
 
@@ -68,8 +70,11 @@ def _ordinal(value: Any, names: tuple[str, ...]) -> Any:
 
 def tag_label(usage: Mapping[str, Any]) -> dict[str, Any]:
     """A tag_usage row (or an inline TagLabel) as the TagLabel the document carries."""
+    fqn = usage.get("tagFQN")
+    own_name = split_fqn(fqn)[-1].strip('"') if isinstance(fqn, str) and fqn else None
     label = {
-        "tagFQN": usage.get("tagFQN"),
+        "tagFQN": fqn,
+        "name": usage.get("name") or own_name,  # TagLabel.name: the last part of its FQN
         "source": _ordinal(usage.get("source"), TAG_SOURCES),
         "labelType": _ordinal(usage.get("labelType"), LABEL_TYPES),
         "state": _ordinal(usage.get("state"), STATES),
@@ -120,6 +125,10 @@ def build_document(
         followers=[str(f.get("id")) for f in entity.get("followers") or [] if isinstance(f, Mapping)],
         totalVotes=max(int(votes.get("upVotes", 0)) - int(votes.get("downVotes", 0)), 0),
         descriptionStatus="COMPLETE" if entity.get("description") else "INCOMPLETE",
+        # getCommonAttributesMap's source maps: empty when the row says nothing of them
+        descriptionSources=entity.get("descriptionSources") or {},
+        tagSources=entity.get("tagSources") or {},
+        tierSources=entity.get("tierSources") or {},
         fqnParts=fqn_parts(str(fqn)),
         deleted=bool(entity.get("deleted") is True or str(entity.get("deleted")).lower() == "true"),
         tags=[t for t in labels.values() if t is not tier],

@@ -1,7 +1,7 @@
 """OpenMetadata's compared fields: what the row says, what the doc says, and how they are compared.
 
 The key fields of an entity: version, updatedAt, name, fullyQualifiedName, description,
-owners, tags and deleted. OpenMetadata keeps owners and tags out of the entity JSON (its
+owners, tags, domains and deleted. OpenMetadata keeps owners and tags out of the entity JSON (its
 EntityRepository nulls them before storing: they live in `entity_relationship`, relation
 owns=8, and `tag_usage`), so the truth for those two is the relationship rows, plus whatever
 the JSON itself holds (a writer that keeps them inline). Rules:
@@ -10,6 +10,9 @@ the JSON itself holds (a writer that keeps them inline). Rules:
   a rebuild writes true; a doc without it reads as not deleted.
 - owners compare as a set of ids (order is not meaning), tags as a set of tag FQNs; a doc's
   `tier` (OpenMetadata moves the Tier.* tag out of `tags`) counts as one of its tags.
+- domains compare as a set of ids: the truth is the entity's `has` (10) relationships from a
+  domain, else its parent's (inherited); a document holds `domains` (1.9 on) or, written before
+  1.9's rename, one `domain` object (still read after an upgrade; so is a row's `domain`).
 - version as a number (the index maps it to float), updatedAt as an integer, a missing or
   null description as the empty one; a doc one soft delete (or restore) behind keeps the
   version before it, as OpenMetadata's own script leaves it (`only_the_delete_flag_moved`).
@@ -27,7 +30,7 @@ import orjson
 from auditor.core.json_guard import loads
 from auditor.platforms.openmetadata.derive import inline_child_labels
 
-COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags")
+COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
 DOC_SOURCE = (
     "id",
@@ -42,6 +45,8 @@ DOC_SOURCE = (
     "owners.name",
     "tags.tagFQN",
     "tier.tagFQN",
+    "domains.id",
+    "domain.id",  # an index written before 1.9 renamed it
 )
 
 
@@ -81,6 +86,12 @@ def owner_set(refs: Iterable[Any]) -> frozenset[str]:
     return frozenset(k for k in (_owner_key(r) for r in refs) if k)
 
 
+def domain_refs(holder: Mapping[str, Any]) -> list[Any]:
+    """A row's or a doc's domain references: `domains` (1.9 on) or the one `domain` before it."""
+    single = holder.get("domain")
+    return [*_list(holder.get("domains")), *([single] if isinstance(single, Mapping) else [])]
+
+
 def tag_set(labels: Iterable[Any]) -> frozenset[str]:
     out = set()
     for label in labels:
@@ -102,6 +113,7 @@ class KeyFields:
     owners: frozenset[str]
     tags: frozenset[str]
     deleted: bool
+    domains: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +124,7 @@ class KeyFields:
             "description": self.description,
             "owners": sorted(self.owners),
             "tags": sorted(self.tags),
+            "domains": sorted(self.domains),
             "deleted": self.deleted,
         }
 
@@ -124,7 +137,9 @@ class KeyFields:
             return None
         fields = [self.version, self.updated_at, self.name, self.fqn, self.description]
         try:
-            return orjson.dumps([*fields, sorted(self.owners), sorted(self.tags), self.deleted])
+            return orjson.dumps(
+                [*fields, sorted(self.owners), sorted(self.tags), sorted(self.domains), self.deleted]
+            )
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
             return None
 
@@ -158,9 +173,14 @@ def parse_entity(raw: Any, row_id: str) -> dict[str, Any]:
     return raw
 
 
-def row_fields(entity: Mapping[str, Any], owners: Iterable[Any] = (), tags: Iterable[Any] = ()) -> KeyFields:
-    """The truth: the entity JSON plus its owner relationships (inherited ones included) and tag
-    usages (its children's included, auditor/platforms/openmetadata/derive.py)."""
+def row_fields(
+    entity: Mapping[str, Any],
+    owners: Iterable[Any] = (),
+    tags: Iterable[Any] = (),
+    domains: Iterable[Any] = (),
+) -> KeyFields:
+    """The truth: the entity JSON plus its owner and domain relationships (inherited ones
+    included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py)."""
     return KeyFields(
         version=_number(entity.get("version")),
         updated_at=_int(entity.get("updatedAt")),
@@ -170,6 +190,7 @@ def row_fields(entity: Mapping[str, Any], owners: Iterable[Any] = (), tags: Iter
         owners=owner_set([*_list(entity.get("owners")), *owners]),
         tags=tag_set([*_list(entity.get("tags")), *inline_child_labels(entity), *tags]),
         deleted=bool(as_bool(entity.get("deleted"))),
+        domains=owner_set([*domain_refs(entity), *domains]),
     )
 
 
@@ -185,6 +206,7 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
         owners=owner_set(_list(source.get("owners"))),
         tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, Mapping) else [])]),
         deleted=bool(as_bool(source.get("deleted"))),
+        domains=owner_set(domain_refs(source)),
     )
 
 
@@ -223,5 +245,6 @@ def differences(truth: KeyFields, doc: KeyFields) -> list[str]:
         "description": (truth.description, doc.description),
         "owners": (truth.owners, doc.owners),
         "tags": (truth.tags, doc.tags),
+        "domains": (truth.domains, doc.domains),
     }
     return [name for name in COMPARED if pairs[name][0] != pairs[name][1]]

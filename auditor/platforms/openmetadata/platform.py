@@ -22,6 +22,8 @@ from auditor.platforms.openmetadata import commands
 from auditor.platforms.openmetadata.connect import om_state
 from auditor.platforms.openmetadata.describe import describe
 from auditor.platforms.openmetadata.modes import EXECUTORS
+from auditor.platforms.openmetadata.version import describe as describe_release
+from auditor.platforms.openmetadata.version import migration_level
 from auditor.settings import Settings
 
 if TYPE_CHECKING:
@@ -176,6 +178,9 @@ def om_scan(
         search = opened.enter_context(closing(open_om_search(settings)))
         report.sources["store_version"] = store.ping()
         report.sources["search_version"] = search.search.version()
+        level = migration_level(store.migrations() or ())
+        report.sources["platform_version"], said = describe_release(level, settings.platform_version)
+        report.warnings += said
         if not selection.entity_types:  # every known type whose table this database has
             chosen = [e for e in chosen if store.columns(e.table, required=False) is not None]
             if store.denied:
@@ -216,6 +221,10 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
         if request.full and request.apply:
             if request.findings is not None or (selection is not None and selection.urns):
                 raise ConfigError("--full rebuilds whole entity types", hint="select them with --entity-type")
+            from auditor.platforms.openmetadata.reindex_rows import refuse_full
+
+            now_ms = int(datetime.now(UTC).timestamp() * 1000)
+            refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
             full = FullRebuild(store, search, writer)
             for entity in chosen_types:
                 full.run(entity)

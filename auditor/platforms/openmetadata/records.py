@@ -24,7 +24,8 @@ class OmRow:
         """What changes when the entity is written (re-observation compares it)."""
         owners = tuple(sorted(str(o.get("id")) for o in self.owners))
         tags = tuple(sorted(str(t.get("tagFQN")) for t in self.tags))
-        return (self.updated_at, self.deleted, owners, tags)
+        domains = tuple(sorted(str(d.get("id")) for d in self.domains))  # "add assets" moves only these
+        return (self.updated_at, self.deleted, owners, tags, domains)
 
 
 @dataclass(frozen=True)

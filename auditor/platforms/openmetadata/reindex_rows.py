@@ -15,12 +15,13 @@ an error is kept, and never a stack trace.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from auditor.core.json_guard import load_object
+from auditor.errors import AuditorError
 
 JOB_TABLE, PARTITION_TABLE, FAILURE_TABLE = (
     "search_index_job",
@@ -185,3 +186,25 @@ def failure_from_row(row: Mapping[str, Any]) -> IndexFailure:
 def iso(ms: int) -> str:
     """Epoch milliseconds as an ISO instant (UTC), "?" for none."""
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds") if ms else "?"
+
+
+class OmReindexRunning(AuditorError):
+    """A `--full` rebuild that would race OpenMetadata's own reindex job of the same types."""
+
+    exit_code = 3
+
+
+def refuse_full(jobs: Sequence[ReindexJob] | None, entity_types: Sequence[str], now_ms: int) -> None:
+    """Refuse a `--full` rebuild while OpenMetadata's own reindex job (1.12+, `search_index_job`)
+    runs over any of `entity_types`: both would build and swap the same indices. A job that has
+    not moved for STALLED_MS is not running (the scan reports it as stalled)."""
+    for job in jobs or ():
+        mine = sorted(t for t in entity_types if job.covers(t))
+        if job.running(now_ms) and mine:
+            done = f", {job.processed}/{job.total} records" if job.total else ""
+            raise OmReindexRunning(
+                f"OpenMetadata's reindex job {job.id} is {job.status}{done} over {', '.join(mine)}: "
+                "--full would race its index rebuild and alias swap",
+                hint="wait for it to finish (the Search Indexing application), scan again, then repair; "
+                "a targeted reindex (--urn, --from-report) is not refused",
+            )

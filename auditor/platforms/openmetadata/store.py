@@ -27,7 +27,7 @@ from auditor.platforms.openmetadata.bookkeeping import IN_LIST, Bookkeeping
 from auditor.platforms.openmetadata.child_tags import TagSpill, with_child_tags
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
 from auditor.platforms.openmetadata.inherit import Inheritance
-from auditor.platforms.openmetadata.naming import OmEntity
+from auditor.platforms.openmetadata.naming import ENTITIES, OmEntity
 from auditor.platforms.openmetadata.records import OmRow
 from auditor.settings import redact_url
 
@@ -287,13 +287,46 @@ class OmStore(Bookkeeping):
                         "displayName": data.get("displayName") or data.get("name"),
                         "deleted": bool(data.get("deleted") is True),
                     }
+                    if data.get("description"):  # an EntityReference carries it when set
+                        out[entity_id]["description"] = data["description"]
         return out
 
-    def _json_of(self, conn: Connection, table: str, ids: list[str]) -> Iterator[tuple[str, Any]]:
+    def refs_by_name(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """name -> the EntityReference of each entity of type `kind` so named (a service, found
+        by the first part of its assets' FQNs); unknown names and a missing table give nothing."""
+        entity = ENTITIES.get(kind)
+        wanted = sorted({n for n in names if n})
+        if entity is None or not wanted or self.columns(entity.table, required=False) is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        asked = set(wanted)
+        with self.engine.connect() as conn:
+            for entity_id, raw in self._json_of(conn, entity.table, wanted, column="name"):
+                data = _object(raw)
+                name = data.get("name")
+                if name not in asked:  # PAD SPACE or a case-insensitive collation: not this one
+                    continue
+                ref = {
+                    "id": str(entity_id),
+                    "type": kind,
+                    "name": name,
+                    "fullyQualifiedName": data.get("fullyQualifiedName") or name,
+                    "deleted": bool(data.get("deleted") is True),
+                }
+                for extra in ("description", "displayName"):
+                    if data.get(extra):
+                        ref[extra] = data[extra]
+                out[str(name)] = ref
+        return out
+
+    def _json_of(
+        self, conn: Connection, table: str, ids: list[str], column: str = "id"
+    ) -> Iterator[tuple[str, Any]]:
+        """(id, json) of the rows whose `column` is one of `ids`, an IN list at a time."""
         for i in range(0, len(ids), IN_LIST):
             chunk = ids[i : i + IN_LIST]
             marks = ", ".join(f":i{n}" for n in range(len(chunk)))
             params = {f"i{n}": v for n, v in enumerate(chunk)}
-            sql = f"SELECT id, json FROM {table} WHERE id IN ({marks})"
+            sql = f"SELECT id, json FROM {table} WHERE {column} IN ({marks})"
             for entity_id, raw in conn.execute(text(sql), params):
                 yield str(entity_id), raw
