@@ -43,13 +43,13 @@ class CheckContext:
         fields the deployment's release writes and its index's mapping holds."""
         doc = entity.cache.get("expected")
         if doc is None:
-            doc = project_entity(self.registry, entity.urn, entity.aspects)
             versions = self.versions
-            if versions is not None:
-                where = entity.doc.index if entity.doc is not None else entity.index
-                doc = doc.without(versions.withheld(doc.entity_type, where))
-                if entity.doc is not None:
-                    versions.note_newer(doc.entity_type, entity.doc.source)
+            assert versions is not None
+            where = entity.doc.index if entity.doc is not None else entity.index
+            withheld = versions.withheld(entity.entity_type, where)
+            doc = project_entity(self.registry, entity.urn, entity.aspects, withheld)
+            if entity.doc is not None:
+                versions.note_newer(entity.entity_type, entity.doc.source)
             entity.cache["expected"] = doc
             for aspect in doc.unknown_aspects:
                 key = f"{entity.entity_type}.{aspect}"

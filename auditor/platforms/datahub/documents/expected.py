@@ -47,9 +47,25 @@ class ExpectedDocument:
         release that does not write them, an index whose mapping does not hold them)."""
         if not withheld:
             return self
-        return replace(
-            self,
-            fields={k: v for k, v in self.fields.items() if k not in withheld},
-            ambiguous={k: v for k, v in self.ambiguous.items() if k not in withheld},
-            known_fields=self.known_fields - withheld,
-        )
+        fields, ambiguous = self.fields, self.ambiguous
+        if not withheld.isdisjoint(fields):
+            fields = {k: v for k, v in fields.items() if k not in withheld}
+        if ambiguous and not withheld.isdisjoint(ambiguous):
+            ambiguous = {k: v for k, v in ambiguous.items() if k not in withheld}
+        known = known_without(self.known_fields, withheld)
+        return replace(self, fields=fields, ambiguous=ambiguous, known_fields=known)
+
+
+_KNOWN: dict[tuple[frozenset[str], frozenset[str]], frozenset[str]] = {}
+
+
+def known_without(known: frozenset[str], withheld: frozenset[str]) -> frozenset[str]:
+    """`known - withheld`, once per pair of sets (both are per entity type and index; a
+    frozenset keeps its hash, and the same objects come back entity after entity)."""
+    key = (known, withheld)
+    found = _KNOWN.get(key)
+    if found is None:
+        if len(_KNOWN) > 4096:
+            _KNOWN.clear()
+        found = _KNOWN[key] = known - withheld
+    return found

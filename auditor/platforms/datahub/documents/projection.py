@@ -15,7 +15,7 @@ from auditor.platforms.datahub.documents.aspect_projection import (
 )
 from auditor.platforms.datahub.documents.compare import _same
 from auditor.platforms.datahub.documents.emit import _OBJECT_FIELD_TYPES, Candidates, _aspect_fields
-from auditor.platforms.datahub.documents.expected import ExpectedDocument
+from auditor.platforms.datahub.documents.expected import ExpectedDocument, known_without
 from auditor.platforms.datahub.documents.extract import _ABSENT, _kind, _Malformed
 from auditor.platforms.datahub.registry.registry import EntitySpec, Registry
 from auditor.platforms.datahub.urns import UrnError, entity_type, is_valid_urn, key_fields_from_urn
@@ -252,8 +252,11 @@ def _merge_candidates(
     return ambiguous
 
 
-def project_entity(registry: Registry, urn: str, aspects: Mapping[str, Any]) -> ExpectedDocument:
-    """The entity doc DataHub's consumer builds from these aspect rows (name -> value).
+def project_entity(
+    registry: Registry, urn: str, aspects: Mapping[str, Any], withheld: frozenset[str] = _EMPTY
+) -> ExpectedDocument:
+    """The entity doc DataHub's consumer builds from these aspect rows (name -> value); the
+    `withheld` fields (its release does not write them, its index's mapping lacks them) left out.
 
     The key aspect comes from its row when present, else from the urn. An aspect the
     registry does not give this entity type is listed in `unknown_aspects`; a malformed
@@ -274,6 +277,12 @@ def project_entity(registry: Registry, urn: str, aspects: Mapping[str, Any]) -> 
         broken |= plan.aspects[key_error.aspect].fields
     fields, candidates, unknown, removed = _project_rows(plan, urn, items, errors, broken)
     ambiguous = _merge_candidates(plan, fields, candidates)
+    known = plan.known
+    if withheld:  # a few pops, not a copy: this runs for every entity
+        for field_name in withheld:
+            fields.pop(field_name, None)
+            ambiguous.pop(field_name, None)
+        known = known_without(known, withheld)
     unpredictable = plan.unpredictable
     if broken:
         unpredictable = unpredictable | broken
@@ -286,7 +295,7 @@ def project_entity(registry: Registry, urn: str, aspects: Mapping[str, Any]) -> 
         fields=fields,
         ambiguous=ambiguous,
         unpredictable=unpredictable,
-        known_fields=plan.known,
+        known_fields=known,
         multiset_fields=plan.multiset,
         delete_values=plan.delete_values,
         field_aspects=plan.field_aspects,
