@@ -191,3 +191,25 @@ def test_outdated_lines_per_type_field_and_release_and_exit_code() -> None:
     assert report.exit_code == 5
     report.counts[("chart", "stalled", "stalled")] = 1
     assert report.exit_code == 4
+
+
+def test_a_mapping_that_cannot_be_read_withholds_nothing_and_says_so() -> None:
+    from auditor.errors import BackendUnavailable
+    from auditor.platforms.datahub.versions.deployment import index_rules
+
+    class Refusing:
+        def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]:
+            raise BackendUnavailable(f"search: 403 on {pattern}/_mapping")
+
+    class Store:
+        def upgrade_rows(self) -> list[tuple[str, str, datetime]]:
+            return [_row("BuildIndicesIncremental_v1.7.0-0", T0)]
+
+    warnings: list[str] = []
+    rules, choice = index_rules(
+        Store(), Refusing(), Registry.load(), index_prefix="p", platform_version=None, gms_url=None,
+        warnings=warnings,
+    )  # fmt: skip
+    assert choice.rules.release == "1.7.0" and rules.since == T0
+    assert rules.withheld("chart", "p_chartindex_v2") == rules.not_in_release("chart")
+    assert len(warnings) == 1 and "could not be read" in warnings[0], warnings

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.errors import BackendUnavailable
+from auditor.errors import AuditorError, BackendUnavailable
 from auditor.platforms.datahub.naming import ENTITY_INDEX_SUFFIX, prefixed
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.versions.detect import Choice, choose, from_gms
@@ -48,8 +48,21 @@ def index_rules(
         first = str(choice.found.release)
         since = next((c for u, _, c in rows if first.lstrip("v") in u and c is not None), None)
     pattern = prefixed(f"*{ENTITY_INDEX_SUFFIX}", index_prefix)
-    mappings: dict[str, frozenset[str] | None] = dict(search.mapped_fields(pattern))
-    rules = IndexRules(
-        registry, choice.rules, known, mappings, read_mapping=search.mapped_fields, since=since
-    )
+
+    refused: list[str] = []
+
+    def read(which: str) -> dict[str, frozenset[str]]:  # a mapping it may not read: no witness
+        try:
+            return dict(search.mapped_fields(which))
+        except AuditorError as exc:
+            if not refused:  # said once, whatever index asked
+                warnings.append(
+                    f"the index mappings could not be read ({exc}): no field is withheld for an "
+                    "index whose mapping is unknown (grant view_index_metadata)"
+                )
+            refused.append(which)
+            return {}
+
+    mappings: dict[str, frozenset[str] | None] = dict(read(pattern))
+    rules = IndexRules(registry, choice.rules, known, mappings, read_mapping=read, since=since)
     return rules, choice
