@@ -152,3 +152,55 @@ def test_point_in_time_its_fallback_and_a_told_kind_read_the_same(engine: str) -
         assert readers["pit"].engine is not None and readers["told"].engine is None
     finally:
         raw.delete_index(index)
+
+
+RELEASE = "1.0.0"  # each engine's world is indexed as this release, then upgraded to 1.7.0
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_an_older_release_s_catalog_and_its_upgrade(engine: str, tmp_path: Path) -> None:
+    """A catalog indexed as an older DataHub release scans clean beside empty indices of the types
+    DataHub writes no document for; after an upgrade to 1.7.0 (a few entities written again) the
+    documents the older release wrote are `outdated` (exit 5) and a reindex of their type clears
+    them (mappings read, bulk rewrites of whole documents)."""
+    from test_versions import INTERNAL, _scan
+
+    from auditor.core.model import Verdict
+    from sandbox.search import ENTITY_MAPPINGS
+    from sandbox.versions import write_deployment
+
+    store, _ = ENGINES[engine]
+    world = World(store, engine, tmp_path, n=40, release=RELEASE)
+    try:
+        for etype in INTERNAL:
+            world.search.ensure_index(f"{world.prefix}_{etype.lower()}index_v2", ENTITY_MAPPINGS)
+        clean = _scan(world)
+        write_deployment(world.writer, "1.7.0")
+        world.consumer.updater.release = "1.7.0"
+        charts = world.of_type("chart")
+        for e in charts[:2]:
+            info = dict(
+                next(v.to_obj() if hasattr(v, "to_obj") else v for a, v in e.aspects if a == "chartInfo")
+            )
+            info["description"] = f"edited after the upgrade ({e.urn})"
+            world.writer.write(e.urn, "chartInfo", info)
+        assert world.consumer.drain(60)
+        upgraded = _scan(world)
+        types = sorted({line["entity_type"] for line in upgraded.sections["outdated"]})
+        for etype in types:
+            selection = Selection(entity_types=(etype,))
+            done = rebuild(
+                world.settings(),
+                RebuildRequest("reindex", selection=selection, apply=True, state_dir=tmp_path),
+            )
+            assert not done.failed, done.failed
+        after = _scan(world)
+    finally:
+        world.close()
+    assert clean.exit_code == 0 and clean.findings == [], [str(c) for c in clean.findings][:3]
+    assert f"at least {RELEASE}" in clean.sources["platform_version"]
+    assert upgraded.exit_code == 5, [str(c) for c in upgraded.findings][:3]
+    outdated = [c for c in upgraded.findings if c.verdict == Verdict.OUTDATED]
+    assert outdated and "chart" in types, [str(c) for c in upgraded.findings][:3]
+    assert not {c.finding.urn for c in outdated} & {e.urn for e in charts[:2]}  # 1.7.0 wrote those
+    assert after.exit_code == 0 and after.findings == [], [str(c) for c in after.findings][:3]
