@@ -28,6 +28,7 @@ from auditor.platforms.openmetadata.records import OmRow
 from auditor.platforms.openmetadata.scan import reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
+from auditor.platforms.openmetadata.version import migration_level, release_key
 
 GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
 
@@ -50,6 +51,7 @@ class OmRepairRequest:
     full: bool = False
     visibility: float = 2.0
     progress: Callable[[str, int], None] | None = None
+    release: str | None = None  # --platform-version: the release whose documents to write
 
 
 @dataclass
@@ -61,6 +63,16 @@ class OmRepair:
     writer: IndexWriter
     counts: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    release: str | None = None  # given (--platform-version); else the database's migration level
+    _level: list[tuple[int, ...] | None] = field(default_factory=list, repr=False)
+
+    def level(self) -> tuple[int, ...] | None:
+        """The release whose documents a repair writes (None: unknown, the newest shape)."""
+        if not self._level:
+            given = release_key(self.release) if self.release else None
+            found = migration_level(self.store.migrations() or ())
+            self._level.append(given or (release_key(found) if found else None))
+        return self._level[0]
 
     def add(self, what: str, n: int = 1) -> None:
         self.counts[what] = self.counts.get(what, 0) + n
@@ -90,7 +102,7 @@ class OmRepair:
                 data = {**data, "service": service}  # OpenMetadata keeps it out of the stored row
             owners = [named(o) for o in row.owners]
             domains = [named(d) for d in row.domains]
-            out[row.id] = build_document(data, entity.entity_type, owners, row.tags, domains)
+            out[row.id] = build_document(data, entity.entity_type, owners, row.tags, domains, self.level())
         return out
 
     def _services(self, entity: OmEntity, rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -197,7 +209,7 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     outcome.elsewhere = EXECUTORS.elsewhere(Mode.REINDEX, repairs)
     if not request.apply:
         return outcome
-    work = OmRepair(store, search, writer)
+    work = OmRepair(store, search, writer, release=request.release)
     by_type = {e.entity_type: e for e in request.entities}
     touched: dict[str, list[str]] = {}
     for action in repairs.actions:

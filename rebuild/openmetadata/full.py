@@ -33,9 +33,11 @@ CATCH_UP_SLACK = 50
 class FullRebuild:
     """One entity type at a time, through the engine."""
 
-    def __init__(self, store: OmStore, search: OmSearch, writer: IndexWriter) -> None:
+    def __init__(
+        self, store: OmStore, search: OmSearch, writer: IndexWriter, release: str | None = None
+    ) -> None:
         self.store, self.search, self.writer = store, search, writer
-        self.work = OmRepair(store, search, writer)
+        self.work = OmRepair(store, search, writer, release=release)
         self.notes: list[str] = []
 
     def run(self, entity: OmEntity) -> None:

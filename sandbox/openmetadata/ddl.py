@@ -246,9 +246,10 @@ def table_names() -> list[str]:
             + ["SERVER_CHANGE_LOG"])
 
 
-def create_schema(engine: Engine, *, reindex_tables: bool = True) -> None:
+def create_schema(engine: Engine, *, reindex_tables: bool = True, release: str | None = None) -> None:
     """Create OM's tables in the engine's database; a second call changes nothing.
-    `reindex_tables=False`: an OpenMetadata older than 1.12 (no search_index_job, no failures)."""
+    `reindex_tables=False`: an OpenMetadata older than 1.12 (no search_index_job, no failures);
+    `release`: the migrations SERVER_CHANGE_LOG holds stop there."""
     existing = set(_existing_tables(engine))
     created = [et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES)
     with engine.begin() as conn:
@@ -256,12 +257,16 @@ def create_schema(engine: Engine, *, reindex_tables: bool = True) -> None:
             if stmt.startswith("ALTER TABLE ONLY") and existing.issuperset(created):
                 continue  # constraints exist already (PostgreSQL has no ADD CONSTRAINT IF NOT EXISTS)
             conn.execute(text(stmt))
-        _migrations(conn, is_postgres(engine), MIGRATIONS if reindex_tables else MIGRATIONS[:-2])
+        versions = MIGRATIONS if reindex_tables else MIGRATIONS[:-2]
+        if release is not None:
+            level = tuple(int(p) for p in release.split("."))
+            versions = tuple(v for v in versions if tuple(int(p) for p in v.split(".")) <= level)
+        _migrations(conn, is_postgres(engine), versions)
 
 
 # SERVER_CHANGE_LOG (MigrationHistoryTable): the migrations a 1.12.1 server has applied (a few of
 # them: the string maximum, '1.9.0', is not the level); a world without 1.12's tables stops at 1.11
-MIGRATIONS = ("1.8.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0", "1.12.1")
+MIGRATIONS = ("1.4.0", "1.5.0", "1.8.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0", "1.12.1")
 
 
 def _migrations(conn: Any, postgres: bool, versions: tuple[str, ...]) -> None:

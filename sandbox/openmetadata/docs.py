@@ -82,9 +82,11 @@ def _with_display_name(ref: dict[str, Any] | None) -> dict[str, Any] | None:
     return clone
 
 
-def build_doc(entity: OmEntity, lookup: Lookup | None = None) -> dict[str, Any]:
+def build_doc(entity: OmEntity, lookup: Lookup | None = None,
+              release: str | None = None) -> dict[str, Any]:
     """The `_source` OM writes for this entity (its `_id` is `entity.id`); `lookup` finds an
-    entity by id (its parent, whose owners and domains it inherits)."""
+    entity by id (its parent, whose owners and domains it inherits); `release`: a server older
+    than 1.9 writes one `domain`, older than 1.5 one `owner` (None: the newest)."""
     doc: dict[str, Any] = orjson.loads(orjson.dumps(entity.json))
     every = all_tags(entity)
     tier = next((t for t in every if t["tagFQN"].split(".")[0].lower() == "tier"), None)
@@ -126,4 +128,12 @@ def build_doc(entity: OmEntity, lookup: Lookup | None = None) -> dict[str, Any]:
     doc["fqnHash"] = fqnlib.fqn_hash(entity.fqn)
     for key in EXCLUDED:
         doc.pop(key, None)
+    if release is not None:
+        parts = tuple(int(p) for p in release.split("-")[0].split("."))
+        if parts < (1, 9):  # getCommonAttributesMap before the 1.9.0 migration: one domain
+            domains = doc.pop("domains")
+            doc["domain"] = domains[0] if domains else None
+        if parts < (1, 5):
+            owners = doc.pop("owners")
+            doc["owner"] = owners[0] if owners else None
     return doc

@@ -29,6 +29,7 @@ class OmSearchWriter:
         # entity type -> the staged `_rebuild_` index a running reindex builds (2.0's
         # SearchRepository.registerStagedIndex): live writes go there, resolveWriteIndex (PR 27651)
         self.staged: dict[str, str] = {}
+        self.release: str | None = None  # the OM release whose documents it writes (None: newest)
 
     def index_of(self, entity: OmEntity) -> str:
         """SearchRepository.resolveWriteIndex: the staged index during a reindex, else the index."""
@@ -37,7 +38,7 @@ class OmSearchWriter:
     def create(self, entities: Iterable[OmEntity]) -> int:
         """Index whole docs in bulk; returns the number written (raises on any failure)."""
         actions = [{"_op_type": "index", "_index": self.index_of(e), "_id": e.id,
-                    "_source": build_doc(e, self.lookup)} for e in entities]
+                    "_source": build_doc(e, self.lookup, self.release)} for e in entities]
         if not actions:
             return 0
         failed = self.search.bulk(actions)
@@ -47,7 +48,7 @@ class OmSearchWriter:
 
     def update(self, entity: OmEntity) -> None:
         """updateEntity: the new doc as a partial update (fields it lacks stay in the index)."""
-        self.search.upsert(self.index_of(entity), entity.id, build_doc(entity, self.lookup))
+        self.search.upsert(self.index_of(entity), entity.id, build_doc(entity, self.lookup, self.release))
 
     def set_deleted(self, entity: OmEntity, deleted: bool, *, children: bool = True) -> None:
         """softDeleteOrRestoreEntity (+ its children): `deleted` written as 'true'/'false'."""

@@ -57,17 +57,19 @@ class World:
 @contextmanager
 def om_world(
     store: str, search_name: str, tmp_path: Path, *, prefix: str = "om28", n: int = 150, seeded: int = 11,
-    reindex_tables: bool = True, visibility: float = 1.5,
+    reindex_tables: bool = True, visibility: float = 1.5, release: str | None = None,
 ) -> Iterator[World]:  # fmt: skip
-    """`reindex_tables=False`: an OpenMetadata before 1.12 (no search_index_job, no failures)."""
+    """`reindex_tables=False`: an OpenMetadata before 1.12 (no search_index_job, no failures);
+    `release`: an older OpenMetadata (its migrations and the documents it writes)."""
     endpoints = Endpoints.from_env()
     search = connect(search_name, endpoints)
     alias = f"omd{uuid.uuid4().hex[:8]}"
     with scratch_database(store, endpoints, prefix=prefix) as engine:
-        create_schema(engine, reindex_tables=reindex_tables)
+        create_schema(engine, reindex_tables=reindex_tables, release=release)
         create_indices(search, alias)
         try:
             server = OmServer(engine, search, alias)
+            server.writer.release = release
             seed(server, n, seed=seeded)
             refresh_all(search, alias)
             url = make_url(engine.url).render_as_string(hide_password=False)

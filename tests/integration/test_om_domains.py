@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from om_world import World, om_world
+from sqlalchemy import text
 
 from auditor.api import rebuild
 from auditor.core.model import Selection, Verdict
@@ -124,3 +125,48 @@ def test_full_refuses_to_race_openmetadatas_running_reindex_job(world: World) ->
     assert after.exit_code == 0, after.failed
     refresh_all(world.search, world.alias)
     assert world.scan().findings == []
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def test_an_older_release_s_documents_are_read_and_repaired_in_its_shape(
+    pair: tuple[str, str], tmp_path: Path
+) -> None:
+    """OpenMetadata 1.8 (migrations up to 1.8.0) writes one `domain` per document: its catalog
+    scans clean, a lost domain PATCH is found and repaired in 1.8's shape (read back field by
+    field against the server's own document); after the 1.9.0 migration (`domains`), the 1.8
+    documents are still read, and a repair writes 1.9's shape."""
+    with om_world(*pair, tmp_path, n=40, reindex_tables=False, release="1.8.0") as world:
+        s = world.server
+        sales = s.create("domain", "Sales", domainType="Aggregate", description="sales")
+        table = s.of_type("table")[0]
+        s.update(table, domains=[sales], fault=Fault.STALE_UPDATE)
+        refresh_all(world.search, world.alias)
+        report = world.scan()
+        assert report.sources["platform_version"] == "1.8.0 (SERVER_CHANGE_LOG, the migration level)"
+        assert [c.finding.urn for c in report.findings] == [table.id]
+        assert "domains" in {d["field"] for d in report.findings[0].finding.details["fields"]}
+        done = rebuild(world.settings(), RebuildRequest("reindex", findings=report.findings, apply=True))
+        assert done.exit_code == 0, done.failed
+        refresh_all(world.search, world.alias)
+        written, indexed = world.doc(table), build_doc(table, s.writer.lookup, "1.8.0")
+        assert "domains" not in written and written["domain"]["id"] == sales.id
+        assert sorted(k for k in set(indexed) | set(written) if indexed.get(k) != written.get(k)) == []
+        assert world.scan().findings == []
+        # the server is upgraded: 1.9.0's migration; its documents stay as 1.8 wrote them
+        with s.store.engine.begin() as conn:
+            row = "INSERT INTO SERVER_CHANGE_LOG (version, migrationFileName, checksum) VALUES (:v, 'x', '0')"
+            conn.execute(text(row), {"v": "1.9.0"})
+        after = world.scan()
+        assert after.findings == [] and after.sources["platform_version"].startswith("1.9.0")
+        s.writer.release = "1.9.0"
+        s.update(table, description="after the upgrade, not indexed", fault=Fault.STALE_UPDATE)
+        refresh_all(world.search, world.alias)
+        stale = world.scan()
+        assert [c.finding.urn for c in stale.findings] == [table.id]
+        rewritten = rebuild(world.settings(), RebuildRequest("reindex", findings=stale.findings, apply=True))
+        assert rewritten.exit_code == 0, rewritten.failed
+        refresh_all(world.search, world.alias)
+        written, indexed = world.doc(table), build_doc(table, s.writer.lookup, "1.9.0")
+        assert "domain" not in written and [d["id"] for d in written["domains"]] == [sales.id]
+        assert sorted(k for k in set(indexed) | set(written) if indexed.get(k) != written.get(k)) == []
+        assert world.scan().findings == []

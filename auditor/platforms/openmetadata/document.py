@@ -95,6 +95,7 @@ def build_document(
     owners: Iterable[Mapping[str, Any]] = (),
     tags: Iterable[Mapping[str, Any]] = (),
     domains: Iterable[Mapping[str, Any]] = (),
+    release: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """The whole document for one entity: its JSON, then the attributes OpenMetadata adds (its
     children's tags, inherited owners and domains, column names: auditor/platforms/openmetadata/derive.py)."""
@@ -137,4 +138,17 @@ def build_document(
         doc["tier"] = tier
     if fqn:
         doc["fqnHash"] = fqn_hash(str(fqn))
+    as_released(doc, release)
     return enrich(doc, entity, entity_type)
+
+
+def as_released(doc: dict[str, Any], release: tuple[int, ...] | None) -> None:
+    """The renames a release predates, undone: before 1.9 a document holds one `domain` (the
+    1.9.0 migration made it `domains`), before 1.5 one `owner` (`owners` from 1.5.0). None: the
+    newest shape."""
+    if release is None:
+        return
+    for before, many, one in (((1, 9, 0), "domains", "domain"), ((1, 5, 0), "owners", "owner")):
+        if release < before and many in doc:
+            refs = doc.pop(many) or []
+            doc[one] = refs[0] if refs else None

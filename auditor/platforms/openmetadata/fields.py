@@ -47,6 +47,9 @@ DOC_SOURCE = (
     "tier.tagFQN",
     "domains.id",
     "domain.id",  # an index written before 1.9 renamed it
+    "owner.id",  # ... and before 1.5 renamed `owner`
+    "owner.type",
+    "owner.name",
 )
 
 
@@ -84,6 +87,10 @@ def _owner_key(ref: Any) -> str | None:
 
 def owner_set(refs: Iterable[Any]) -> frozenset[str]:
     return frozenset(k for k in (_owner_key(r) for r in refs) if k)
+
+
+def _one(value: Any) -> list[Any]:
+    return [value] if isinstance(value, Mapping) else []
 
 
 def domain_refs(holder: Mapping[str, Any]) -> list[Any]:
@@ -203,7 +210,7 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
         name=source.get("name"),
         fqn=source.get("fullyQualifiedName"),
         description=source.get("description") or "",
-        owners=owner_set(_list(source.get("owners"))),
+        owners=owner_set([*_list(source.get("owners")), *_one(source.get("owner"))]),  # `owner` before 1.5
         tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, Mapping) else [])]),
         deleted=bool(as_bool(source.get("deleted"))),
         domains=owner_set(domain_refs(source)),

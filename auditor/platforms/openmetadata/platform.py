@@ -225,7 +225,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
 
             now_ms = int(datetime.now(UTC).timestamp() * 1000)
             refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
-            full = FullRebuild(store, search, writer)
+            full = FullRebuild(store, search, writer, settings.platform_version)
             for entity in chosen_types:
                 full.run(entity)
             outcome = RebuildOutcome("reindex", True, plan([]), notes=full.notes)
@@ -242,6 +242,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
             batch=request.batch,
             visibility=settings.index_visibility_seconds,
             progress=request.progress,
+            release=settings.platform_version,
         )
         return repair(store, search, writer, om_request)
 
