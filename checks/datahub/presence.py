@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from auditor.checks.datahub.base import Check, CheckContext
 from auditor.core.model import Finding, Kind, RepairKind
 from auditor.platforms.datahub.documents.entity import JoinedEntity
+from auditor.platforms.datahub.naming import ENTITY_INDEX_V3_SUFFIX, document_id, document_id_v3
 
 
 class MissingDocument(Check):
@@ -27,7 +28,10 @@ class MissingDocument(Check):
             return
         if not ctx.searchable(entity.entity_type):
             return  # no searchable field (telemetry, globalSettings, dataHubUpgrade...): no document
-        yield self.finding(Kind.MISSING_DOCUMENT, entity, changed_at=entity.rows.changed_at)
+        # the _id the document should have (V3: the SHA-256 of the urn), as stale and orphan say
+        v3 = entity.index.endswith(ENTITY_INDEX_V3_SUFFIX)
+        doc_id = document_id_v3(entity.urn) if v3 else document_id(entity.urn)
+        yield self.finding(Kind.MISSING_DOCUMENT, entity, changed_at=entity.rows.changed_at, doc_id=doc_id)
 
 
 class OrphanDocument(Check):

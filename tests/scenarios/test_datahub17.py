@@ -149,6 +149,10 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
     assert v3["indices"]["dataset"] == primary and v3["indices"]["corpuser"].endswith("_corpuserindex_v3")
     assert v3["wrong_in_v3_only"] == sorted({missing, stale, ghost}) and not v3["wrong_in_v2_only"]
     assert any("V2 and V3 disagree on 3 entities" in w for w in before.warnings), before.warnings
+    # the warning names the V3 index holding them, not every V3 index (corpuser's is clean)
+    assert any(f"the V3 index only ({primary})" in w for w in before.warnings), before.warnings
+    (gone,) = [c for c in before.findings if c.finding.urn == missing and c.finding.index == primary]
+    assert gone.finding.details["doc_id"] == entity_doc_id_v3(missing)  # as stale and orphan say
     assert not outcome.failed and not outcome.still_wrong and outcome.exit_code == 0, outcome.still_wrong
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
     assert after.sections["v3"]["disagreeing"] == 0
