@@ -25,6 +25,7 @@ json_loads: Callable[[str | bytes], Any] = _json_parser()
 # marker, never a field name)
 DYNAMIC = "*dynamic*"
 
+
 @dataclass(slots=True)
 class SearchDoc:
     """A document as read from an index."""
