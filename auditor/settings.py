@@ -153,6 +153,17 @@ class Settings(BaseModel):
             raise ValueError(f"unknown platform {value!r} (one of: {', '.join(platforms.names())})")
         return name
 
+    @field_validator("platform_version", mode="before")
+    @classmethod
+    def _release_number(cls, value: Any) -> Any:
+        """A release number (`1.4.0`, `v1.7.0.1`, `1.12.1-collate`): refused before anything connects."""
+        if value is None or str(value).strip() == "":
+            return None
+        text_value = str(value).strip()
+        if not re.match(r"^v?\d+(\.\d+)*([.-]?[A-Za-z0-9.]+)*$", text_value):
+            raise ValueError(f"not a release number: {text_value!r} (e.g. 1.4.0 or v1.7.0.1)")
+        return text_value
+
     @model_validator(mode="before")
     @classmethod
     def _password_into_url(cls, data: Any) -> Any:

@@ -120,3 +120,11 @@ def test_each_platform_s_own_variables_come_from_its_home_after_the_auditor_s_ow
     s = load_settings(env=env)
     assert (s.index_prefix, s.cluster_alias) == ("mine", "om")
     assert load_settings(env={"KAFKA_PROPERTIES_SASL_MECHANISM": "PLAIN"}).kafka_sasl_mechanism == "PLAIN"
+
+
+def test_a_platform_version_that_is_no_release_is_refused_before_anything_connects() -> None:
+    assert load_settings(env={"AUDITOR_PLATFORM_VERSION": "v1.7.0.1"}).platform_version == "v1.7.0.1"
+    assert load_settings(env={}, platform_version="1.12.1-collate").platform_version == "1.12.1-collate"
+    assert load_settings(env={}).platform_version is None
+    with pytest.raises(ConfigError, match="platform_version"):
+        load_settings(env={}, platform_version="latest")
