@@ -213,3 +213,19 @@ def test_a_mapping_that_cannot_be_read_withholds_nothing_and_says_so() -> None:
     assert choice.rules.release == "1.7.0" and rules.since == T0
     assert rules.withheld("chart", "p_chartindex_v2") == rules.not_in_release("chart")
     assert len(warnings) == 1 and "could not be read" in warnings[0], warnings
+
+
+def test_an_unreachable_gms_is_a_warning_without_its_credentials() -> None:
+    from auditor.platforms.datahub.versions.deployment import index_rules
+
+    class Search:
+        def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]:
+            return {}
+
+    warnings: list[str] = []
+    _, choice = index_rules(
+        object(), Search(), Registry.load(), index_prefix="", platform_version=None,
+        gms_url="http://admin:s3cret@127.0.0.1:9/gms", warnings=warnings,
+    )  # fmt: skip
+    assert choice.rules is catalog().newest
+    assert any("did not answer" in w for w in warnings) and not any("s3cret" in w for w in warnings)

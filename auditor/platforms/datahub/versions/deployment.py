@@ -13,6 +13,7 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.versions.detect import Choice, choose, from_gms
 from auditor.platforms.datahub.versions.rules import catalog
 from auditor.platforms.datahub.versions.view import IndexRules
+from auditor.settings import redact_url
 
 
 def index_rules(
@@ -40,7 +41,7 @@ def index_rules(
             warnings.append(f"the upgrade rows could not be read ({exc}): the release is not known from them")
     gms = from_gms(gms_url) if gms_url else None
     if gms_url and gms is None:
-        warnings.append(f"GMS /config at {gms_url} did not answer with a release: not used")
+        warnings.append(f"GMS /config at {redact_url(gms_url)} did not answer with a release: not used")
     choice = choose(known, override=platform_version, upgrade_rows=rows, gms=gms)
     warnings.extend(choice.warnings)
     since = None
