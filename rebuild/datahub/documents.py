@@ -44,12 +44,13 @@ def build(
     """
     entity = JoinedEntity(rows.urn, entity_type(rows.urn), None, rows=rows)
     aspects = entity.aspects
-    expected = project_entity(registry, rows.urn, aspects)
     versions = versions or IndexRules.installed(registry)
-    withheld = versions.not_written(expected.entity_type, index)
-    expected = expected.without(withheld)
+    etype = entity.entity_type
+    etype = registry.entity(etype).name if registry.has_entity(etype) else etype  # as the registry spells it
+    withheld = versions.not_written(etype, index)
+    expected = project_entity(registry, rows.urn, aspects, withheld)
     doc: dict[str, Any] | None = None
-    if versions.searchable(expected.entity_type):
+    if versions.searchable(etype):
         doc = {"urn": rows.urn}
         kept = current or {}
         doc.update({k: v for k, v in kept.items() if k in expected.unpredictable or k in withheld})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.platforms.datahub.documents.aspect_projection import ProjectionError
@@ -41,19 +41,6 @@ class ExpectedDocument:
     def absent(self) -> frozenset[str]:
         """Known fields no present aspect writes: the doc should hold nothing there."""
         return self.known_fields - self.fields.keys() - self.ambiguous.keys() - self.unpredictable
-
-    def without(self, withheld: frozenset[str]) -> ExpectedDocument:
-        """The same prediction with `withheld` fields unknown: neither expected nor checked (a
-        release that does not write them, an index whose mapping does not hold them)."""
-        if not withheld:
-            return self
-        fields, ambiguous = self.fields, self.ambiguous
-        if not withheld.isdisjoint(fields):
-            fields = {k: v for k, v in fields.items() if k not in withheld}
-        if ambiguous and not withheld.isdisjoint(ambiguous):
-            ambiguous = {k: v for k, v in ambiguous.items() if k not in withheld}
-        known = known_without(self.known_fields, withheld)
-        return replace(self, fields=fields, ambiguous=ambiguous, known_fields=known)
 
 
 _KNOWN: dict[tuple[frozenset[str], frozenset[str]], frozenset[str]] = {}
