@@ -45,6 +45,8 @@ class Bookkeeping:
         existed); None when there is no such table or it may not be read."""
         for table in ("SERVER_CHANGE_LOG", "server_change_log"):
             found = self.columns(table, required=False)
+            # optional bookkeeping: a refused read is "release unknown", never "not scanned"
+            getattr(self, "denied", set()).discard(table)
             if found is None:
                 continue
             status = "status" if "status" in found else "NULL"
