@@ -42,6 +42,14 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "search_verify_certs": ("AUDITOR_SEARCH_VERIFY_CERTS",),
     "search_ca_certs": ("AUDITOR_SEARCH_CA_CERTS",),
     "search_timeout_seconds": ("AUDITOR_SEARCH_TIMEOUT",),
+    "search_api_key": ("AUDITOR_SEARCH_API_KEY",),
+    "search_bearer_token": ("AUDITOR_SEARCH_BEARER_TOKEN",),
+    "search_cloud_id": ("AUDITOR_SEARCH_CLOUD_ID",),
+    "search_client_cert": ("AUDITOR_SEARCH_CLIENT_CERT",),
+    "search_client_key": ("AUDITOR_SEARCH_CLIENT_KEY",),
+    "search_aws_iam": ("AUDITOR_SEARCH_AWS_IAM",),
+    "search_aws_service": ("AUDITOR_SEARCH_AWS_SERVICE",),
+    "aws_region": ("AUDITOR_AWS_REGION",),
     "search_retries": ("AUDITOR_SEARCH_RETRIES",),
     "index_prefix": ("AUDITOR_INDEX_PREFIX",),
     "kafka_bootstrap": ("AUDITOR_KAFKA_BOOTSTRAP",),
@@ -50,7 +58,19 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "kafka_sasl_username": ("AUDITOR_KAFKA_SASL_USERNAME",),
     "kafka_sasl_password": ("AUDITOR_KAFKA_SASL_PASSWORD",),
     "kafka_ssl_ca_location": ("AUDITOR_KAFKA_SSL_CA_LOCATION",),
+    "kafka_ssl_certificate_location": ("AUDITOR_KAFKA_SSL_CERTIFICATE_LOCATION",),
+    "kafka_ssl_key_location": ("AUDITOR_KAFKA_SSL_KEY_LOCATION",),
+    "kafka_ssl_key_password": ("AUDITOR_KAFKA_SSL_KEY_PASSWORD",),
+    "kafka_ssl_endpoint_identification": ("AUDITOR_KAFKA_SSL_ENDPOINT_IDENTIFICATION",),
+    "kafka_oauthbearer_token_file": ("AUDITOR_KAFKA_OAUTHBEARER_TOKEN_FILE",),
+    "kafka_aws_role_arn": ("AUDITOR_KAFKA_AWS_ROLE_ARN",),
     "schema_registry_url": ("AUDITOR_SCHEMA_REGISTRY_URL",),
+    "schema_registry_type": ("AUDITOR_SCHEMA_REGISTRY_TYPE",),
+    "schema_registry_user_info": ("AUDITOR_SCHEMA_REGISTRY_USER_INFO",),
+    "schema_registry_ca": ("AUDITOR_SCHEMA_REGISTRY_CA",),
+    "glue_registry_name": ("AUDITOR_GLUE_REGISTRY_NAME",),
+    "glue_region": ("AUDITOR_GLUE_REGION",),
+    "store_aws_iam": ("AUDITOR_STORE_AWS_IAM",),
     "transport": ("AUDITOR_TRANSPORT",),  # kafka | pgqueue (docs/pgqueue.md)
     "pgqueue_url": ("AUDITOR_PGQUEUE_URL",),
     "pgqueue_schema": ("AUDITOR_PGQUEUE_SCHEMA",),
@@ -69,6 +89,10 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "state_file": ("AUDITOR_STATE_FILE",),
     "stores": ("AUDITOR_STORES",),  # a federation: "NAME=URL NAME=URL" (see docs/federation.md)
 }
+
+# after the auditor's own and before any platform's: the names every AWS SDK reads (one region
+# for every AWS service the auditor signs for)
+STANDARD_NAMES: dict[str, tuple[str, ...]] = {"aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION")}
 
 
 # a federation store's name: it labels findings, report columns and Prometheus series
@@ -106,6 +130,17 @@ class Settings(BaseModel):
     # one request's timeout; a 429/5xx, timeout or dropped connection is retried with backoff
     search_timeout_seconds: float = Field(60.0, gt=0)
     search_retries: int = Field(5, ge=0, le=20)
+    # other ways to authenticate than basic auth (docs/cloud.md): one of them at most
+    search_api_key: SecretStr | None = None  # Elasticsearch: the encoded key, or id:key
+    search_bearer_token: SecretStr | None = None
+    search_cloud_id: str | None = None  # Elastic Cloud: stands for search_url
+    search_client_cert: str | None = None  # PEM files for a cluster asking for client certificates
+    search_client_key: str | None = None
+    # AWS SigV4 (Amazon OpenSearch Service `es`, OpenSearch Serverless `aoss`), credentials from
+    # the standard AWS chain (environment, profile, web identity / IRSA, instance role)
+    search_aws_iam: bool = False
+    search_aws_service: Literal["es", "aoss"] = "es"
+    aws_region: str | None = None
     index_prefix: str = ""
     # which catalog the truth and the indices belong to; OpenMetadata's indices are named
     # `<cluster_alias>_<entity>_search_index` (elasticsearch.clusterAlias, empty by default)
@@ -121,7 +156,25 @@ class Settings(BaseModel):
     kafka_sasl_username: str | None = None
     kafka_sasl_password: SecretStr | None = None
     kafka_ssl_ca_location: str | None = None
+    # mTLS: the client's certificate and key (PEM files), the key's password if it has one
+    kafka_ssl_certificate_location: str | None = None
+    kafka_ssl_key_location: str | None = None
+    kafka_ssl_key_password: SecretStr | None = None
+    kafka_ssl_endpoint_identification: bool = True  # check the broker's host name in its certificate
+    # OAUTHBEARER with a token a sidecar keeps fresh in a file (re-read at every refresh); with
+    # sasl_mechanism AWS_MSK_IAM the token is MSK's IAM one instead (aws-msk-iam-sasl-signer)
+    kafka_oauthbearer_token_file: str | None = None
+    kafka_aws_role_arn: str | None = None  # MSK IAM: a role to assume for the token
     schema_registry_url: str | None = None
+    # kafka: a Confluent-compatible registry (DataHub's INTERNAL one is too, at GMS);
+    # aws_glue: Glue-framed messages, schemas from the Glue registry
+    schema_registry_type: Literal["kafka", "internal", "aws_glue"] = "kafka"
+    schema_registry_user_info: SecretStr | None = None  # basic.auth.user.info: key:secret
+    schema_registry_ca: str | None = None
+    glue_registry_name: str | None = None
+    glue_region: str | None = None  # the Glue registry's region (else aws_region, else us-east-1)
+    # RDS/Aurora IAM: a fresh authentication token is each new connection's password
+    store_aws_iam: bool = False
     # where the change log and the consumer offsets are: Kafka, or DataHub's pgQueue tables in
     # PostgreSQL (`<pgqueue_schema>.<pgqueue_table_prefix>_*`, in the store's database unless
     # pgqueue_url names another)
@@ -152,6 +205,16 @@ class Settings(BaseModel):
         if name not in platforms.names():
             raise ValueError(f"unknown platform {value!r} (one of: {', '.join(platforms.names())})")
         return name
+
+    @field_validator("schema_registry_type", mode="before")
+    @classmethod
+    def _registry_type(cls, value: Any) -> Any:
+        return str(value).strip().lower() if value is not None else "kafka"
+
+    @field_validator("search_aws_service", mode="before")
+    @classmethod
+    def _aws_service(cls, value: Any) -> Any:
+        return str(value).strip().lower() if value is not None else "es"
 
     @field_validator("platform_version", mode="before")
     @classmethod
@@ -190,8 +253,16 @@ class Settings(BaseModel):
             out["store"] = redact_url(self.store_url.get_secret_value())
         for entry in self.stores:
             out[f"store.{entry.name}"] = redact_url(entry.url.get_secret_value())
-        if self.search_url:
-            out["search"] = redact_url(self.search_url)
+        if self.search_url or self.search_cloud_id:
+            cloud = (self.search_cloud_id or "").split(":", 1)[0]
+            where = redact_url(self.search_url) if self.search_url else f"Elastic Cloud {cloud}"
+            if self.search_aws_iam:
+                where += f" (AWS SigV4, {self.search_aws_service}, {self.aws_region or 'no region'})"
+            elif self.search_api_key:
+                where += " (API key)"
+            elif self.search_bearer_token:
+                where += " (bearer token)"
+            out["search"] = where
         if self.transport == "pgqueue":
             url = self.pgqueue_url or self.store_url
             where = redact_url(url.get_secret_value()) if url is not None else "the store's database"
@@ -234,7 +305,11 @@ SECRETS = (
     "store_url",
     "store_password",
     "search_password",
+    "search_api_key",
+    "search_bearer_token",
     "kafka_sasl_password",
+    "kafka_ssl_key_password",
+    "schema_registry_user_info",
     "schema_registry_url",
     "pgqueue_url",
 )
@@ -278,6 +353,8 @@ def env_names(environments: Sequence[Any]) -> dict[str, tuple[str, ...]]:
     """Per setting, the environment variables read for it, most specific first: the auditor's
     own, then each platform's own (`NAMES` of its environment module)."""
     out = {name: list(names) for name, names in ENV_NAMES.items()}
+    for name, names in STANDARD_NAMES.items():
+        out.setdefault(name, []).extend(names)
     for environment in environments:
         for name, names in environment.NAMES.items():
             out.setdefault(name, []).extend(n for n in names if n not in out[name])

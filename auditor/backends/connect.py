@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from auditor.backends import search_auth
 from auditor.backends.search import SearchIndex
+from auditor.backends.search_auth import cloud_url
 from auditor.backends.state import ScanState
 from auditor.errors import ConfigError
 from auditor.settings import Settings
@@ -35,13 +37,16 @@ def kafka_config(settings: Settings) -> dict[str, Any]:
 
 
 def open_search(settings: Settings) -> SearchIndex:
-    if not settings.search_url:
-        raise ConfigError("no search cluster configured", hint="pass --search-url or set AUDITOR_SEARCH_URL")
+    url = settings.search_url or (cloud_url(settings.search_cloud_id) if settings.search_cloud_id else None)
+    if not url:
+        raise ConfigError(
+            "no search cluster configured",
+            hint="pass --search-url or set AUDITOR_SEARCH_URL (or AUDITOR_SEARCH_CLOUD_ID for Elastic Cloud)",
+        )
     return SearchIndex(
-        settings.search_url,
+        url,
         settings.search_kind,
-        username=settings.search_username,
-        password=settings.search_password.get_secret_value() if settings.search_password else None,
+        auth=search_auth.from_settings(settings),
         verify_certs=settings.search_verify_certs,
         ca_certs=settings.search_ca_certs,
         timeout=settings.search_timeout_seconds,

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from auditor.backends.protocols import Capability
+from auditor.backends.search_auth import SearchAuth, split_userinfo
 from auditor.backends.search_engine import Engine, engine_of, transport_class
 from auditor.core.model import Selection
 from auditor.core.records import DYNAMIC
@@ -101,22 +102,27 @@ def _fast_serializer() -> Any:
     return OrjsonSerializer()
 
 
-def _split_userinfo(
-    url: str, username: str | None, password: str | None
-) -> tuple[str, str | None, str | None]:
-    """`https://user:pass@host:9200` is basic auth: the URL without it, and the credentials
-    (percent-decoded; a username given apart wins)."""
-    from urllib.parse import unquote, urlsplit, urlunsplit
+def _reason(refusal: Any) -> str:
+    """The words of a refusal (an exception or a body): AWS's `{"message": ...}`,
+    Elasticsearch's `error.reason`, or the text."""
+    import json
 
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, username, password
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user, _, secret = userinfo.partition(":")
-    clean = urlunsplit(parts._replace(netloc=host))
-    if username:
-        return clean, username, password
-    return clean, unquote(user), unquote(secret)
+    body = refusal
+    if isinstance(refusal, Exception):
+        body = getattr(refusal, "info", None) or getattr(refusal, "body", None) or str(refusal)
+    if isinstance(body, (bytes, str)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            pass
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("reason"):
+            return str(error["reason"])
+        for key in ("message", "Message"):
+            if body.get(key):
+                return str(body[key])
+    return str(body).strip()[:400]
 
 
 class SearchIndex:
@@ -131,24 +137,30 @@ class SearchIndex:
         *,
         username: str | None = None,
         password: str | None = None,
+        auth: SearchAuth | None = None,
         verify_certs: bool = True,
         ca_certs: str | None = None,
         timeout: float = 60.0,
         retries: int = RETRIES,
     ) -> None:
         self.description = redact_url(url)
-        url, username, password = _split_userinfo(url, username, password)
+        url, username, password = split_userinfo(url, username, password)
+        if auth is None:
+            auth = SearchAuth(basic=(username, password or "") if username else None)
+        self.auth = auth
         self.url = url
         self.retries = retries
         self.retried = 0  # requests sent again after a 429/5xx, a timeout or a lost connection
         self.docs_read = 0  # documents fetched by the streams (a shard's share of the indices)
-        auth = (username, password or "") if username else None
         # the engine's version (`GET /`): None when told the kind, or when `GET /` is refused
         self.engine: Engine | None = None
         if kind == "auto":
             self.engine = self._probe(url, auth, verify_certs, ca_certs)
             kind = self.engine.kind
-        self.kind = kind
+        # Amazon OpenSearch Service signs with SigV4, which only opensearch-py speaks (the
+        # elasticsearch client refuses a server that is not Elastic's): its legacy
+        # Elasticsearch 7.10 domains are read with the OpenSearch client too
+        self.kind = "opensearch" if auth.aws else kind
         # the clients' own retries are immediate (no backoff) and skip 429: `_call` retries instead
         opts: dict[str, Any] = {"verify_certs": verify_certs, "request_timeout": timeout, "max_retries": 0}
         if ca_certs:
@@ -157,7 +169,9 @@ class SearchIndex:
             from opensearchpy import OpenSearch
 
             opts["timeout"] = opts.pop("request_timeout")
-            self.client: Any = OpenSearch(url, http_auth=auth, serializer=_fast_serializer(), **opts)
+            self.client: Any = OpenSearch(
+                url, serializer=_fast_serializer(), **auth.opensearch_kwargs(), **opts
+            )
         elif self.kind == "elasticsearch":
             from elasticsearch import Elasticsearch
 
@@ -171,30 +185,29 @@ class SearchIndex:
             transport = transport_class(self.engine.major if self.engine else None)
             if transport is not None:
                 opts["transport_class"] = transport
-            self.client = Elasticsearch(url, basic_auth=auth, **opts)
+            self.client = Elasticsearch(url, **auth.elasticsearch_kwargs(), **opts)
         else:
             raise ConfigError(f"unknown search kind {kind!r}: use opensearch or elasticsearch")
         self._pit_ok = True
 
     @staticmethod
-    def _detect(url: str, auth: Any, verify: bool, ca: str | None) -> str:
-        """`opensearch` or `elasticsearch`, by `GET /`."""
+    def _detect(url: str, auth: SearchAuth | tuple[str, str] | None, verify: bool, ca: str | None) -> str:
+        """`opensearch` or `elasticsearch`, by `GET /` (`auth` may be a user and password)."""
+        if not isinstance(auth, SearchAuth):
+            auth = SearchAuth(basic=auth)
         return SearchIndex._probe(url, auth, verify, ca).kind
 
     @staticmethod
-    def _probe(url: str, auth: Any, verify: bool, ca: str | None) -> Engine:
+    def _probe(url: str, auth: SearchAuth, verify: bool, ca: str | None) -> Engine:
         """The engine by `GET /`: its kind and version (Elasticsearch without a version when
         the role may not read `GET /`)."""
         import json
         import ssl
         import urllib.error
         import urllib.request
-        from base64 import b64encode
 
-        request = urllib.request.Request(url.rstrip("/") + "/")
-        if auth:
-            token = b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-            request.add_header("Authorization", f"Basic {token}")
+        target = url.rstrip("/") + "/"
+        request = urllib.request.Request(target, headers=auth.headers("GET", target))
         context = None
         if url.startswith("https"):
             context = ssl.create_default_context(cafile=ca)
@@ -208,8 +221,11 @@ class SearchIndex:
             # least-privilege role lacks. Elasticsearch's refusal says so in its own words (and,
             # unlike its other answers, carries no X-elastic-product header); any other refusal is
             # not guessed at.
+            body = exc.read(65536).decode("utf-8", "replace")
+            if exc.code == 401 or (exc.code == 403 and auth.aws):
+                raise auth.refused(redact_url(url), "`GET /`", exc.code, _reason(body)) from None
             if exc.code == 403:
-                if "is unauthorized for user" in exc.read(65536).decode("utf-8", "replace"):
+                if "is unauthorized for user" in body:
                     return Engine("elasticsearch")
                 raise ConfigError(
                     f"search cluster {redact_url(url)} refused `GET /` (403): cannot tell OpenSearch "
@@ -248,6 +264,9 @@ class SearchIndex:
                 time.sleep(pause)
 
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
+        status = _status_of(exc)
+        if status in (401, 403):
+            return self.auth.refused(self.description, what, status, _reason(exc))
         return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
 
     # -- cluster ------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_secrets_never_print() -> None:
 
 
 def test_credentials_in_the_search_url_are_basic_auth() -> None:
-    from auditor.backends.search import _split_userinfo
+    from auditor.backends.search_auth import split_userinfo as _split_userinfo
 
     assert _split_userinfo("https://elastic:p%40ss%3Aw@es:9200/", None, None) == (
         "https://es:9200/",

@@ -15,11 +15,19 @@ NAMES: dict[str, tuple[str, ...]] = {
     "store_password": ("EBEAN_DATASOURCE_PASSWORD",),
     "search_username": ("ELASTICSEARCH_USERNAME",),
     "search_password": ("ELASTICSEARCH_PASSWORD",),
+    # Amazon OpenSearch Service with IAM (SigV4); the old setup job's name after it
+    "search_aws_iam": ("OPENSEARCH_USE_AWS_IAM_AUTH", "USE_AWS_ELASTICSEARCH"),
     "index_prefix": ("INDEX_PREFIX", "ELASTICSEARCH_INDEX_PREFIX"),
     "kafka_bootstrap": ("KAFKA_BOOTSTRAP_SERVER",),
     "kafka_security_protocol": ("KAFKA_PROPERTIES_SECURITY_PROTOCOL",),
     "kafka_sasl_mechanism": ("KAFKA_PROPERTIES_SASL_MECHANISM",),
     "schema_registry_url": ("KAFKA_SCHEMAREGISTRY_URL",),
+    "schema_registry_type": ("SCHEMA_REGISTRY_TYPE",),  # KAFKA | INTERNAL | AWS_GLUE
+    "glue_registry_name": ("AWS_GLUE_SCHEMA_REGISTRY_NAME",),
+    "glue_region": ("AWS_GLUE_SCHEMA_REGISTRY_REGION",),
+    # RDS/Aurora IAM tokens: the newer switch (with EBEAN_CLOUD_PROVIDER=aws), then the older
+    # PostgreSQL-only one
+    "store_aws_iam": ("EBEAN_USE_IAM_AUTH", "EBEAN_POSTGRES_USE_AWS_IAM_AUTH"),
     # kafka | pgqueue (DataHub's Kafka-less transport: docs/pgqueue.md)
     "transport": ("DATAHUB_MESSAGING_TRANSPORT",),
     "pgqueue_schema": ("DATAHUB_PGQUEUE_SCHEMA",),

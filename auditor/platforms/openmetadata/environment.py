@@ -6,4 +6,9 @@ from __future__ import annotations
 # setting -> OpenMetadata's own variables for it
 NAMES: dict[str, tuple[str, ...]] = {
     "cluster_alias": ("ELASTICSEARCH_CLUSTER_ALIAS",),  # elasticsearch.clusterAlias
+    "search_username": ("ELASTICSEARCH_USER",),
+    "search_password": ("ELASTICSEARCH_PASSWORD",),
+    # elasticsearch.aws: OpenSearch with IAM (SigV4), `es` or `aoss`
+    "search_aws_iam": ("SEARCH_AWS_IAM_AUTH_ENABLED",),
+    "search_aws_service": ("SEARCH_AWS_SERVICE_NAME",),
 }
