@@ -126,10 +126,11 @@ class Verifier:
         issued = dt.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
         if dt.datetime.now(dt.UTC) > issued + dt.timedelta(seconds=int(params["X-Amz-Expires"])):
             raise Refused(403, "Signature expired", "ExpiredToken")
+        # MSK's signer appends `User-Agent` after signing: not part of what was signed
         unsigned = "&".join(
             f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}"
             for k, v in sorted(params.items())
-            if k != "X-Amz-Signature"
+            if k not in ("X-Amz-Signature", "User-Agent")
         )
         request = AWSRequest(method="GET", url=f"https://{split.netloc}{split.path or '/'}?{unsigned}",
                              headers={"host": split.netloc})  # fmt: skip

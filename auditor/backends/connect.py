@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from auditor.backends import search_auth
+from auditor.backends.kafka_auth import oauth_settings
 from auditor.backends.search import SearchIndex
 from auditor.backends.search_auth import cloud_url
 from auditor.backends.state import ScanState
@@ -33,6 +34,19 @@ def kafka_config(settings: Settings) -> dict[str, Any]:
         conf["sasl.password"] = settings.kafka_sasl_password.get_secret_value()
     if settings.kafka_ssl_ca_location:
         conf["ssl.ca.location"] = settings.kafka_ssl_ca_location
+    if settings.kafka_ssl_certificate_location:  # mTLS
+        conf["ssl.certificate.location"] = settings.kafka_ssl_certificate_location
+    if settings.kafka_ssl_key_location:
+        conf["ssl.key.location"] = settings.kafka_ssl_key_location
+    if settings.kafka_ssl_key_password:
+        conf["ssl.key.password"] = settings.kafka_ssl_key_password.get_secret_value()
+    if not settings.kafka_ssl_endpoint_identification:
+        conf["ssl.endpoint.identification.algorithm"] = "none"
+    oauth = oauth_settings(settings)  # AWS_MSK_IAM, or a token file: OAUTHBEARER with a provider
+    if oauth:
+        conf.update(oauth)
+        if settings.kafka_security_protocol:  # the protocol given wins over MSK's SASL_SSL
+            conf["security.protocol"] = settings.kafka_security_protocol
     return conf
 
 

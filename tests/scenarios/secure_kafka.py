@@ -1,5 +1,8 @@
 """A private Kafka 4.1.1 KRaft broker for one test module, secured the way production brokers are:
-SASL/SCRAM over TLS (a CA and a certificate made with `openssl`), the StandardAuthorizer, ACLs.
+SASL/SCRAM and SASL/OAUTHBEARER over TLS (a CA and a certificate made with `openssl`), an mTLS
+listener that requires a client certificate the same CA signed, the StandardAuthorizer, ACLs.
+OAUTHBEARER is checked by Kafka's own unsecured validator (an unsigned JWS with `sub` and `exp`:
+the client's token-provider wiring and expiry handling are real, the token's signature is not).
 
 Next to the SASL_SSL listener, a PLAINTEXT listener whose ANONYMOUS principal is a super user
 serves the sandbox's own writer and MAE consumer (which know no SASL) and the test's set-up
@@ -98,9 +101,10 @@ class SecureKafka:
         """Fresh free ports and a fresh directory (a retry never reuses either)."""
         self.tmp = self.root / f"broker-{attempt}"
         self.tmp.mkdir(parents=True)
-        self.plaintext_port, self.sasl_port, self.controller_port = free_ports(3)
+        self.plaintext_port, self.sasl_port, self.controller_port, self.mtls_port = free_ports(4)
         self.plaintext = f"127.0.0.1:{self.plaintext_port}"
         self.sasl_ssl = f"127.0.0.1:{self.sasl_port}"
+        self.mtls = f"127.0.0.1:{self.mtls_port}"
         self.log = self.tmp / "kafka.log"
         self.ca = self.tmp / "ca.pem"
 
@@ -136,18 +140,26 @@ class SecureKafka:
                     "node.id=1",
                     f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
                     f"listeners=PLAINTEXT://{self.plaintext},SASL_SSL://{self.sasl_ssl},"
-                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
-                    f"advertised.listeners=PLAINTEXT://{self.plaintext},SASL_SSL://{self.sasl_ssl}",
+                    f"MTLS://{self.mtls},CONTROLLER://127.0.0.1:{self.controller_port}",
+                    f"advertised.listeners=PLAINTEXT://{self.plaintext},SASL_SSL://{self.sasl_ssl},"
+                    f"MTLS://{self.mtls}",
                     "controller.listener.names=CONTROLLER",
                     "inter.broker.listener.name=PLAINTEXT",
                     "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,"
-                    "CONTROLLER:PLAINTEXT",
+                    "MTLS:SSL,CONTROLLER:PLAINTEXT",
+                    # mTLS: the principal is the client certificate's subject (User:CN=...)
+                    "listener.name.mtls.ssl.client.auth=required",
+                    "listener.name.mtls.ssl.truststore.type=PEM",
+                    f"listener.name.mtls.ssl.truststore.location={self.ca}",
                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                     # the controller, the broker itself and the sandbox's clients (PLAINTEXT)
                     "super.users=User:ANONYMOUS",
-                    f"sasl.enabled.mechanisms={MECHANISM}",
+                    f"sasl.enabled.mechanisms={MECHANISM},OAUTHBEARER",
                     f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config="
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                    # no server callback handler: Kafka's unsecured validator (principal = `sub`)
+                    "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config="
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
                     "ssl.keystore.type=PKCS12",
                     f"ssl.keystore.location={keystore}",
                     f"ssl.keystore.password={password}",
@@ -266,6 +278,15 @@ class SecureKafka:
         admin = self.admin()
         for future in admin.create_acls(bindings, request_timeout=30).values():
             future.result()
+
+    def client_certificate(self, name: str) -> tuple[Path, Path]:
+        """A client certificate for `CN=name` the broker's CA signed: (certificate, key), PEM."""
+        key, csr, cert = (self.tmp / f"{name}.{ext}" for ext in ("key", "csr", "pem"))
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
+                 "-subj", f"/CN={name}")  # fmt: skip
+        _openssl("x509", "-req", "-in", str(csr), "-CA", str(self.ca), "-CAkey", str(self.tmp / "ca.key"),
+                 "-CAcreateserial", "-days", "1", "-out", str(cert))  # fmt: skip
+        return cert, key
 
     def client_config(self, user: str, password: str) -> dict[str, str]:
         """librdkafka settings of a SASL_SSL client as `user`."""

@@ -21,6 +21,11 @@ def _ts(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+TLS_ALERTS = ("alert bad certificate", "alert certificate required", "alert unknown ca",
+              "alert handshake failure")  # fmt: skip
+OAUTH_HINT = "check the Kafka OAUTHBEARER token (kafka.oauthbearer_token_file) or MSK IAM's identity"
+
+
 class EventLog(HitDecoding):
     """Read-only access to the MCL topics: it never joins or commits for the MAE group."""
 
@@ -41,7 +46,11 @@ class EventLog(HitDecoding):
         self.description = self.bootstrap
         self.refused: tuple[str, str] | None = None  # (why, hint): the login or the certificate refused
         conf = {"logger": logging.getLogger("auditor.kafka"), **config, "error_cb": self._client_error}
-        self.admin = AdminClient(conf)
+        try:
+            self.admin = AdminClient(conf)
+        except Exception as exc:  # confluent-kafka 2.13+ waits here for an OAUTHBEARER token
+            why = f"Kafka {self.bootstrap}: connecting failed: {exc}"
+            raise AccessRefused(why, hint=OAUTH_HINT) from None
         self.consumer = Consumer(
             {
                 **conf,
@@ -73,11 +82,18 @@ class EventLog(HitDecoding):
         from confluent_kafka import KafkaError
 
         hints = {
-            KafkaError._AUTHENTICATION: "check the Kafka SASL mechanism, user name and password",
-            KafkaError._SSL: "check the Kafka CA file (AUDITOR_KAFKA_SSL_CA_LOCATION)",
+            KafkaError._AUTHENTICATION: "check the Kafka SASL mechanism and its user name and password "
+            "(or OAUTHBEARER token, or MSK IAM identity)",
+            KafkaError._SSL: "check the Kafka CA file (AUDITOR_KAFKA_SSL_CA_LOCATION) and, for mTLS, the "
+            "client certificate and key (AUDITOR_KAFKA_SSL_CERTIFICATE_LOCATION, _KEY_LOCATION)",
         }
-        if self.refused is None and error.code() in hints:
-            self.refused = error.str(), hints[error.code()]
+        code = error.code()
+        # a broker that requires a client certificate (mTLS) and got none, or one it does not
+        # trust, answers with a TLS alert: librdkafka reports that as a transport failure
+        if code == KafkaError._TRANSPORT and any(a in error.str() for a in TLS_ALERTS):
+            code = KafkaError._SSL
+        if self.refused is None and code in hints:
+            self.refused = error.str(), hints[code]
 
     def _fail(self, what: str, exc: BaseException) -> BackendUnavailable:
         self.admin.poll(0)  # serves the error callback

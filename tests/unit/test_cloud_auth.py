@@ -1,6 +1,7 @@
-"""How the auditor authenticates to a search cluster (auditor/backends/search_auth.py), and the
-SigV4 checker the integration tests put in front of OpenSearch (sandbox/aws_sigv4.py): the
-checker must refuse what AWS refuses, or the tests through it prove nothing."""
+"""How the auditor authenticates to a search cluster and to MSK (auditor/backends/search_auth.py,
+kafka_auth.py), and the SigV4 checker the integration tests put in front of OpenSearch
+(sandbox/aws_sigv4.py): the checker must refuse what AWS refuses, or the tests through it prove
+nothing."""
 
 from __future__ import annotations
 
@@ -144,3 +145,46 @@ def test_presigned_tokens_are_checked_too(aws_env: None) -> None:
     verifier.check_presigned(request.url, action="kafka-cluster:Connect")
     with pytest.raises(Refused, match="signature"):
         verifier.check_presigned(request.url.replace("eu-west-1.amazonaws", "eu-west-2.amazonaws"))
+
+
+def test_the_msk_iam_token_is_a_presigned_connect_url_with_an_absolute_expiry(aws_env: None) -> None:
+    """What MSK checks, checked with botocore: the token AWS's signer makes through the auditor's
+    provider is a SigV4 query-signed `kafka-cluster:Connect` URL for the region, and librdkafka is
+    given its expiry in epoch seconds (not MSK's milliseconds)."""
+    import time
+
+    from auditor.backends.kafka_auth import msk_iam_token, oauth_settings
+
+    settings = load_settings(env={"AUDITOR_KAFKA_SASL_MECHANISM": "AWS_MSK_IAM", "AWS_REGION": "eu-west-1"})
+    conf = oauth_settings(settings)
+    assert conf["sasl.mechanism"] == "OAUTHBEARER" and conf["security.protocol"] == "SASL_SSL"
+    token, expiry, _ = conf["oauth_cb"]("")
+    assert time.time() < expiry <= time.time() + 901
+    url = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    verifier = Verifier("eu-west-1", "kafka-cluster")
+    verifier.add(Key(AKID, SECRET))
+    assert verifier.check_presigned(url, action="kafka-cluster:Connect").access_key == AKID
+    wrong, _, _ = msk_iam_token("eu-west-2")("")
+    with pytest.raises(Refused, match="region"):
+        verifier.check_presigned(base64.urlsafe_b64decode(wrong + "=" * (-len(wrong) % 4)).decode())
+    with pytest.raises(ConfigError, match="region"):
+        oauth_settings(load_settings(env={"AUDITOR_KAFKA_SASL_MECHANISM": "AWS_MSK_IAM", "AWS_REGION": "",
+                                          "AWS_DEFAULT_REGION": ""}))  # fmt: skip
+
+
+def test_no_aws_credentials_is_one_clear_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from auditor.backends.kafka_auth import oauth_settings
+
+    chain = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ROLE_ARN",
+             "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")  # fmt: skip
+    for name in chain:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    settings = load_settings(env={"AUDITOR_KAFKA_SASL_MECHANISM": "AWS_MSK_IAM", "AWS_REGION": "eu-west-1"})
+    with pytest.raises(AccessRefused, match="MSK IAM token") as refused:
+        oauth_settings(settings)
+    assert "kafka-cluster:Connect" in (refused.value.hint or "")
+    with pytest.raises(AccessRefused, match="no AWS credentials"):
+        AwsSigner("eu-west-1", "es")
