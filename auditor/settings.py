@@ -269,7 +269,10 @@ class Settings(BaseModel):
             out["pgqueue"] = f"{where} {self.pgqueue_schema}.{self.pgqueue_table_prefix}_*"
         elif self.kafka_bootstrap:
             out["kafka"] = self.kafka_bootstrap
-        if self.schema_registry_url:
+        if self.schema_registry_type == "aws_glue":
+            region = self.glue_region or self.aws_region or "us-east-1"
+            out["schema_registry"] = f"AWS Glue registry {self.glue_registry_name or '(default)'} in {region}"
+        elif self.schema_registry_url:
             out["schema_registry"] = redact_url(self.schema_registry_url)
         return out
 

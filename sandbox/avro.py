@@ -38,19 +38,28 @@ class MclCodec:
 
     def __init__(self, registry_url: str) -> None:
         self.client = registry_client(registry_url)
+        # set to a sandbox.glue.GlueFraming: MCLs written in Glue's wire format instead
+        self.glue: Any = None
         self._serializer = AvroSerializer(
             self.client, mcl_schema_str(), conf={"auto.register.schemas": True}
         )
         self._deserializer = AvroDeserializer(self.client)
 
     def encode(self, topic: str, record: dict[str, Any]) -> bytes:
-        """Avro binary with Confluent framing: magic byte 0, 4-byte schema id, body."""
+        """Avro binary with Confluent framing: magic byte 0, 4-byte schema id, body (or Glue's)."""
+        if self.glue is not None:
+            return bytes(self.glue.encode(record))
         data = self._serializer(record, SerializationContext(topic, MessageField.VALUE))
         assert data is not None
         return data
 
     def decode(self, topic: str, data: bytes) -> dict[str, Any]:
-        """Confluent-framed Avro back to an MCL record (writer schema from the registry)."""
+        """Confluent-framed Avro back to an MCL record (writer schema from the registry), or a
+        Glue-framed one (the wheel's schema: the sandbox wrote it)."""
+        from sandbox.glue import decode_glue, is_glue
+
+        if is_glue(data):
+            return decode_glue(data)
         record = self._deserializer(data, SerializationContext(topic, MessageField.VALUE))
         if not isinstance(record, dict):
             raise ValueError(f"not an MCL record on {topic}: {record!r}")

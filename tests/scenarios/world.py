@@ -54,6 +54,7 @@ class World:
         own_topics: bool = False,
         group_suffix: str = "",
         release: str | None = None,
+        glue: Any = None,
     ) -> None:
         self.store_name, self.search_name = store, search
         self.endpoints = endpoints or Endpoints.from_env()  # another server: dataclasses.replace
@@ -90,6 +91,8 @@ class World:
             move_group_to_end(self.endpoints.kafka)
             self.writer = GmsWriter(self.engine, self.endpoints)
             self.consumer = MaeConsumer(search, self.endpoints, index_prefix=self.prefix)
+        if glue is not None:  # DataHub with SCHEMA_REGISTRY_TYPE=AWS_GLUE: Glue-framed MCLs (sandbox/glue.py)
+            self.writer.codec.glue = glue
         self.consumer.updater.v3 = v3  # DataHub's V3 index beside V2: entity type -> search group
         # a DataHub release: its deployment rows first, then documents as that release writes them
         self.consumer.updater.release = release

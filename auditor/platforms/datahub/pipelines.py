@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.backends.connect import open_search, open_state
+from auditor.backends.registry import registry_of
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.platforms.datahub.backends.connect import open_events, open_store
@@ -86,7 +87,7 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
 
             def producer() -> MclProducer:
                 return MclProducer(
-                    kafka_config(settings), settings.schema_registry_url, settings.mcl_versioned_topic
+                    kafka_config(settings), registry_of(settings), settings.mcl_versioned_topic
                 )
 
         backends = RebuildBackends(

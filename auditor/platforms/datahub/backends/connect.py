@@ -4,6 +4,7 @@ the change log (Kafka, or pgQueue without it)."""
 from __future__ import annotations
 
 from auditor.backends.connect import WEAKER, kafka_config
+from auditor.backends.registry import registry_of
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.events import EventLog
 from auditor.platforms.datahub.backends.store import MetadataStore
@@ -36,7 +37,7 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
         return None
     events = None
     try:
-        events = EventLog(kafka_config(settings), settings.schema_registry_url)
+        events = EventLog(kafka_config(settings), registry_of(settings))
         topic, on = settings.mcl_versioned_topic, settings.kafka_bootstrap
         if events.partitions(topic) == 0:
             why = events.topic_errors.get(topic)  # not authorized, say

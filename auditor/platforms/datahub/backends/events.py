@@ -11,6 +11,7 @@ from typing import Any
 
 from auditor.backends.commit_log import COMMITS_TOPIC, commits_partition, trailing_runs
 from auditor.backends.protocols import Capability
+from auditor.backends.registry import Registry
 from auditor.core.records import CommitRun, MclHit, OffsetSample
 from auditor.errors import AccessRefused, BackendUnavailable
 from auditor.platforms.datahub.backends.mcl_decoding import HitDecoding
@@ -32,7 +33,7 @@ class EventLog(HitDecoding):
     capabilities = frozenset({Capability.READ})
 
     def __init__(
-        self, config: dict[str, Any], registry_url: str | None = None, timeout: float = 10.0
+        self, config: dict[str, Any], registry_url: Registry | str | None = None, timeout: float = 10.0
     ) -> None:
         """`config`: librdkafka settings (`bootstrap.servers`, security options; never logged)."""
         from confluent_kafka import Consumer

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from auditor.backends.avro_wire import WireDecoder, is_framed
+from auditor.backends.registry import Registry, as_registry
 from auditor.core.records import MclHit
-from auditor.settings import redact_url
 
 
 class HitDecoding:
@@ -19,17 +19,23 @@ class HitDecoding:
     not_mcl: int  # messages keyed by a urn of interest that are not Confluent-framed Avro
     _counted: set[tuple[str, int, int]]  # each such message counted once
 
-    def _init_decoding(self, registry_url: str | None, timeout: float) -> str:
+    @property
+    def decode_note(self) -> str | None:
+        """What the report should say about the decoding (a Glue schema not read, say)."""
+        return self._decode.note if self._decode is not None else None
+
+    def _init_decoding(self, registry_url: Registry | str | None, timeout: float) -> str:
         """Set up the decoding; what to add to the log's description."""
         self._decode = None
         self.decode_failures = 0
         self.decode_error = None
         self.not_mcl = 0
         self._counted = set()
-        if not registry_url:
+        registry = as_registry(registry_url)
+        if registry is None:
             return ""
-        self._decode = WireDecoder(registry_url, timeout)
-        return f" (registry {redact_url(registry_url)})"
+        self._decode = WireDecoder(registry, timeout)
+        return f" (registry {registry.describe()})"
 
     def _hit(
         self, where: tuple[str, int, int], urn: str, when: datetime, value: bytes | None

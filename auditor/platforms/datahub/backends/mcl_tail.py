@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.backends.avro_wire import WireDecoder
+from auditor.backends.registry import Registry, as_registry
 from auditor.errors import BackendUnavailable, ConfigError
 
 
@@ -39,7 +40,7 @@ class MclTail:
     def __init__(
         self,
         config: dict[str, Any],
-        registry_url: str | None,
+        registry_url: Registry | str | None,
         group: str,
         topics: Sequence[str],
         mae_group: str,
@@ -48,14 +49,15 @@ class MclTail:
         from confluent_kafka import Consumer
 
         refuse_mae_group(group, mae_group)
-        if not registry_url:
+        registry = as_registry(registry_url)
+        if registry is None:
             raise ConfigError(
                 "the watch decodes MCLs: no schema registry configured",
                 hint="pass --schema-registry or set KAFKA_SCHEMAREGISTRY_URL",
             )
         self.group = group
         self.topics = tuple(topics)
-        self.decode = WireDecoder(registry_url)
+        self.decode = WireDecoder(registry)
         self.assigned: dict[tuple[str, int], tuple[int, str | None]] = {}  # committed, metadata
         self.revoked: list[tuple[str, int]] = []
         self.start = start

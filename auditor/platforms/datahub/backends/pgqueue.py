@@ -30,6 +30,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from auditor.backends.protocols import Capability
+from auditor.backends.registry import Registry
 from auditor.core.records import CommitRun, MclHit, OffsetSample
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.mcl_decoding import HitDecoding
@@ -92,7 +93,7 @@ class PgQueueEvents(HitDecoding):
         url: str,
         schema: str = "queue",
         prefix: str = "metadata_queue",
-        registry_url: str | None = None,
+        registry_url: Registry | str | None = None,
         timeout: float = 10.0,
         *,
         engine: Engine | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from auditor.backends.registry import registry_of
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.pgqueue import PgQueueEvents
 from auditor.platforms.datahub.backends.pgqueue_producer import PgQueueProducer
@@ -29,7 +30,7 @@ def open_pgqueue_events(settings: Settings, warnings: list[str]) -> PgQueueEvent
             queue_url(settings),
             settings.pgqueue_schema,
             settings.pgqueue_table_prefix,
-            settings.schema_registry_url,
+            registry_of(settings),
         )
         topic = settings.mcl_versioned_topic
         if events.partitions(topic) == 0:
@@ -63,10 +64,10 @@ def open_pgqueue_producer(settings: Settings, topic: str | None = None) -> PgQue
         queue_url(settings),
         settings.pgqueue_schema,
         settings.pgqueue_table_prefix,
-        settings.schema_registry_url,
+        registry_of(settings),
     )
     try:
-        return PgQueueProducer(events, settings.schema_registry_url, topic or settings.mcl_versioned_topic)
+        return PgQueueProducer(events, registry_of(settings), topic or settings.mcl_versioned_topic)
     except BaseException:
         events.close()
         raise

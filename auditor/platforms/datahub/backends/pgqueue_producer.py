@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.protocols import Capability
+from auditor.backends.registry import Registry
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.backends.pgqueue import PgQueueEvents, crc32_partition, queue_error
 from auditor.platforms.datahub.backends.producer import Deliveries, MclProducer
@@ -46,7 +47,7 @@ class PgQueueProducer(MclProducer):
 
     capabilities = frozenset({Capability.PRODUCE})
 
-    def __init__(self, events: PgQueueEvents, registry_url: str | None, topic: str) -> None:
+    def __init__(self, events: PgQueueEvents, registry_url: Registry | str | None, topic: str) -> None:
         self.topic = topic
         self.events = events
         self.description = events.description

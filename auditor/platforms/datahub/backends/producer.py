@@ -14,8 +14,8 @@ import fastavro
 
 from auditor.backends.avro_encode import EncodeError, Writer, compile_schema
 from auditor.backends.protocols import Capability
-from auditor.errors import BackendUnavailable, ConfigError
-from auditor.settings import redact_url
+from auditor.backends.registry import GlueSchemas, Registry, as_registry, glue_frame
+from auditor.errors import AuditorError, BackendUnavailable, ConfigError
 
 
 @cache
@@ -88,42 +88,59 @@ class MclProducer:
 
     capabilities = frozenset({Capability.PRODUCE})
 
-    def __init__(self, config: dict[str, Any], registry_url: str | None, topic: str) -> None:
+    def __init__(self, config: dict[str, Any], registry_url: Registry | str | None, topic: str) -> None:
         from confluent_kafka import Producer
 
         self.topic = topic
-        self.description = f"{config.get('bootstrap.servers')} (registry {redact_url(registry_url or '')})"
+        registry = as_registry(registry_url)
+        self.description = (
+            f"{config.get('bootstrap.servers')} (registry {registry.describe() if registry else ''})"
+        )
         self._load_schema(registry_url)
         self.log = ClientLog()
         self.producer = Producer(producer_config(config, self.log))
         self.pending = Deliveries()
         self._queued = 0
 
-    def _load_schema(self, registry_url: str | None) -> None:
+    def _load_schema(self, registry_url: Registry | str | None) -> None:
         """The topic's registered MCL schema and its id (never registered by us), and its encoders."""
-        from confluent_kafka.schema_registry import SchemaRegistryClient
-
-        if not registry_url:
+        registry = as_registry(registry_url)
+        if registry is None:
             raise ConfigError("a replay needs the schema registry", hint="pass --schema-registry")
         self.subject = f"{self.topic}-value"
-        registry = SchemaRegistryClient({"url": registry_url})
+        self.schema_str: str
+        self.schema_id: int  # Confluent's id (0 with Glue, whose frame names a schema version)
+        if registry.glue:  # Glue: the topic's schema (named after it), its newest version
+            try:
+                version, self.schema_str = GlueSchemas(registry).latest(self.topic)
+            except AuditorError as exc:
+                raise type(exc)(
+                    f"{exc}: refusing to replay without the topic's schema version", hint=exc.hint
+                ) from None
+            self.schema_id = 0
+            self._frame = glue_frame(version)
+            self._compile()
+            return
         try:
-            latest = registry.get_latest_version(self.subject)
+            latest = registry.confluent_client().get_latest_version(self.subject)
         except Exception as exc:
             raise BackendUnavailable(
-                f"schema registry {redact_url(registry_url)}: no schema under {self.subject} ({exc}): "
+                f"schema registry {registry.describe()}: no schema under {self.subject} ({exc}): "
                 "refusing to replay (the auditor never registers a schema in your registry)"
             ) from None
         if latest.schema_id is None or latest.schema.schema_str is None:
-            raise BackendUnavailable(f"schema registry {redact_url(registry_url)}: {self.subject} has no id")
-        self.schema_str: str = str(latest.schema.schema_str)
-        self.schema_id: int = int(latest.schema_id)
+            raise BackendUnavailable(f"schema registry {registry.describe()}: {self.subject} has no id")
+        self.schema_str = str(latest.schema.schema_str)
+        self.schema_id = int(latest.schema_id)
+        self._frame = b"\x00" + self.schema_id.to_bytes(4, "big")
+        self._compile()
+
+    def _compile(self) -> None:
         # Confluent framing (magic byte 0, the registered schema's id) + Avro binary: the same
         # bytes as confluent-kafka's AvroSerializer, at a fraction of its cost. The schema's
         # compiled encoder writes fastavro's bytes in a third of fastavro's time; fastavro stays
         # for a value the compiled one refuses (it says what is wrong) and a schema it cannot take
         self._parsed = fastavro.parse_schema(json.loads(self.schema_str))
-        self._frame = b"\x00" + self.schema_id.to_bytes(4, "big")
         try:
             self._compiled: Writer | None = compile_schema(json.loads(self.schema_str))
         except (ValueError, KeyError, TypeError):

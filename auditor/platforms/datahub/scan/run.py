@@ -104,10 +104,13 @@ def run_scan(
             f"{events.decode_failures} MCL(s) could not be decoded ({why}): their changes were matched "
             "by time, not by value (weaker evidence; is the schema registry reachable?)"
         )
+    note = getattr(events, "decode_note", None)
+    if note:
+        report.warnings.append(f"{note} (the values may be read with another schema than the writer's)")
     if events is not None and events.not_mcl:
         report.warnings.append(
             f"{events.not_mcl} message(s) on the change log keyed by a urn of this scan are not "
-            "Confluent-framed Avro (not MCLs DataHub produced): ignored as evidence"
+            "Confluent- or Glue-framed Avro (not MCLs DataHub produced): ignored as evidence"
         )
     resumed = backends.store.resumed
     if resumed:

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from auditor.backends.connect import kafka_config, open_search
+from auditor.backends.registry import registry_of
 from auditor.backends.searchable import searchable_docs
 from auditor.core.watch_model import ProbeResult
 from auditor.errors import ConfigError
@@ -57,7 +58,7 @@ def open_writer(
             )
         else:
             producer = MclProducer(
-                kafka_config(settings), settings.schema_registry_url, topic or settings.mcl_versioned_topic
+                kafka_config(settings), registry_of(settings), topic or settings.mcl_versioned_topic
             )
         inner = StoreCanaryWriter(
             settings.store_url.get_secret_value(),
@@ -81,7 +82,7 @@ def run_probe(
 
         events = open_pgqueue_events(settings, [])
     elif settings.kafka_bootstrap:
-        events = EventLog(kafka_config(settings), settings.schema_registry_url)
+        events = EventLog(kafka_config(settings), registry_of(settings))
     try:
 
         def read(index: str, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from auditor.backends.connect import kafka_config, open_search
+from auditor.backends.registry import registry_of
 from auditor.backends.searchable import searchable_docs
 from auditor.core.watch_model import WatchConfig
 from auditor.errors import ConfigError
@@ -40,10 +41,10 @@ def open_watch(
     topics = tuple(topics) or (settings.mcl_versioned_topic,)
     search = open_search(settings)
     conf = kafka_config(settings)
-    events = EventLog(conf, settings.schema_registry_url)
+    events = EventLog(conf, registry_of(settings))
     tail: MclTail | None = None
     try:
-        tail = MclTail(conf, settings.schema_registry_url, group, topics, config.mae_group, start)
+        tail = MclTail(conf, registry_of(settings), group, topics, config.mae_group, start)
 
         def read(index: str, ids: list[str]) -> dict[str, dict[str, Any]]:
             return searchable_docs(search, index, ids)
