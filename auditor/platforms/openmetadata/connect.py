@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from auditor.backends.connect import open_search
+from auditor.backends.db_auth import store_engine
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
@@ -15,7 +16,8 @@ def open_om_store(settings: Settings) -> OmStore:
         raise ConfigError(
             "no OpenMetadata database configured", hint="pass --store-url or set AUDITOR_STORE_URL"
         )
-    return OmStore(settings.store_url.get_secret_value())
+    url = settings.store_url.get_secret_value()
+    return OmStore(url, engine=store_engine(url, settings))
 
 
 def open_om_search(settings: Settings) -> OmSearch:

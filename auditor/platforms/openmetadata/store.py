@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.backends.json_text import json_as_text
@@ -61,10 +61,10 @@ class OmStore(Bookkeeping):
 
     capabilities = frozenset({Capability.READ})
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
         self.description = redact_url(url)
         try:
-            self.engine = create_engine(url, pool_pre_ping=True)
+            self.engine = engine or create_engine(url, pool_pre_ping=True)
         except Exception as exc:  # a bad URL or a missing driver
             raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
         self.postgres = self.engine.dialect.name == "postgresql"

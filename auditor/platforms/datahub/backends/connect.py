@@ -4,6 +4,7 @@ the change log (Kafka, or pgQueue without it)."""
 from __future__ import annotations
 
 from auditor.backends.connect import WEAKER, kafka_config
+from auditor.backends.db_auth import store_engine
 from auditor.backends.registry import registry_of
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.events import EventLog
@@ -15,11 +16,20 @@ def open_store(settings: Settings) -> MetadataStore:
     if settings.stores:  # a federation: several stores read as one (docs/federation.md)
         from auditor.platforms.datahub.backends.federated import FederatedStore
 
-        members = [(e.name, MetadataStore(e.url.get_secret_value(), e.table)) for e in settings.stores]
+        members = [
+            (
+                e.name,
+                MetadataStore(
+                    e.url.get_secret_value(), e.table, engine=store_engine(e.url.get_secret_value(), settings)
+                ),
+            )
+            for e in settings.stores
+        ]
         return FederatedStore(members)  # type: ignore[return-value]
     if settings.store_url is None:
         raise ConfigError("no metadata store configured", hint="pass --store-url or set AUDITOR_STORE_URL")
-    return MetadataStore(settings.store_url.get_secret_value(), settings.store_table)
+    url = settings.store_url.get_secret_value()
+    return MetadataStore(url, settings.store_table, engine=store_engine(url, settings))
 
 
 def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
