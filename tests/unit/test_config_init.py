@@ -383,3 +383,68 @@ def test_the_store_password_from_files(tmp_path: Path) -> None:
     config.write_text('[store]\npasword_file = "/run/x"\n')
     with pytest.raises(ConfigError, match=re.escape("did you mean 'store.password_file'?")):
         load_settings(config, env={})
+
+
+AWS_ENV = {  # a DataHub on AWS as its Helm chart sets it up with global.*.iam.enabled
+    "EBEAN_DATASOURCE_URL": "jdbc:postgresql://dh.abc1.eu-west-1.rds.amazonaws.com:5432/datahub?sslmode=require",
+    "EBEAN_DATASOURCE_USERNAME": "datahub_iam",
+    "EBEAN_DATASOURCE_PASSWORD": "placeholder-Secret-8",
+    "EBEAN_USE_IAM_AUTH": "true",
+    "EBEAN_CLOUD_PROVIDER": "aws",
+    "ELASTICSEARCH_HOST": "vpc-dh.eu-west-1.es.amazonaws.com",
+    "ELASTICSEARCH_PORT": "443",
+    "ELASTICSEARCH_USE_SSL": "true",
+    "OPENSEARCH_USE_AWS_IAM_AUTH": "true",
+    "AWS_REGION": "eu-west-1",
+    "KAFKA_BOOTSTRAP_SERVER": "b-1.dh.kafka.eu-west-1.amazonaws.com:9098",
+    "SPRING_KAFKA_PROPERTIES_SECURITY_PROTOCOL": "SASL_SSL",
+    "SPRING_KAFKA_PROPERTIES_SASL_MECHANISM": "AWS_MSK_IAM",
+    "SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+    "SCHEMA_REGISTRY_TYPE": "AWS_GLUE",
+    "AWS_GLUE_SCHEMA_REGISTRY_NAME": "datahub",
+    "AWS_GLUE_SCHEMA_REGISTRY_REGION": "eu-west-1",
+}
+CONFLUENT_ENV = {  # DataHub's docs/deploy/confluent-cloud.md
+    "KAFKA_BOOTSTRAP_SERVER": "pkc-abc.eu-west-1.aws.confluent.cloud:9092",
+    "SPRING_KAFKA_PROPERTIES_SECURITY_PROTOCOL": "SASL_SSL",
+    "SPRING_KAFKA_PROPERTIES_SASL_MECHANISM": "PLAIN",
+    "SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG": "org.apache.kafka.common.security.plain.PlainLoginModule "
+    'required username="CCKEY" password="cc-Secret-9";',
+    "KAFKA_SCHEMAREGISTRY_URL": "https://psrc-abc.eu-west-1.aws.confluent.cloud",
+    "SPRING_KAFKA_PROPERTIES_BASIC_AUTH_USER_INFO": "SRKEY:sr-Secret-10",
+}
+
+
+def test_config_init_on_aws_writes_iam_everywhere_and_no_secret(tmp_path: Path) -> None:
+    p = plan(AWS_ENV)
+    text = render(p)
+    assert "placeholder-Secret-8" not in text and not p.warnings
+    assert not p.secrets  # IAM everywhere: no password to ask for (the placeholder is not one)
+    path = tmp_path / "aws.toml"
+    path.write_text(text)
+    s = load_settings(path, env={})
+    assert s.store_aws_iam and s.search_aws_iam and s.search_aws_service == "es"
+    assert s.aws_region == "eu-west-1"
+    assert (s.kafka_security_protocol, s.kafka_sasl_mechanism) == ("SASL_SSL", "AWS_MSK_IAM")
+    assert s.kafka_sasl_username is None and s.search_username is None
+    glue = (s.schema_registry_type, s.glue_registry_name, s.glue_region)
+    assert glue == ("aws_glue", "datahub", "eu-west-1")
+    assert s.search_url == "https://vpc-dh.eu-west-1.es.amazonaws.com:443"
+    # DataHub's own variables alone (no file) mean the same
+    direct = load_settings(env=AWS_ENV)
+    assert direct.store_aws_iam and direct.search_aws_iam and direct.schema_registry_type == "aws_glue"
+    gcp = load_settings(env={**AWS_ENV, "EBEAN_CLOUD_PROVIDER": "gcp"})
+    assert not gcp.store_aws_iam
+
+
+def test_config_init_on_confluent_cloud_keeps_the_keys_out(tmp_path: Path) -> None:
+    p = plan(CONFLUENT_ENV)
+    text = render(p)
+    assert "cc-Secret-9" not in text and "sr-Secret-10" not in text
+    assert {s.var for s in p.secrets} >= {"AUDITOR_KAFKA_SASL_PASSWORD", "AUDITOR_SCHEMA_REGISTRY_USER_INFO"}
+    path = tmp_path / "cc.toml"
+    path.write_text(text)
+    run_time = {"AUDITOR_KAFKA_SASL_PASSWORD": "cc-Secret-9", "AUDITOR_SCHEMA_REGISTRY_USER_INFO": "SRKEY:x"}
+    s = load_settings(path, env=run_time)
+    assert (s.kafka_sasl_mechanism, s.kafka_sasl_username) == ("PLAIN", "CCKEY")
+    assert s.schema_registry_user_info is not None and "SRKEY" not in repr(s)

@@ -107,7 +107,19 @@ class _Planning:
     env: Mapping[str, str]
     sections: dict[str, list[Entry]] = field(
         default_factory=lambda: {
-            k: [] for k in ("", "store", "search", "kafka", "pgqueue", "schema_registry", "mcl", "mae")
+            k: []
+            for k in (
+                "",
+                "aws",
+                "store",
+                "search",
+                "kafka",
+                "pgqueue",
+                "schema_registry",
+                "glue",
+                "mcl",
+                "mae",
+            )
         }
     )
     secrets: list[Secret] = field(default_factory=list)
@@ -129,6 +141,9 @@ def plan(env: Mapping[str, str]) -> Plan:
     from auditor.platforms.datahub.config_init_pgqueue import transport
 
     transport(b)
+    from auditor.platforms.datahub.config_init_cloud import cloud
+
+    cloud(b)
     return Plan(b.sections, b.secrets, b.warnings)
 
 
@@ -328,43 +343,27 @@ def _schema_registry(b: _Planning) -> None:
     registry = b.get("KAFKA_SCHEMAREGISTRY_URL")
     registry_type = (b.get("SCHEMA_REGISTRY_TYPE") or "KAFKA").upper()
     if registry_type == "AWS_GLUE":
-        b.sections["schema_registry"].append(
-            Entry(
-                "url",
-                None,
-                "SCHEMA_REGISTRY_TYPE=AWS_GLUE",
-                [
-                    "the auditor reads a Confluent-compatible registry only: "
-                    "without one, MCL contents are not read"
-                ],
-                example=EXAMPLE["schema_registry_url"],
+        return  # [schema_registry] type and [glue]: config_init_cloud.py
+    notes = []
+    if registry:
+        registry, had_creds = _strip_userinfo(registry)
+        if had_creds:
+            notes.append("credentials in KAFKA_SCHEMAREGISTRY_URL not written: set the full URL at run time")
+            b.secret(
+                "schema registry URL with its credentials",
+                "KAFKA_SCHEMAREGISTRY_URL",
+                "KAFKA_SCHEMAREGISTRY_URL_FILE=path, [schema_registry] url_file",
             )
+    elif registry_type == "INTERNAL":
+        notes.append("SCHEMA_REGISTRY_TYPE=INTERNAL: GMS serves it at http://GMS:8080/schema-registry/api/")
+    b.sections["schema_registry"].append(
+        Entry(
+            "url",
+            registry or EXAMPLE["schema_registry_url"],
+            "KAFKA_SCHEMAREGISTRY_URL" if registry else "KAFKA_SCHEMAREGISTRY_URL unset: example default",
+            notes,
         )
-    else:
-        notes = []
-        if registry:
-            registry, had_creds = _strip_userinfo(registry)
-            if had_creds:
-                notes.append(
-                    "credentials in KAFKA_SCHEMAREGISTRY_URL not written: set the full URL at run time"
-                )
-                b.secret(
-                    "schema registry URL with its credentials",
-                    "KAFKA_SCHEMAREGISTRY_URL",
-                    "KAFKA_SCHEMAREGISTRY_URL_FILE=path, [schema_registry] url_file",
-                )
-        elif registry_type == "INTERNAL":
-            notes.append(
-                "SCHEMA_REGISTRY_TYPE=INTERNAL: GMS serves it at http://GMS:8080/schema-registry/api/"
-            )
-        b.sections["schema_registry"].append(
-            Entry(
-                "url",
-                registry or EXAMPLE["schema_registry_url"],
-                "KAFKA_SCHEMAREGISTRY_URL" if registry else "KAFKA_SCHEMAREGISTRY_URL unset: example default",
-                notes,
-            )
-        )
+    )
 
 
 def _topics_and_group(b: _Planning) -> None:

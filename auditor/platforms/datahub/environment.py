@@ -44,6 +44,15 @@ def adjust(merged: dict[str, Any], environ: Mapping[str, str], from_file: set[st
     UPDATE_INDICES_CONSUMER_GROUP_SUFFIX is set: the MAE group becomes that, unless the group
     was given as the auditor's own (AUDITOR_MAE_CONSUMER_GROUP, or the file without DataHub's
     variable)."""
+    # EBEAN_USE_IAM_AUTH means RDS IAM only with EBEAN_CLOUD_PROVIDER aws (or auto, the default);
+    # GCP's Cloud SQL IAM is not one the auditor speaks: its store URL needs a password
+    provider = (environ.get("EBEAN_CLOUD_PROVIDER") or "auto").strip().lower()
+    if (
+        provider in ("gcp", "traditional")
+        and not environ.get("AUDITOR_STORE_AWS_IAM")
+        and "store_aws_iam" not in from_file
+    ):
+        merged.pop("store_aws_iam", None)
     suffix = environ.get("UPDATE_INDICES_CONSUMER_GROUP_SUFFIX")
     own = environ.get("AUDITOR_MAE_CONSUMER_GROUP") or (
         "mae_consumer_group" in from_file and not environ.get("METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID")
