@@ -218,6 +218,7 @@ class SearchProxy:
         self.upstream = urlsplit(upstream)
         self.verifier = verifier
         self.refused: list[str] = []
+        self.paths: list[str] = []  # every request's method and target, in order
         self.requests = 0
         proxy = self
 
@@ -231,6 +232,7 @@ class SearchProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 proxy.requests += 1
+                proxy.paths.append(f"{self.command} {self.path}")
                 try:
                     key = proxy.verifier.check_header(
                         self.command, self.path, dict(self.headers.items()), body

@@ -90,6 +90,13 @@ def test_scan_triage_and_reindex_are_signed_end_to_end(cloud: Cloud, tmp_path: P
     assert repaired.returncode == 0, repaired.stderr[-2000:]
     again = cloud.run("scan", "--no-state", "-f", "json", "--settle", "0.5")
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    # a --full rebuild: a fresh index made, loaded, verified and swapped in by an alias change
+    full = cloud.run("rebuild", "reindex", "--full", "--entity-type", "tag", "--apply", "--json",
+                     "--replace-concrete-index", env=cloud.env(AUDITOR_STATE_FILE=state))  # fmt: skip
+    assert full.returncode == 0, full.stdout[-2000:] + full.stderr[-2000:]
+    assert "_aliases" in " ".join(cloud.proxy.paths), "the swap went through the signed client"
+    after = cloud.run("scan", "--no-state", "-f", "json", "--settle", "0.5")
+    assert after.returncode == 0, after.stdout[-2000:] + after.stderr[-2000:]
     assert len(cloud.proxy.verifier.seen) > before + 10  # every request went through the check
     for done in (scanned, triaged, repaired, again):
         assert SECRET not in done.stdout + done.stderr and TOKEN not in done.stdout + done.stderr
