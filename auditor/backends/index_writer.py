@@ -54,6 +54,7 @@ class IndexWriter:
 
     def __init__(self, search: SearchIndex, *, retries: int = 5, sleep: Callable[[float], None] = time.sleep):
         self.client = search.client
+        self._search = search  # its refusals name the identity and what to grant (search_auth.py)
         self.elastic = search.kind == "elasticsearch"  # its client names the bodies differently
         self.written: set[str] = set()  # indices written to (refreshed before verification)
         self.description = search.description
@@ -93,9 +94,7 @@ class IndexWriter:
                 if retryable(exc) and attempt < self.retries:
                     self._backoff(attempt)
                     continue
-                raise BackendUnavailable(
-                    f"search cluster {self.description}: bulk write failed: {exc}"
-                ) from None
+                raise self._search._fail("bulk write", exc) from None
             retry, refused = self._read(todo, response)
             failed += refused
             if not retry:
@@ -132,7 +131,7 @@ class IndexWriter:
         except Exception as exc:
             if getattr(exc, "status_code", None) == 404 or getattr(exc, "status", None) == 404:
                 return 0
-            raise BackendUnavailable(f"search cluster {self.description}: delete failed: {exc}") from None
+            raise self._search._fail("delete", exc) from None
         body = done.body if hasattr(done, "body") else done
         return int(body.get("deleted", 0))
 
@@ -144,7 +143,7 @@ class IndexWriter:
         try:
             self.client.indices.refresh(index=",".join(indices))
         except Exception as exc:
-            raise BackendUnavailable(f"search cluster {self.description}: refresh failed: {exc}") from None
+            raise self._search._fail("refresh", exc) from None
 
     # -- index administration (a full rebuild) -------------------------------------------
     # settings an index reports but a new index may not be created with
@@ -162,9 +161,7 @@ class IndexWriter:
                 return sorted(body), True
             return ([name] if self.client.indices.exists(index=name) else []), False
         except Exception as exc:
-            raise BackendUnavailable(
-                f"search cluster {self.description}: resolving {name} failed: {exc}"
-            ) from None
+            raise self._search._fail(f"resolving {name}", exc) from None
 
     def create_like(self, source: str, name: str) -> dict[str, Any]:
         """A new index with `source`'s mappings and settings, tuned for loading; `source`'s settings."""
@@ -179,9 +176,7 @@ class IndexWriter:
             else:
                 self.client.indices.create(index=name, body=body)
         except Exception as exc:
-            raise BackendUnavailable(
-                f"search cluster {self.description}: creating {name} failed: {exc}"
-            ) from None
+            raise self._search._fail(f"creating {name}", exc) from None
         return dict(settings)
 
     def put_settings(self, index: str, settings: dict[str, Any]) -> None:
@@ -191,18 +186,14 @@ class IndexWriter:
             else:
                 self.client.indices.put_settings(index=index, body={"index": settings})
         except Exception as exc:
-            raise BackendUnavailable(
-                f"search cluster {self.description}: settings of {index} failed: {exc}"
-            ) from None
+            raise self._search._fail(f"settings of {index}", exc) from None
 
     def delete_index(self, index: str) -> None:
         """Delete one index by its concrete name (a staged index that was not swapped in)."""
         try:
             self.client.indices.delete(index=index)
         except Exception as exc:
-            raise BackendUnavailable(
-                f"search cluster {self.description}: deleting {index} failed: {exc}"
-            ) from None
+            raise self._search._fail(f"deleting {index}", exc) from None
 
     def swap(self, actions: list[dict[str, Any]]) -> None:
         """One atomic `_aliases` request; an error (or an unacknowledged answer) is raised."""
@@ -212,9 +203,7 @@ class IndexWriter:
             else:
                 done = self.client.indices.update_aliases(body={"actions": actions})
         except Exception as exc:
-            raise BackendUnavailable(
-                f"search cluster {self.description}: the alias swap failed: {exc}"
-            ) from None
+            raise self._search._fail("the alias swap", exc) from None
         if not self._body(done).get("acknowledged"):
             raise BackendUnavailable(
                 f"search cluster {self.description}: the alias swap was not acknowledged"
