@@ -148,6 +148,14 @@ class GlueSchemas:
             self._client = boto3.client("glue", region_name=self.registry.glue_region or DEFAULT_GLUE_REGION)
         return self._client
 
+    def identity(self) -> str:
+        """Whose credentials sign the requests, safe to print."""
+        try:
+            credentials = self.client()._request_signer._credentials.get_frozen_credentials()
+        except Exception:
+            return "the AWS credential chain"
+        return f"AWS access key ...{(credentials.access_key or '')[-4:]}"
+
     def definition(self, version: uuid.UUID) -> str:
         answer = self._call("GetSchemaVersion", SchemaVersionId=str(version))
         return str(answer["SchemaDefinition"])
@@ -174,7 +182,7 @@ class GlueSchemas:
             if code in ("AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException",
                         "InvalidSignatureException", "SignatureDoesNotMatch"):  # fmt: skip
                 raise AccessRefused(
-                    f"{where}: {operation} refused ({code}): {message}",
+                    f"{where}: {operation} refused ({code}) for {self.identity()}: {message}",
                     hint="the identity needs glue:GetSchemaVersion (and glue:GetSchema) on the registry; "
                     "check the AWS credentials and glue_region",
                 ) from None

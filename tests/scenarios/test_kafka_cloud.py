@@ -12,15 +12,17 @@ import base64
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AclOperation
 from faults import drop_mcl
 from secure_kafka import SecureKafka
-from test_kafka_security import REPLAY_ACLS, one_error_line
+from test_kafka_security import GROUP, PREFIXED, REPLAY_ACLS, one_error_line
 from world import World
 
 from sandbox.endpoints import Endpoints
@@ -121,6 +123,29 @@ def test_oauthbearer_and_mtls_scan_triage_replay_to_a_clean_rescan(managed: Mana
 
     scan_repair_rescan(m, oauth, oauth_targets)
     scan_repair_rescan(m, mtls, mtls_targets)
+    # the watch tails the change log in a group of its own through the same token provider
+    m.broker.grant("oauth-scanner", [(GROUP, "auditor-watch", PREFIXED, AclOperation.READ)])
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        while not stop.is_set():
+            urn = m.world.entities[0].urn
+            m.world.writer.write(urn, "globalTags", {"tags": [{"tag": f"urn:li:tag:watch-{time.time_ns()}"}]})
+            time.sleep(0.3)
+
+    writer = threading.Thread(target=keep_writing, daemon=True)
+    writer.start()
+    try:
+        watched = m.run(oauth, "watch", "--group", "auditor-watch-oauth", "--duration", "6", "--every", "2",
+                        "--slo", "30", "--json")  # fmt: skip
+    finally:
+        stop.set()
+        writer.join(10)
+    assert watched.returncode in (0, 1), watched.stderr[-2000:]
+    last = json.loads(watched.stdout.strip().splitlines()[-1])
+    # MCLs came in through the token provider (being timed, or timed already)
+    assert last["schema"] == "watch/1" and last["pending"] + sum(last["events"].values()) >= 1, last
+    assert last["consumer"] and all(p["status"] == "ok" for p in last["consumer"]), last["consumer"]
     m.world.consumer.drain(60)
     for env in (oauth, mtls):
         again = m.run(env, "scan", "--no-state", "-f", "json", *FAST)

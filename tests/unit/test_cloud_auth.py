@@ -188,3 +188,26 @@ def test_no_aws_credentials_is_one_clear_refusal(monkeypatch: pytest.MonkeyPatch
     assert "kafka-cluster:Connect" in (refused.value.hint or "")
     with pytest.raises(AccessRefused, match="no AWS credentials"):
         AwsSigner("eu-west-1", "es")
+
+
+def test_a_glue_refusal_names_the_identity_and_the_permission(aws_env: None) -> None:
+    """Through the SigV4-checking Glue stand-in: a key it does not know is refused, and the error
+    names the key (its last four characters), the operation and glue:GetSchemaVersion."""
+    import os
+    import uuid
+
+    from auditor.backends.registry import GlueSchemas, Registry
+    from sandbox.glue import GlueRegistry
+
+    verifier = Verifier("eu-west-1", "glue")
+    verifier.add(Key("AKIASOMEONEELSE00099", SECRET))
+    with GlueRegistry(verifier) as glue:
+        os.environ["AWS_ENDPOINT_URL_GLUE"] = glue.url
+        try:
+            schemas = GlueSchemas(Registry(kind="aws_glue", glue_name="datahub", glue_region="eu-west-1"))
+            with pytest.raises(AccessRefused) as refused:
+                schemas.definition(uuid.uuid4())
+        finally:
+            del os.environ["AWS_ENDPOINT_URL_GLUE"]
+    assert "...0001" in str(refused.value) and "GetSchemaVersion" in str(refused.value)
+    assert "glue:GetSchemaVersion" in (refused.value.hint or "") and SECRET not in str(refused.value)
