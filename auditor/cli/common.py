@@ -230,6 +230,16 @@ PlatformVersionOpt = Annotated[
         "upgrade rows; docs/versions.md).",
     ),
 ]
+TransportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--transport",
+        envvar="AUDITOR_TRANSPORT",
+        show_envvar=True,
+        help="Where DataHub's change log and consumer offsets are: kafka, or pgqueue (DataHub without "
+        "Kafka: its PostgreSQL queue tables; DATAHUB_MESSAGING_TRANSPORT; docs/pgqueue.md).",
+    ),
+]
 ClusterAliasOpt = Annotated[
     str | None,
     typer.Option(

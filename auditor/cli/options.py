@@ -28,6 +28,7 @@ from auditor.cli.common import (
     StoreUrl,
     TimeseriesTopicOpt,
     TopicOpt,
+    TransportOpt,
     load,
 )
 
@@ -49,6 +50,7 @@ CONNECTION: Group = {
     "platform": (PlatformOpt, None),
     "cluster_alias": (ClusterAliasOpt, None),
     "platform_version": (PlatformVersionOpt, None),
+    "transport": (TransportOpt, None),
 }
 # the same without the change log's topic and group and without a federation: for a command that
 # names its topics its own way and reads no store (`auditor watch` tails the topics it is given)
@@ -99,6 +101,7 @@ def settings_of(opts: Mapping[str, Any], **more: Any) -> Any:
         platform=opts.get("platform"),
         cluster_alias=opts.get("cluster_alias"),
         platform_version=opts.get("platform_version"),
+        transport=opts.get("transport"),
         stores=opts.get("store") or None,
         **more,
     )

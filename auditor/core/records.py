@@ -110,6 +110,9 @@ class MclHit:
     aspect: str | None  # None when the value could not be decoded (no registry)
     change_type: str | None
     value: bytes | None = None  # the aspect's JSON as published (None: not decoded)
+    # the change's audit stamp as GMS put it in the MCL (`created.time`): the row's createdon of
+    # the write that published it (None: not decoded, or not given)
+    created: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -158,3 +158,15 @@ def test_the_cli_refuses_a_repair_of_another_index_than_the_reports(tmp_path: Pa
 
 def test_an_openmetadata_report_sets_no_datahub_scope() -> None:
     assert report_scope({"sources": {"platform": "openmetadata"}, "scope": {"index_prefix": "prod"}}) == {}
+
+
+def test_the_transport_is_a_flag_too() -> None:
+    """pgQueue without an environment variable: `--transport pgqueue` (a wrong one is exit 2)."""
+    from auditor.cli.options import settings_of
+
+    assert settings_of({"transport": "pgqueue"}).transport == "pgqueue"
+    assert settings_of({}).transport == "kafka"
+    done = CliRunner().invoke(
+        app, ["scan", "--transport", "carrier-pigeon", "--no-state"], env={"AUDITOR_CONFIG": ""}
+    )
+    assert done.exit_code == 2 and "transport" in done.output, done.output

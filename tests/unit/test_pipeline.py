@@ -70,6 +70,23 @@ def consumed(urn: str, aspects: dict[str, dict[str, Any]], offset: int) -> MclHi
     return MclHit(urn, offset, T0, "tagProperties", "UPSERT", value)
 
 
+def test_an_earlier_write_of_the_same_value_is_not_the_change_s_own_mcl(registry: Registry) -> None:
+    """The history is read from a minute before the change: an MCL with the same value whose audit
+    stamp is an earlier write's (two demos a minute apart) is not this change's own; the change's
+    was never published. The same MCL stamped as the row is the change's own: consumed, not applied."""
+    verdicts = {}
+    for name, created in (("earlier", T0 - timedelta(seconds=50)), ("own", T0)):
+        hit = MclHit(
+            A, 5, T0, "tagProperties", "UPSERT", json.dumps(tag("a")["tagProperties"]).encode(), created
+        )
+        store = FakeStore([rows(A, tag("a"))])
+        search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
+        (c,) = scan(store, search, FakeEvents(committed=10, end=10, hits=[hit]), registry).findings
+        verdicts[name] = (c.verdict, c.evidence.mcl_found, "consumed but not applied" in c.evidence.reason)
+    assert verdicts["own"] == (Verdict.DIVERGED, True, True)
+    assert verdicts["earlier"][0] == Verdict.DIVERGED and verdicts["earlier"][2] is False, verdicts
+
+
 def test_a_stale_doc_read_in_causal_order_is_diverged(registry: Registry) -> None:
     log: list[str] = []
     store = FakeStore([rows(A, tag("a"))], log)

@@ -3,7 +3,7 @@ configured, and counted (once each) when they are not Confluent-framed or cannot
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from auditor.backends.avro_wire import WireDecoder, is_framed
 from auditor.backends.registry import Registry, as_registry
@@ -46,14 +46,17 @@ class HitDecoding:
             self.not_mcl += where not in self._counted
             self._counted.add(where)
             return None
-        aspect = change = payload = None
+        aspect = change = payload = created = None
         if self._decode is not None:
             try:
                 decoded = self._decode(value)
                 aspect, change = decoded.get("aspectName"), decoded.get("changeType")
                 payload = (decoded.get("aspect") or {}).get("value")
+                stamp = (decoded.get("created") or {}).get("time")
+                if isinstance(stamp, int) and stamp > 0:
+                    created = datetime.fromtimestamp(stamp / 1000, UTC)
             except Exception as exc:  # undecoded: matched by time, and the scan says so
                 self.decode_failures += where not in self._counted
                 self._counted.add(where)
                 self.decode_error = self.decode_error or str(exc)[:200]
-        return MclHit(urn, where[2], when, aspect, change, payload)
+        return MclHit(urn, where[2], when, aspect, change, payload, created)

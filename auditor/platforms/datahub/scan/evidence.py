@@ -156,6 +156,11 @@ def same_value(hit: MclHit, metadata: str | None) -> bool:
         return False
 
 
+# how far before the row's createdon an MCL's `created.time` may be and still be the same write's
+# (one AuditStamp gives both; the database keeps microseconds, the MCL milliseconds)
+OWN_STAMP_SECONDS = 1.0
+
+
 def gather(
     events: Events,
     view: ConsumerView,
@@ -231,7 +236,12 @@ def _partition_evidence(
 
 
 def _own_mcl(f: Finding, hits: list[MclHit], metadata: dict[tuple[str, str], str]) -> MclHit | None:
-    """The change's own MCL among the consumed ones: the same value (or, undecoded, as new)."""
+    """The change's own MCL among the consumed ones: the same value, stamped at the change or later
+    (GMS stamps the row's createdon and the MCL's `created.time` from one AuditStamp; a RESTATE is
+    stamped when it is made), or, undecoded, one published as new. The history is read from a
+    minute before the change (clock skew): an earlier write of the same value in that minute
+    published its own MCL, stamped before the change, which is not this change's (the change's
+    may never have been published)."""
     if f.kind not in CHANGE_KINDS or f.changed_at is None:
         return None
     own = None
@@ -239,7 +249,11 @@ def _own_mcl(f: Finding, hits: list[MclHit], metadata: dict[tuple[str, str], str
         if f.aspect is not None and hit.aspect not in (None, f.aspect):
             continue
         if hit.value is not None and f.aspect is not None:
-            if same_value(hit, metadata.get((f.urn, f.aspect))):
+            # stamped before the change: an earlier write's (a later one, a RESTATE say, carries it too)
+            stamped = (
+                hit.created is None or hit.created.timestamp() >= f.changed_at.timestamp() - OWN_STAMP_SECONDS
+            )
+            if stamped and same_value(hit, metadata.get((f.urn, f.aspect))):
                 own = hit
         elif hit.timestamp.timestamp() >= f.changed_at.timestamp() - 1.0:
             own = hit
