@@ -393,8 +393,18 @@ def run_children(mode: str, store: str, search: str, shards: list[str], jobs: in
         batch = shards[start : start + jobs]
         procs = [
             subprocess.Popen(
-                [sys.executable, __file__, "--measure", mode, "--store", store, "--search", search,
-                 "--shard", shard],
+                [
+                    sys.executable,
+                    __file__,
+                    "--measure",
+                    mode,
+                    "--store",
+                    store,
+                    "--search",
+                    search,
+                    "--shard",
+                    shard,
+                ],
                 stdout=subprocess.PIPE,
                 text=True,
             )

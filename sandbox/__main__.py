@@ -52,8 +52,10 @@ def cmd_seed(args: argparse.Namespace) -> int:
         writer.seed_datahub_user(wait=False)
         entities = seed_catalog(writer, args.n, seed=args.seed, prefix=args.prefix)
     aspects = sum(len(e.aspects) for e in entities)
-    print(f"wrote {len(entities)} entities, {aspects} aspects to {args.store} "
-          f"in {time.monotonic() - started:.1f}s")
+    print(
+        f"wrote {len(entities)} entities, {aspects} aspects to {args.store} "
+        f"in {time.monotonic() - started:.1f}s"
+    )
     if args.no_consume:
         return 0
     consumer = _consumer(args, endpoints, engine)
@@ -61,8 +63,10 @@ def cmd_seed(args: argparse.Namespace) -> int:
     with consumer:
         drained = consumer.drain(args.drain_timeout)
     stats = consumer.stats
-    print(f"consumer into {args.search}: applied {stats.applied}, errors {stats.errors}, "
-          f"drained={drained} after {time.monotonic() - started:.1f}s")
+    print(
+        f"consumer into {args.search}: applied {stats.applied}, errors {stats.errors}, "
+        f"drained={drained} after {time.monotonic() - started:.1f}s"
+    )
     return 0 if drained and stats.errors == 0 else 1
 
 
@@ -73,8 +77,9 @@ def _consumer(args: argparse.Namespace, endpoints: Endpoints, engine: Engine) ->
         from sandbox.pgqueue import queue_for
         from sandbox.pgqueue_consumer import PgQueueMaeConsumer
 
-        return PgQueueMaeConsumer(queue_for(engine), args.search, endpoints,
-                                  index_prefix=args.index_prefix, **more)
+        return PgQueueMaeConsumer(
+            queue_for(engine), args.search, endpoints, index_prefix=args.index_prefix, **more
+        )
     return MaeConsumer(args.search, endpoints, index_prefix=args.index_prefix, **more)
 
 
@@ -102,8 +107,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
     print(f"consuming into {args.search} as {args.group} (Ctrl-C to stop)", flush=True)
     while not stop.wait(args.report_every):
         s = consumer.stats
-        print(f"consumed {s.consumed} applied {s.applied} skipped {s.skipped_index_writes} "
-              f"errors {s.errors} commits {s.commits}", flush=True)
+        print(
+            f"consumed {s.consumed} applied {s.applied} skipped {s.skipped_index_writes} "
+            f"errors {s.errors} commits {s.commits}",
+            flush=True,
+        )
     consumer.stop()
     s = consumer.stats
     print(f"stopped: consumed {s.consumed} applied {s.applied} errors {s.errors}", flush=True)
@@ -120,8 +128,10 @@ def cmd_reset(args: argparse.Namespace) -> int:
     for search in args.search or SEARCHES:
         client = connect(search, endpoints)
         doomed = client.list_indices(f"{prefix}*index_v2") + [
-            i for i in (system_metadata_index(args.index_prefix), graph_index(args.index_prefix))
-            if client.exists(i)]
+            i
+            for i in (system_metadata_index(args.index_prefix), graph_index(args.index_prefix))
+            if client.exists(i)
+        ]
         for index in doomed:
             client.delete_index(index)
         print(f"{search}: deleted {len(doomed)} indices")
@@ -153,15 +163,29 @@ def parser() -> argparse.ArgumentParser:
     seed.add_argument("--prefix", default="", help="prefix for generated names (isolation)")
     seed.add_argument("--index-prefix", default="")
     seed.add_argument("--drain-timeout", type=float, default=600.0)
-    seed.add_argument("--no-consume", action="store_true",
-                      help="only write rows and MCLs (leave consuming to a running consumer)")
-    seed.add_argument("--v3", nargs="*", metavar="TYPE=GROUP",
-                      help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)")
+    seed.add_argument(
+        "--no-consume",
+        action="store_true",
+        help="only write rows and MCLs (leave consuming to a running consumer)",
+    )
+    seed.add_argument(
+        "--v3",
+        nargs="*",
+        metavar="TYPE=GROUP",
+        help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)",
+    )
     seed.set_defaults(func=cmd_seed)
-    for command in (seed, consume := sub.add_parser("consume", help="run the MAE consumer with fault knobs"),
-                    reset := sub.add_parser("reset", help="wipe table, indices, group offsets and topics")):
-        command.add_argument("--transport", choices=("kafka", "pgqueue"), default="kafka",
-                             help="Kafka, or DataHub's PostgreSQL queue (pgqueue: postgres only)")
+    for command in (
+        seed,
+        consume := sub.add_parser("consume", help="run the MAE consumer with fault knobs"),
+        reset := sub.add_parser("reset", help="wipe table, indices, group offsets and topics"),
+    ):
+        command.add_argument(
+            "--transport",
+            choices=("kafka", "pgqueue"),
+            default="kafka",
+            help="Kafka, or DataHub's PostgreSQL queue (pgqueue: postgres only)",
+        )
 
     consume.add_argument("--search", choices=SEARCHES, default="opensearch")
     consume.add_argument("--index-prefix", default="")
@@ -169,12 +193,20 @@ def parser() -> argparse.ArgumentParser:
     consume.add_argument("--rate", type=float, help="messages per second")
     consume.add_argument("--pause", action="store_true", help="join the group but fetch nothing")
     consume.add_argument("--stall", action="store_true", help="poll but never apply or commit")
-    consume.add_argument("--skip-urn", action="append", metavar="URN",
-                         help="consume and commit but do not write this urn's doc (repeatable)")
+    consume.add_argument(
+        "--skip-urn",
+        action="append",
+        metavar="URN",
+        help="consume and commit but do not write this urn's doc (repeatable)",
+    )
     consume.add_argument("--group", default=MAE_CONSUMER_GROUP, help="consumer group")
     consume.add_argument("--report-every", type=float, default=10.0, help="seconds between stats")
-    consume.add_argument("--v3", nargs="*", metavar="TYPE=GROUP",
-                         help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)")
+    consume.add_argument(
+        "--v3",
+        nargs="*",
+        metavar="TYPE=GROUP",
+        help="also write DataHub's V3 index (TYPE=GROUP: a type in a search group's index)",
+    )
     consume.set_defaults(func=cmd_consume)
 
     reset.add_argument("--store", choices=STORES, action="append")
@@ -189,8 +221,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     result: int = args.func(args)
     return result
 

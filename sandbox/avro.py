@@ -40,9 +40,7 @@ class MclCodec:
         self.client = registry_client(registry_url)
         # set to a sandbox.glue.GlueFraming: MCLs written in Glue's wire format instead
         self.glue: Any = None
-        self._serializer = AvroSerializer(
-            self.client, mcl_schema_str(), conf={"auto.register.schemas": True}
-        )
+        self._serializer = AvroSerializer(self.client, mcl_schema_str(), conf={"auto.register.schemas": True})
         self._deserializer = AvroDeserializer(self.client)
 
     def encode(self, topic: str, record: dict[str, Any]) -> bytes:

@@ -67,8 +67,7 @@ class MaeConsumer:
         consumer_config: dict[str, Any] | None = None,
     ) -> None:
         self.endpoints = endpoints or Endpoints.from_env()
-        self.store = (connect(search, self.endpoints) if isinstance(search, str)
-                      else as_store(search))
+        self.store = connect(search, self.endpoints) if isinstance(search, str) else as_store(search)
         self.updater = IndexUpdater(self.store, index_prefix)
         self.group_id = group_id
         self.topics = tuple(topics)
@@ -107,8 +106,7 @@ class MaeConsumer:
         ensure_topics(self.endpoints.kafka)
         self._stop.clear()
         self._assigned.clear()
-        self._thread = threading.Thread(target=self._run, name=f"mae-{self.group_id}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"mae-{self.group_id}", daemon=True)
         self._thread.start()
         if wait_assigned and not self._assigned.wait(timeout):
             self.stop()
@@ -144,8 +142,7 @@ class MaeConsumer:
         deadline = time.monotonic() + timeout
         while True:
             lags = group_lag(self.endpoints.kafka, self.group_id, self.topics)
-            if all(p.committed >= p.end or (p.committed == OFFSET_UNSET and p.end == 0)
-                   for p in lags):
+            if all(p.committed >= p.end or (p.committed == OFFSET_UNSET and p.end == 0) for p in lags):
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -189,6 +186,7 @@ class MaeConsumer:
 
             def predicate(urn: str, _aspect: str) -> bool:
                 return urn in urns
+
         with self._lock:
             self._skip = predicate
 
@@ -222,7 +220,8 @@ class MaeConsumer:
                 if self._paused:
                     assignment = consumer.assignment()
                     if assignment and {(tp.topic, tp.partition) for tp in assignment} != {
-                            (tp.topic, tp.partition) for tp in kafka_paused}:
+                        (tp.topic, tp.partition) for tp in kafka_paused
+                    }:
                         kafka_paused = assignment
                         consumer.pause(kafka_paused)
                     stray = consumer.poll(self.poll_timeout)  # keeps the membership alive
@@ -282,8 +281,7 @@ class MaeConsumer:
         except Exception as exc:  # DataHub logs a failed MCL and moves on
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("failed to apply MCL at %s[%d]@%d", msg.topic(), msg.partition(),
-                          msg.offset())
+            log.exception("failed to apply MCL at %s[%d]@%d", msg.topic(), msg.partition(), msg.offset())
 
     def _throttle(self) -> bool:
         """Sleep until the next rate slot; False if a knob or stop interrupted the wait."""

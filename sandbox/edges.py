@@ -26,9 +26,12 @@ class RelationshipSpec:
 def _edge_spec(name: str, base: str, updated: str = "lastModified") -> RelationshipSpec:
     """Relationship over a list of `Edge` records (`<base>/*/destinationUrn`)."""
     return RelationshipSpec(
-        name, f"{base}/*/destinationUrn",
-        created_on=f"{base}/*/created/time", created_actor=f"{base}/*/created/actor",
-        updated_on=f"{base}/*/{updated}/time", updated_actor=f"{base}/*/{updated}/actor",
+        name,
+        f"{base}/*/destinationUrn",
+        created_on=f"{base}/*/created/time",
+        created_actor=f"{base}/*/created/actor",
+        updated_on=f"{base}/*/{updated}/time",
+        updated_actor=f"{base}/*/{updated}/actor",
         properties=f"{base}/*/properties",
     )
 
@@ -49,10 +52,14 @@ RELATIONSHIPS: dict[str, tuple[RelationshipSpec, ...]] = {
     ),
     "upstreamLineage": (
         RelationshipSpec(
-            "DownstreamOf", "upstreams/*/dataset",
-            created_on="upstreams/*/created/time", created_actor="upstreams/*/created/actor",
-            updated_on="upstreams/*/auditStamp/time", updated_actor="upstreams/*/auditStamp/actor",
-            properties="upstreams/*/properties", via="upstreams/*/query",
+            "DownstreamOf",
+            "upstreams/*/dataset",
+            created_on="upstreams/*/created/time",
+            created_actor="upstreams/*/created/actor",
+            updated_on="upstreams/*/auditStamp/time",
+            updated_actor="upstreams/*/auditStamp/actor",
+            properties="upstreams/*/properties",
+            via="upstreams/*/query",
         ),
         RelationshipSpec("DownstreamOf", "fineGrainedLineages/*/upstreams/*"),
     ),
@@ -116,15 +123,13 @@ class Edge:
     @property
     def doc_id(self) -> str:
         """base64(md5(source--relationshipType--destination[--lifecycleOwner]))."""
-        return edge_doc_id(self.source, self.relationship_type, self.destination,
-                           self.lifecycle_owner)
+        return edge_doc_id(self.source, self.relationship_type, self.destination, self.lifecycle_owner)
 
     def to_doc(self, *, keep_created: bool = True) -> dict[str, Any]:
         """The `_source`; `keep_created=False` leaves createdOn/createdActor out (a merge)."""
         doc: dict[str, Any] = {
             "source": {"urn": self.source, "entityType": entity_type_of(self.source)},
-            "destination": {"urn": self.destination,
-                            "entityType": entity_type_of(self.destination)},
+            "destination": {"urn": self.destination, "entityType": entity_type_of(self.destination)},
             "relationshipType": self.relationship_type,
         }
         if keep_created and self.created_on is not None:
@@ -159,14 +164,19 @@ def _aligned(aspect: dict[str, Any], path: str | None, size: int) -> list[Any] |
             return None
         values = []
         for element in elements[0]:
-            found = walk_path(element, parts[star + 1:])
+            found = walk_path(element, parts[star + 1 :])
             values.append(found[0] if found else None)
     return values if len(values) == size else None
 
 
-def extract_edges(urn: str, aspect_name: str, aspect: dict[str, Any], *,
-                  system_metadata: dict[str, Any] | None = None,
-                  created_actor: str | None = None) -> list[Edge]:
+def extract_edges(
+    urn: str,
+    aspect_name: str,
+    aspect: dict[str, Any],
+    *,
+    system_metadata: dict[str, Any] | None = None,
+    created_actor: str | None = None,
+) -> list[Edge]:
     """Edges of one aspect, filled the way GraphIndexUtils does.
 
     createdOn/updatedOn fall back to `systemMetadata.lastObserved` when absent or 0;
@@ -194,10 +204,17 @@ def extract_edges(urn: str, aspect_name: str, aspect: dict[str, Any], *,
                 u_on = last_observed
             if c_by is None and created_actor is not None:
                 c_by = u_by = created_actor
-            edges.append(Edge(
-                source=urn, destination=str(destination), relationship_type=spec.name,
-                created_on=c_on, created_actor=c_by, updated_on=u_on, updated_actor=u_by,
-                properties=properties[i] if properties else None,
-                via=via[i] if via else None,
-            ))
+            edges.append(
+                Edge(
+                    source=urn,
+                    destination=str(destination),
+                    relationship_type=spec.name,
+                    created_on=c_on,
+                    created_actor=c_by,
+                    updated_on=u_on,
+                    updated_actor=u_by,
+                    properties=properties[i] if properties else None,
+                    via=via[i] if via else None,
+                )
+            )
     return edges

@@ -30,8 +30,7 @@ class IndexSnapshot:
 def snapshot_index(client: Any, index: str) -> IndexSnapshot:
     """Copy all docs of `index` (client: SearchStore or raw OpenSearch/Elasticsearch client)."""
     store = as_store(client)
-    return IndexSnapshot(index, datetime.now(UTC), store.mappings(index),
-                         tuple(store.scan(index)))
+    return IndexSnapshot(index, datetime.now(UTC), store.mappings(index), tuple(store.scan(index)))
 
 
 def restore_index(client: Any, index: str, snapshot: IndexSnapshot) -> int:
@@ -44,8 +43,7 @@ def restore_index(client: Any, index: str, snapshot: IndexSnapshot) -> int:
     store.delete_index(index)
     mappings = snapshot.mappings or {"dynamic": True}
     if store.flavor == "opensearch":
-        store.client.indices.create(index=index,
-                                    body={"settings": INDEX_SETTINGS, "mappings": mappings})
+        store.client.indices.create(index=index, body={"settings": INDEX_SETTINGS, "mappings": mappings})
     else:
         store.client.indices.create(index=index, settings=INDEX_SETTINGS, mappings=mappings)
     written = store.bulk_put(index, snapshot.docs) if snapshot.docs else 0
@@ -70,8 +68,9 @@ def delete_entity_doc(client: Any, urn: str, index_prefix: str = "") -> bool:
     return store.delete(entity_index(entity_type_of(urn), index_prefix), entity_doc_id(urn))
 
 
-def plant_orphan_doc(client: Any, urn: str, fields: dict[str, Any] | None = None,
-                     index_prefix: str = "") -> str:
+def plant_orphan_doc(
+    client: Any, urn: str, fields: dict[str, Any] | None = None, index_prefix: str = ""
+) -> str:
     """Index a doc for an entity the database does not have; returns its `_id`."""
     store = as_store(client)
     index = entity_index(entity_type_of(urn), index_prefix)

@@ -19,14 +19,32 @@ DEFAULT_OWNER_TYPE = "urn:li:ownershipType:__system__none"
 
 # Share of the catalog per entity type (the rest of the weights sum to 1.0).
 ENTITY_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("corpuser", 0.07), ("corpGroup", 0.03), ("tag", 0.05), ("glossaryTerm", 0.05),
-    ("domain", 0.03), ("container", 0.06), ("dataFlow", 0.04), ("dataset", 0.40),
-    ("dataJob", 0.10), ("chart", 0.10), ("dashboard", 0.07),
+    ("corpuser", 0.07),
+    ("corpGroup", 0.03),
+    ("tag", 0.05),
+    ("glossaryTerm", 0.05),
+    ("domain", 0.03),
+    ("container", 0.06),
+    ("dataFlow", 0.04),
+    ("dataset", 0.40),
+    ("dataJob", 0.10),
+    ("chart", 0.10),
+    ("dashboard", 0.07),
 )
 # Names that make urns awkward: parentheses, commas, spaces, unicode, ~ * + %, mixed case.
 AWKWARD = (
-    "orders", "Sales.Orders_Mixed", "t(1),x", "with space", "café.naïve", "中文.表",
-    "tilde~name", "star*name", "plus+name", "percent%name", "MiXeD.CaSe", "a,b (c)",
+    "orders",
+    "Sales.Orders_Mixed",
+    "t(1),x",
+    "with space",
+    "café.naïve",
+    "中文.表",
+    "tilde~name",
+    "star*name",
+    "plus+name",
+    "percent%name",
+    "MiXeD.CaSe",
+    "a,b (c)",
 )
 PEOPLE = ("jdoe", "Jane Doe", "josé", "user+tag", "a~b", "王伟", "O.Brien", "UPPER.lower")
 TAG_NAMES = ("PII", "Tier 1", "gdpr~eu", "star*", "c++", "50%", "Ünïcode", "Legacy(old)")
@@ -39,8 +57,7 @@ ORCHESTRATORS = ("airflow", "dagster")
 class AspectWriter(Protocol):
     """What `seed` needs from a writer (GmsWriter fits)."""
 
-    def write(self, urn: str, aspect_name: str, value: dict[str, Any], *,
-              wait: bool = True) -> Any: ...
+    def write(self, urn: str, aspect_name: str, value: dict[str, Any], *, wait: bool = True) -> Any: ...
 
     def flush(self, timeout: float = 30.0) -> None: ...
 
@@ -106,9 +123,16 @@ class _Catalog:
         """Record an entity; its key aspect comes first, derived from the urn as GMS does."""
         key_aspect, key = entity_facts().key_aspect(entity_type), key_from_urn(urn)
         assert key_aspect is not None and key is not None, urn
-        self.entities.append(CatalogEntity(urn, entity_type, (
-            (key_aspect, key),
-            *((name, _obj(a) if not isinstance(a, dict) else a) for name, a in aspects))))
+        self.entities.append(
+            CatalogEntity(
+                urn,
+                entity_type,
+                (
+                    (key_aspect, key),
+                    *((name, _obj(a) if not isinstance(a, dict) else a) for name, a in aspects),
+                ),
+            )
+        )
         self.by_type.setdefault(entity_type, []).append(urn)
 
     # ---------------------------------------------------------- shared aspects
@@ -118,13 +142,18 @@ class _Catalog:
 
     def ownership(self) -> m.OwnershipClass:
         owners = self.pick("corpuser", self.rng.randint(1, 2)) + self.pick("corpGroup", 1)
-        kinds = (m.OwnershipTypeClass.TECHNICAL_OWNER, m.OwnershipTypeClass.BUSINESS_OWNER,
-                 m.OwnershipTypeClass.DATA_STEWARD)
+        kinds = (
+            m.OwnershipTypeClass.TECHNICAL_OWNER,
+            m.OwnershipTypeClass.BUSINESS_OWNER,
+            m.OwnershipTypeClass.DATA_STEWARD,
+        )
         owner_objs = [m.OwnerClass(owner=o, type=self.rng.choice(kinds)) for o in owners]
         if owner_objs and self.rng.random() < 0.2:
             owner_objs[0].attribution = m.MetadataAttributionClass(
-                time=self.tick(), actor=builder.make_user_urn("datahub"),
-                source="urn:li:dataHubAction:propagation")
+                time=self.tick(),
+                actor=builder.make_user_urn("datahub"),
+                source="urn:li:dataHubAction:propagation",
+            )
         ownership = m.OwnershipClass(owners=owner_objs, lastModified=self.audit())
         if owners:  # what GMS's OwnerTypeMap mutation hook stores
             ownership.ownerTypes = {DEFAULT_OWNER_TYPE: sorted(set(owners))}
@@ -136,13 +165,15 @@ class _Catalog:
             association = m.TagAssociationClass(tag=tag)
             if self.rng.random() < 0.2:
                 association.attribution = m.MetadataAttributionClass(
-                    time=self.tick(), actor=builder.make_user_urn("datahub"))
+                    time=self.tick(), actor=builder.make_user_urn("datahub")
+                )
             tags.append(association)
         return m.GlobalTagsClass(tags=tags)
 
     def glossary_terms(self) -> m.GlossaryTermsClass:
-        terms = [m.GlossaryTermAssociationClass(urn=t)
-                 for t in self.pick("glossaryTerm", self.rng.randint(0, 2))]
+        terms = [
+            m.GlossaryTermAssociationClass(urn=t) for t in self.pick("glossaryTerm", self.rng.randint(0, 2))
+        ]
         return m.GlossaryTermsClass(terms=terms, auditStamp=self.audit())
 
     def status(self) -> m.StatusClass:
@@ -159,8 +190,7 @@ class _Catalog:
         return m.DomainsClass(domains=picked) if picked else None
 
     def custom_properties(self) -> dict[str, str]:
-        props = {"team": self.rng.choice(("core", "growth", "finance")),
-                 "sla": f"{self.rng.randint(1, 24)}h"}
+        props = {"team": self.rng.choice(("core", "growth", "finance")), "sla": f"{self.rng.randint(1, 24)}h"}
         if self.rng.random() < 0.2:
             props["odd key=with equals"] = "value, with comma"
         return props
@@ -186,46 +216,70 @@ def _corpuser(c: _Catalog, i: int) -> None:
     urn = builder.make_user_urn(username)
     managers = c.pick("corpuser", 1) if c.rng.random() < 0.4 else []
     info = m.CorpUserInfoClass(
-        active=c.rng.random() > 0.1, displayName=username.title(), fullName=username.title(),
-        email=f"user{i}@example.com", title=c.rng.choice(("Engineer", "Analyst", "")),
-        managerUrn=managers[0] if managers else None, customProperties={})
+        active=c.rng.random() > 0.1,
+        displayName=username.title(),
+        fullName=username.title(),
+        email=f"user{i}@example.com",
+        title=c.rng.choice(("Engineer", "Analyst", "")),
+        managerUrn=managers[0] if managers else None,
+        customProperties={},
+    )
     editable = m.CorpUserEditableInfoClass(teams=["data"], skills=["sql", "python"][: i % 3])
-    c.add(urn, "corpuser", [("corpUserInfo", info), ("corpUserEditableInfo", editable),
-                            ("status", c.status())])
+    c.add(
+        urn, "corpuser", [("corpUserInfo", info), ("corpUserEditableInfo", editable), ("status", c.status())]
+    )
 
 
 def _corpgroup(c: _Catalog, i: int) -> None:
     name = c.name(("data eng", "Analytics", "sécurité", "ops~oncall"), i)
     urn = builder.make_group_urn(name)
     members = c.pick("corpuser", c.rng.randint(1, 3))
-    info = m.CorpGroupInfoClass(admins=members[:1], members=members, groups=[],
-                                displayName=name, description=c.description("group"))
+    info = m.CorpGroupInfoClass(
+        admins=members[:1], members=members, groups=[], displayName=name, description=c.description("group")
+    )
     c.add(urn, "corpGroup", [("corpGroupInfo", info), ("status", c.status())])
 
 
 def _tag(c: _Catalog, i: int) -> None:
     name = c.name(TAG_NAMES, i)
     urn = builder.make_tag_urn(name)
-    c.add(urn, "tag", [("tagProperties", m.TagPropertiesClass(
-                           name=name, description=c.description("tag"))),
-                       ("ownership", c.ownership()), ("status", c.status())])
+    c.add(
+        urn,
+        "tag",
+        [
+            ("tagProperties", m.TagPropertiesClass(name=name, description=c.description("tag"))),
+            ("ownership", c.ownership()),
+            ("status", c.status()),
+        ],
+    )
 
 
 def _term(c: _Catalog, i: int) -> None:
     name = c.name(TERMS, i)
     urn = builder.make_term_urn(name)
-    info = m.GlossaryTermInfoClass(definition=c.description("term") or "", termSource="INTERNAL",
-                                   name=name.split(".")[-1], customProperties={})
-    c.add(urn, "glossaryTerm", [("glossaryTermInfo", info), ("ownership", c.ownership()),
-                                ("status", c.status())])
+    info = m.GlossaryTermInfoClass(
+        definition=c.description("term") or "",
+        termSource="INTERNAL",
+        name=name.split(".")[-1],
+        customProperties={},
+    )
+    c.add(
+        urn,
+        "glossaryTerm",
+        [("glossaryTermInfo", info), ("ownership", c.ownership()), ("status", c.status())],
+    )
 
 
 def _domain(c: _Catalog, i: int) -> None:
     domain_id = c.name(("marketing", "Finance", "r&d", "ventes"), i)
     urn = builder.make_domain_urn(domain_id)
     parents = c.pick("domain", 1) if c.rng.random() < 0.3 else []
-    props = m.DomainPropertiesClass(name=domain_id.title(), description=c.description("domain"),
-                                    created=c.audit(), parentDomain=parents[0] if parents else None)
+    props = m.DomainPropertiesClass(
+        name=domain_id.title(),
+        description=c.description("domain"),
+        created=c.audit(),
+        parentDomain=parents[0] if parents else None,
+    )
     c.add(urn, "domain", [("domainProperties", props), ("ownership", c.ownership())])
 
 
@@ -235,27 +289,50 @@ def _container(c: _Catalog, i: int) -> None:
     parents = c.pick("container", 1) if c.rng.random() < 0.4 else []
     platform = c.rng.choice(PLATFORMS)
     props = m.ContainerPropertiesClass(
-        name=c.name(("analytics", "Raw Zone", "schéma"), i), qualifiedName=f"{platform}.db{i}",
-        description=c.description("database"), env="PROD",
-        customProperties=c.custom_properties(), created=m.TimeStampClass(time=c.tick()))
-    c.add(urn, "container", _optional(
-        ("containerProperties", props),
-        ("subTypes", m.SubTypesClass(typeNames=["Database" if not parents else "Schema"])),
-        ("container", m.ContainerClass(container=parents[0]) if parents else None),
-        ("browsePathsV2", c.browse_paths(platform, container=parents[0] if parents else None)),
-        ("ownership", c.ownership()), ("domains", c.domains()), ("status", c.status())))
+        name=c.name(("analytics", "Raw Zone", "schéma"), i),
+        qualifiedName=f"{platform}.db{i}",
+        description=c.description("database"),
+        env="PROD",
+        customProperties=c.custom_properties(),
+        created=m.TimeStampClass(time=c.tick()),
+    )
+    c.add(
+        urn,
+        "container",
+        _optional(
+            ("containerProperties", props),
+            ("subTypes", m.SubTypesClass(typeNames=["Database" if not parents else "Schema"])),
+            ("container", m.ContainerClass(container=parents[0]) if parents else None),
+            ("browsePathsV2", c.browse_paths(platform, container=parents[0] if parents else None)),
+            ("ownership", c.ownership()),
+            ("domains", c.domains()),
+            ("status", c.status()),
+        ),
+    )
 
 
 def _dataflow(c: _Catalog, i: int) -> None:
     orchestrator = ORCHESTRATORS[i % len(ORCHESTRATORS)]
     flow_id = c.name(("daily etl", "Hourly.Sync", "backfill(2024)"), i)
     urn = builder.make_data_flow_urn(orchestrator, flow_id, "prod")
-    info = m.DataFlowInfoClass(name=flow_id, description=c.description("pipeline"),
-                               customProperties=c.custom_properties(), env="PROD")
-    c.add(urn, "dataFlow", _optional(
-        ("dataFlowInfo", info), ("ownership", c.ownership()), ("globalTags", c.global_tags()),
-        ("browsePathsV2", c.browse_paths(orchestrator)), ("domains", c.domains()),
-        ("status", c.status())))
+    info = m.DataFlowInfoClass(
+        name=flow_id,
+        description=c.description("pipeline"),
+        customProperties=c.custom_properties(),
+        env="PROD",
+    )
+    c.add(
+        urn,
+        "dataFlow",
+        _optional(
+            ("dataFlowInfo", info),
+            ("ownership", c.ownership()),
+            ("globalTags", c.global_tags()),
+            ("browsePathsV2", c.browse_paths(orchestrator)),
+            ("domains", c.domains()),
+            ("status", c.status()),
+        ),
+    )
 
 
 def _schema(c: _Catalog, platform: str, name: str) -> m.SchemaMetadataClass:
@@ -263,15 +340,25 @@ def _schema(c: _Catalog, platform: str, name: str) -> m.SchemaMetadataClass:
     for j in range(c.rng.randint(2, 6)):
         field_path = c.rng.choice(("id", "Customer Name", "amount€", "created_at", "tags[0]"))
         tags = c.pick("tag", 1) if c.rng.random() < 0.2 else []
-        fields.append(m.SchemaFieldClass(
-            fieldPath=f"{field_path}_{j}", nativeDataType="VARCHAR",
-            type=m.SchemaFieldDataTypeClass(type=m.StringTypeClass()),
-            description=c.description("column") if c.rng.random() < 0.5 else None,
-            globalTags=m.GlobalTagsClass(tags=[m.TagAssociationClass(tag=t) for t in tags])
-            if tags else None))
+        fields.append(
+            m.SchemaFieldClass(
+                fieldPath=f"{field_path}_{j}",
+                nativeDataType="VARCHAR",
+                type=m.SchemaFieldDataTypeClass(type=m.StringTypeClass()),
+                description=c.description("column") if c.rng.random() < 0.5 else None,
+                globalTags=m.GlobalTagsClass(tags=[m.TagAssociationClass(tag=t) for t in tags])
+                if tags
+                else None,
+            )
+        )
     return m.SchemaMetadataClass(
-        schemaName=name, platform=builder.make_data_platform_urn(platform), version=0, hash="",
-        platformSchema=m.OtherSchemaClass(rawSchema=""), fields=fields)
+        schemaName=name,
+        platform=builder.make_data_platform_urn(platform),
+        version=0,
+        hash="",
+        platformSchema=m.OtherSchemaClass(rawSchema=""),
+        fields=fields,
+    )
 
 
 def _dataset(c: _Catalog, i: int) -> None:
@@ -281,22 +368,43 @@ def _dataset(c: _Catalog, i: int) -> None:
     containers = c.pick("container", 1)
     upstreams = c.pick("dataset", c.rng.randint(0, 2))
     props = m.DatasetPropertiesClass(
-        name=name.split(".")[-1], qualifiedName=f"{platform}.{name}",
-        description=c.description("table"), customProperties=c.custom_properties(),
+        name=name.split(".")[-1],
+        qualifiedName=f"{platform}.{name}",
+        description=c.description("table"),
+        customProperties=c.custom_properties(),
         created=m.TimeStampClass(time=c.tick()) if c.rng.random() < 0.5 else None,
-        externalUrl=f"https://example.com/{platform}/{i}" if c.rng.random() < 0.3 else None)
-    lineage = m.UpstreamLineageClass(upstreams=[
-        m.UpstreamClass(dataset=u, type=m.DatasetLineageTypeClass.TRANSFORMED,
-                        auditStamp=c.audit()) for u in upstreams]) if upstreams else None
-    c.add(urn, "dataset", _optional(
-        ("datasetProperties", props), ("schemaMetadata", _schema(c, platform, name)),
-        ("ownership", c.ownership()), ("globalTags", c.global_tags()),
-        ("glossaryTerms", c.glossary_terms()), ("upstreamLineage", lineage),
-        ("subTypes", m.SubTypesClass(typeNames=[c.rng.choice(("Table", "View"))])),
-        ("container", m.ContainerClass(container=containers[0]) if containers else None),
-        ("browsePathsV2", c.browse_paths("prod", platform,
-                                         container=containers[0] if containers else None)),
-        ("domains", c.domains()), ("status", c.status())))
+        externalUrl=f"https://example.com/{platform}/{i}" if c.rng.random() < 0.3 else None,
+    )
+    lineage = (
+        m.UpstreamLineageClass(
+            upstreams=[
+                m.UpstreamClass(dataset=u, type=m.DatasetLineageTypeClass.TRANSFORMED, auditStamp=c.audit())
+                for u in upstreams
+            ]
+        )
+        if upstreams
+        else None
+    )
+    c.add(
+        urn,
+        "dataset",
+        _optional(
+            ("datasetProperties", props),
+            ("schemaMetadata", _schema(c, platform, name)),
+            ("ownership", c.ownership()),
+            ("globalTags", c.global_tags()),
+            ("glossaryTerms", c.glossary_terms()),
+            ("upstreamLineage", lineage),
+            ("subTypes", m.SubTypesClass(typeNames=[c.rng.choice(("Table", "View"))])),
+            ("container", m.ContainerClass(container=containers[0]) if containers else None),
+            (
+                "browsePathsV2",
+                c.browse_paths("prod", platform, container=containers[0] if containers else None),
+            ),
+            ("domains", c.domains()),
+            ("status", c.status()),
+        ),
+    )
 
 
 def _datajob(c: _Catalog, i: int) -> None:
@@ -305,16 +413,31 @@ def _datajob(c: _Catalog, i: int) -> None:
     job_id = c.name(("load orders", "Transform*Step", "export,csv"), i)
     urn = builder.make_data_job_urn_with_flow(flow, job_id)
     inputs, outputs = c.pick("dataset", 2), c.pick("dataset", 1)
-    io = m.DataJobInputOutputClass(inputDatasets=inputs, outputDatasets=outputs,
-                                   inputDatasetEdges=c.edges(inputs),
-                                   outputDatasetEdges=c.edges(outputs))
-    info = m.DataJobInfoClass(name=job_id, type="COMMAND", description=c.description("job"),
-                              customProperties=c.custom_properties(), env="PROD")
-    c.add(urn, "dataJob", _optional(
-        ("dataJobInfo", info),
-        ("dataJobInputOutput", io), ("ownership", c.ownership()),
-        ("globalTags", c.global_tags()), ("browsePathsV2", c.browse_paths("jobs")),
-        ("status", c.status())))
+    io = m.DataJobInputOutputClass(
+        inputDatasets=inputs,
+        outputDatasets=outputs,
+        inputDatasetEdges=c.edges(inputs),
+        outputDatasetEdges=c.edges(outputs),
+    )
+    info = m.DataJobInfoClass(
+        name=job_id,
+        type="COMMAND",
+        description=c.description("job"),
+        customProperties=c.custom_properties(),
+        env="PROD",
+    )
+    c.add(
+        urn,
+        "dataJob",
+        _optional(
+            ("dataJobInfo", info),
+            ("dataJobInputOutput", io),
+            ("ownership", c.ownership()),
+            ("globalTags", c.global_tags()),
+            ("browsePathsV2", c.browse_paths("jobs")),
+            ("status", c.status()),
+        ),
+    )
 
 
 def _chart(c: _Catalog, i: int) -> None:
@@ -322,16 +445,27 @@ def _chart(c: _Catalog, i: int) -> None:
     chart_id = c.name(("Revenue (EUR)", "daily users", "chart,1", "Ümsatz"), i)
     urn = builder.make_chart_urn(tool, chart_id)
     stamps = m.ChangeAuditStampsClass(created=c.audit(), lastModified=c.audit())
-    info = m.ChartInfoClass(title=chart_id, description=c.description("chart") or "",
-                            lastModified=stamps, customProperties=c.custom_properties(),
-                            inputEdges=c.edges(c.pick("dataset", 2)),
-                            type=c.rng.choice(("BAR", "LINE", None)),
-                            chartUrl=f"https://bi.example.com/c/{i}")
-    c.add(urn, "chart", _optional(
-        ("chartInfo", info),
-        ("ownership", c.ownership()), ("globalTags", c.global_tags()),
-        ("browsePathsV2", c.browse_paths(tool)), ("domains", c.domains()),
-        ("status", c.status())))
+    info = m.ChartInfoClass(
+        title=chart_id,
+        description=c.description("chart") or "",
+        lastModified=stamps,
+        customProperties=c.custom_properties(),
+        inputEdges=c.edges(c.pick("dataset", 2)),
+        type=c.rng.choice(("BAR", "LINE", None)),
+        chartUrl=f"https://bi.example.com/c/{i}",
+    )
+    c.add(
+        urn,
+        "chart",
+        _optional(
+            ("chartInfo", info),
+            ("ownership", c.ownership()),
+            ("globalTags", c.global_tags()),
+            ("browsePathsV2", c.browse_paths(tool)),
+            ("domains", c.domains()),
+            ("status", c.status()),
+        ),
+    )
 
 
 def _dashboard(c: _Catalog, i: int) -> None:
@@ -339,20 +473,41 @@ def _dashboard(c: _Catalog, i: int) -> None:
     dashboard_id = c.name(("Exec Overview", "kpi~board", "Ops (live)"), i)
     urn = builder.make_dashboard_urn(tool, dashboard_id)
     stamps = m.ChangeAuditStampsClass(created=c.audit(), lastModified=c.audit())
-    info = m.DashboardInfoClass(title=dashboard_id, description=c.description("dashboard") or "",
-                                lastModified=stamps, customProperties=c.custom_properties(),
-                                chartEdges=c.edges(c.pick("chart", 3)),
-                                dashboardUrl=f"https://bi.example.com/d/{i}")
-    c.add(urn, "dashboard", _optional(
-        ("dashboardInfo", info), ("ownership", c.ownership()), ("globalTags", c.global_tags()),
-        ("glossaryTerms", c.glossary_terms()), ("browsePathsV2", c.browse_paths(tool)),
-        ("domains", c.domains()), ("status", c.status())))
+    info = m.DashboardInfoClass(
+        title=dashboard_id,
+        description=c.description("dashboard") or "",
+        lastModified=stamps,
+        customProperties=c.custom_properties(),
+        chartEdges=c.edges(c.pick("chart", 3)),
+        dashboardUrl=f"https://bi.example.com/d/{i}",
+    )
+    c.add(
+        urn,
+        "dashboard",
+        _optional(
+            ("dashboardInfo", info),
+            ("ownership", c.ownership()),
+            ("globalTags", c.global_tags()),
+            ("glossaryTerms", c.glossary_terms()),
+            ("browsePathsV2", c.browse_paths(tool)),
+            ("domains", c.domains()),
+            ("status", c.status()),
+        ),
+    )
 
 
 BUILDERS = {
-    "corpuser": _corpuser, "corpGroup": _corpgroup, "tag": _tag, "glossaryTerm": _term,
-    "domain": _domain, "container": _container, "dataFlow": _dataflow, "dataset": _dataset,
-    "dataJob": _datajob, "chart": _chart, "dashboard": _dashboard,
+    "corpuser": _corpuser,
+    "corpGroup": _corpgroup,
+    "tag": _tag,
+    "glossaryTerm": _term,
+    "domain": _domain,
+    "container": _container,
+    "dataFlow": _dataflow,
+    "dataset": _dataset,
+    "dataJob": _datajob,
+    "chart": _chart,
+    "dashboard": _dashboard,
 }
 
 

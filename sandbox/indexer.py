@@ -94,8 +94,7 @@ class IndexUpdater:
         """Index holding docs of this entity type."""
         return entity_index(entity_type, self.prefix)
 
-    def apply(self, change: ChangeLog, *, write_entity_doc: bool = True,
-              flush: bool = True) -> Applied:
+    def apply(self, change: ChangeLog, *, write_entity_doc: bool = True, flush: bool = True) -> Applied:
         """Apply one MCL. `write_entity_doc=False` is DataHub's failed-and-skipped ES write.
 
         With `flush=False` the writes stay queued until `flush()`.
@@ -125,12 +124,19 @@ class IndexUpdater:
 
     # ------------------------------------------------------------ queued writes
 
-    def _upsert(self, index: str, mappings: dict[str, Any], doc_id: str,
-                doc: dict[str, Any]) -> None:
+    def _upsert(self, index: str, mappings: dict[str, Any], doc_id: str, doc: dict[str, Any]) -> None:
         self.store.ensure_index(index, mappings)
         for target in (index, *self.dual_writes.get(index, ())):
-            self._pending.append({"_op_type": "update", "_index": target, "_id": doc_id,
-                                  "doc": doc, "doc_as_upsert": True, "retry_on_conflict": 3})
+            self._pending.append(
+                {
+                    "_op_type": "update",
+                    "_index": target,
+                    "_id": doc_id,
+                    "doc": doc,
+                    "doc_as_upsert": True,
+                    "retry_on_conflict": 3,
+                }
+            )
         self._last_op[(index, doc_id)] = "update"
 
     def _delete_doc(self, index: str, doc_id: str) -> None:
@@ -160,8 +166,9 @@ class IndexUpdater:
         written, deleted = self._update_graph(change)
         return Applied(entity_doc, written, deleted)
 
-    def _document(self, urn: str, aspect_name: str, aspect: dict[str, Any] | None, *,
-                  for_delete: bool = False) -> dict[str, Any] | None:
+    def _document(
+        self, urn: str, aspect_name: str, aspect: dict[str, Any] | None, *, for_delete: bool = False
+    ) -> dict[str, Any] | None:
         """The partial doc of one aspect, as the release indexes it."""
         doc = search_document(urn, aspect_name, aspect, for_delete=for_delete)
         dropped = release_withheld(self.release).get(aspect_name)
@@ -173,15 +180,17 @@ class IndexUpdater:
         doc = self._document(change.urn, change.aspect_name, change.aspect)
         if doc is None:
             return "none"
-        if (change.change_type in SYSTEM_CREATED_CHANGE_TYPES and change.created_time is not None
-                and self.facts.is_key_aspect(change.entity_type, change.aspect_name)):
+        if (
+            change.change_type in SYSTEM_CREATED_CHANGE_TYPES
+            and change.created_time is not None
+            and self.facts.is_key_aspect(change.entity_type, change.aspect_name)
+        ):
             doc["systemCreated"] = change.created_time
         if not change.force_indexing and change.previous_aspect is not None:
             previous = self._document(change.urn, change.aspect_name, change.previous_aspect)
             if previous == doc:
                 return "unchanged"  # search diff mode: no-op update skipped
-        self._upsert(self.entity_index(change.entity_type), ENTITY_MAPPINGS,
-                     entity_doc_id(change.urn), doc)
+        self._upsert(self.entity_index(change.entity_type), ENTITY_MAPPINGS, entity_doc_id(change.urn), doc)
         self._v3_write(change, doc)
         return "upserted"
 
@@ -189,12 +198,16 @@ class IndexUpdater:
         sm = change.system_metadata
         if sm is None:
             return
-        self._upsert(self.system_metadata_index, SYSTEM_METADATA_MAPPINGS,
-                     system_metadata_doc_id(change.urn, change.aspect_name),
-                     system_metadata_doc(change.urn, change.aspect_name, sm))
+        self._upsert(
+            self.system_metadata_index,
+            SYSTEM_METADATA_MAPPINGS,
+            system_metadata_doc_id(change.urn, change.aspect_name),
+            system_metadata_doc(change.urn, change.aspect_name, sm),
+        )
         if change.aspect_name == "status":
-            self._set_doc_status(change.urn, change.entity_type,
-                                 bool((change.aspect or {}).get("removed", False)))
+            self._set_doc_status(
+                change.urn, change.entity_type, bool((change.aspect or {}).get("removed", False))
+            )
 
     def _set_doc_status(self, urn: str, entity_type: str, removed: bool) -> None:
         """Mark every system-metadata doc of the urn removed (or not), like setDocStatus."""
@@ -202,17 +215,24 @@ class IndexUpdater:
         aspects = self.facts.entity_aspects.get(entity_type, frozenset())
         candidates = {system_metadata_doc_id(urn, aspect) for aspect in aspects}
         queued = {d for d in candidates if (index, d) in self._last_op}
-        stored = {d for d, source in self.store.mget(index, candidates - queued).items()
-                  if source.get("urn") == urn}
+        stored = {
+            d for d, source in self.store.mget(index, candidates - queued).items() if source.get("urn") == urn
+        }
         for doc_id in sorted(stored | {d for d in queued if self._last_op[(index, d)] == "update"}):
             self._upsert(index, SYSTEM_METADATA_MAPPINGS, doc_id, {"removed": removed})
 
-    def _edges(self, change: ChangeLog, aspect: dict[str, Any] | None,
-               system_metadata: dict[str, Any] | None) -> dict[str, Edge]:
+    def _edges(
+        self, change: ChangeLog, aspect: dict[str, Any] | None, system_metadata: dict[str, Any] | None
+    ) -> dict[str, Edge]:
         if aspect is None:
             return {}
-        edges = extract_edges(change.urn, change.aspect_name, aspect,
-                              system_metadata=system_metadata, created_actor=change.created_actor)
+        edges = extract_edges(
+            change.urn,
+            change.aspect_name,
+            aspect,
+            system_metadata=system_metadata,
+            created_actor=change.created_actor,
+        )
         return {edge.doc_id: edge for edge in edges}
 
     def _update_graph(self, change: ChangeLog) -> tuple[int, int]:
@@ -232,14 +252,14 @@ class IndexUpdater:
             self._delete_doc(self.graph_index, doc_id)
         for doc_id, edge in new.items():
             # An edge present before keeps its createdOn/createdActor (GraphIndexUtils.mergeEdges).
-            self._upsert(self.graph_index, GRAPH_MAPPINGS, doc_id,
-                         edge.to_doc(keep_created=doc_id not in old))
+            self._upsert(
+                self.graph_index, GRAPH_MAPPINGS, doc_id, edge.to_doc(keep_created=doc_id not in old)
+            )
         return len(new), len(gone)
 
     @staticmethod
     def _outgoing(urn: str, types: list[str]) -> dict[str, Any]:
-        return {"bool": {"filter": [{"term": {"source.urn": urn}},
-                                    {"terms": {"relationshipType": types}}]}}
+        return {"bool": {"filter": [{"term": {"source.urn": urn}}, {"terms": {"relationshipType": types}}]}}
 
     # ------------------------------------------------------------ delete
 
@@ -252,16 +272,26 @@ class IndexUpdater:
         is_key = self.facts.is_key_aspect(change.entity_type, change.aspect_name)
         if is_key:  # the entity is gone: all its system metadata, all edges from or to it
             self._delete_matching(self.system_metadata_index, {"term": {"urn": change.urn}})
-            deleted = self._delete_matching(self.graph_index, {"bool": {"should": [
-                {"term": {"source.urn": change.urn}},
-                {"term": {"destination.urn": change.urn}},
-            ], "minimum_should_match": 1}})
+            deleted = self._delete_matching(
+                self.graph_index,
+                {
+                    "bool": {
+                        "should": [
+                            {"term": {"source.urn": change.urn}},
+                            {"term": {"destination.urn": change.urn}},
+                        ],
+                        "minimum_should_match": 1,
+                    }
+                },
+            )
         else:
-            self._delete_doc(self.system_metadata_index,
-                             system_metadata_doc_id(change.urn, change.aspect_name))
+            self._delete_doc(
+                self.system_metadata_index, system_metadata_doc_id(change.urn, change.aspect_name)
+            )
             types = relationship_types(change.aspect_name)
-            deleted = (self._delete_matching(self.graph_index, self._outgoing(change.urn, types))
-                       if types else 0)
+            deleted = (
+                self._delete_matching(self.graph_index, self._outgoing(change.urn, types)) if types else 0
+            )
         if not write_entity_doc:
             return Applied("skipped", 0, deleted)
         index = self.entity_index(change.entity_type)
@@ -286,5 +316,6 @@ class IndexUpdater:
         if doc is None:
             self._delete_doc(index, entity_doc_id_v3(change.urn))
             return
-        self._upsert(index, V3_MAPPINGS, entity_doc_id_v3(change.urn),
-                     {**doc, "_entityType": change.entity_type})
+        self._upsert(
+            index, V3_MAPPINGS, entity_doc_id_v3(change.urn), {**doc, "_entityType": change.entity_type}
+        )

@@ -10,8 +10,17 @@ from sandbox.naming import DEFAULT_RUN_ID
 
 JSON_CONTENT_TYPE = "application/json"
 SYSTEM_METADATA_FIELDS = (
-    "lastObserved", "runId", "lastRunId", "pipelineName", "registryName", "registryVersion",
-    "properties", "version", "schemaVersion", "aspectCreated", "aspectModified",
+    "lastObserved",
+    "runId",
+    "lastRunId",
+    "pipelineName",
+    "registryName",
+    "registryVersion",
+    "properties",
+    "version",
+    "schemaVersion",
+    "aspectCreated",
+    "aspectModified",
 )
 SYSTEM_METADATA_DEFAULTS: dict[str, Any] = {
     "lastObserved": 0,
@@ -35,8 +44,7 @@ def system_metadata_record(sm: dict[str, Any] | None) -> dict[str, Any] | None:
     """Stored systemmetadata JSON -> Avro `SystemMetadata` record (every field present)."""
     if sm is None:
         return None
-    record = {name: sm.get(name, SYSTEM_METADATA_DEFAULTS.get(name))
-              for name in SYSTEM_METADATA_FIELDS}
+    record = {name: sm.get(name, SYSTEM_METADATA_DEFAULTS.get(name)) for name in SYSTEM_METADATA_FIELDS}
     if record["properties"] is not None:
         record["properties"] = {str(k): str(v) for k, v in record["properties"].items()}
     return record
@@ -66,8 +74,7 @@ def build_mcl(
         "aspect": generic_aspect(aspect) if aspect is not None else None,
         "systemMetadata": system_metadata_record(system_metadata),
         "headers": None,
-        "previousAspectValue": (generic_aspect(previous_aspect)
-                                if previous_aspect is not None else None),
+        "previousAspectValue": (generic_aspect(previous_aspect) if previous_aspect is not None else None),
         "previousSystemMetadata": system_metadata_record(previous_system_metadata),
         "created": {"time": created_time_ms, "actor": actor, "impersonator": None, "message": None},
     }
@@ -92,8 +99,7 @@ class ChangeLog:
     def force_indexing(self) -> bool:
         """`systemMetadata.properties.forceIndexing == "true"` (RestoreIndices, replays)."""
         props = (self.system_metadata or {}).get("properties") or {}
-        return any(str(props.get(k, "")).lower() == "true"
-                   for k in ("forceIndexing", "FORCE_INDEXING"))
+        return any(str(props.get(k, "")).lower() == "true" for k in ("forceIndexing", "FORCE_INDEXING"))
 
 
 def _parse_generic(value: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -76,8 +76,7 @@ def system_metadata_doc_id(urn: str, aspect: str) -> str:
     return _md5_base64(f"{urn}--{aspect}")
 
 
-def edge_doc_id(source: str, relationship: str, destination: str,
-                lifecycle_owner: str | None = None) -> str:
+def edge_doc_id(source: str, relationship: str, destination: str, lifecycle_owner: str | None = None) -> str:
     """`_id` of a graph_service_v1 doc: base64(md5(src--rel--dst[--lifecycleOwner]))."""
     raw = f"{source}--{relationship}--{destination}"
     if lifecycle_owner and lifecycle_owner.strip():

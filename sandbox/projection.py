@@ -42,14 +42,21 @@ class SearchField:
     default: Any = None  # Pegasus default of a top-level scalar (applies when absent)
 
 
-def scalar(name: str, path: str | None = None, value_type: str = "string", *,
-           has: str | None = None, default: Any = None) -> SearchField:
+def scalar(
+    name: str,
+    path: str | None = None,
+    value_type: str = "string",
+    *,
+    has: str | None = None,
+    default: Any = None,
+) -> SearchField:
     """A single-valued spec."""
     return SearchField(name, path or name, Kind.SCALAR, value_type, has=has, default=default)
 
 
-def array(name: str, path: str, value_type: str = "string", *, has: str | None = None,
-          num: str | None = None) -> SearchField:
+def array(
+    name: str, path: str, value_type: str = "string", *, has: str | None = None, num: str | None = None
+) -> SearchField:
     """A spec whose path goes through at least one array."""
     return SearchField(name, path, Kind.ARRAY, value_type, has=has, num=num)
 
@@ -73,8 +80,9 @@ def _attribution(prefix: str, base: str) -> tuple[SearchField, ...]:
     )
 
 
-def _created_modified(created: str = "created/time", modified: str = "lastModified/time"
-                      ) -> tuple[SearchField, ...]:
+def _created_modified(
+    created: str = "created/time", modified: str = "lastModified/time"
+) -> tuple[SearchField, ...]:
     return (scalar("createdAt", created, "long"), scalar("lastModifiedAt", modified, "long"))
 
 
@@ -140,8 +148,7 @@ SEARCH_FIELDS: dict[str, tuple[SearchField, ...]] = {
         array("outputDatasetEdges", "outputDatasetEdges/*/destinationUrn", num="numOutputDatasets"),
         array("inputFields", "inputDatasetFields/*", num="numInputFields"),
         array("outputFields", "outputDatasetFields/*", num="numOutputFields"),
-        array("fineGrainedUpstreams", "fineGrainedLineages/*/upstreams/*",
-              has="hasFineGrainedUpstreams"),
+        array("fineGrainedUpstreams", "fineGrainedLineages/*/upstreams/*", has="hasFineGrainedUpstreams"),
     ),
     "dataFlowInfo": (
         CUSTOM_PROPERTIES,
@@ -227,8 +234,7 @@ SEARCH_FIELDS: dict[str, tuple[SearchField, ...]] = {
     ),
     "upstreamLineage": (
         array("upstreams", "upstreams/*/dataset", has="hasUpstreams"),
-        array("fineGrainedUpstreams", "fineGrainedLineages/*/upstreams/*",
-              has="hasFineGrainedUpstreams"),
+        array("fineGrainedUpstreams", "fineGrainedLineages/*/upstreams/*", has="hasFineGrainedUpstreams"),
     ),
     "status": (
         scalar("removed", value_type="boolean", default=False),
@@ -247,6 +253,7 @@ PROJECTED_ASPECTS = frozenset(SEARCH_FIELDS)
 
 
 # ---------------------------------------------------------------- value extraction
+
 
 def walk_path(node: Any, parts: list[str]) -> list[Any]:
     """Values at a path; `*` flattens arrays; elements lacking the rest of the path drop out."""
@@ -349,8 +356,9 @@ def _apply_delete(doc: dict[str, Any], spec: SearchField) -> None:
     doc[spec.name] = None
 
 
-def project(aspect_name: str, aspect: dict[str, Any] | None, *, for_delete: bool = False
-            ) -> dict[str, Any] | None:
+def project(
+    aspect_name: str, aspect: dict[str, Any] | None, *, for_delete: bool = False
+) -> dict[str, Any] | None:
     """Fields one aspect contributes to its entity's doc; None if it contributes none.
 
     `for_delete=True` gives what DataHub writes when the aspect is deleted: every field
@@ -368,8 +376,9 @@ def project(aspect_name: str, aspect: dict[str, Any] | None, *, for_delete: bool
     return doc
 
 
-def search_document(urn: str, aspect_name: str, aspect: dict[str, Any] | None, *,
-                    for_delete: bool = False) -> dict[str, Any] | None:
+def search_document(
+    urn: str, aspect_name: str, aspect: dict[str, Any] | None, *, for_delete: bool = False
+) -> dict[str, Any] | None:
     """`urn` plus the aspect's fields: the partial doc the MAE consumer upserts."""
     fields = project(aspect_name, aspect, for_delete=for_delete)
     if fields is None:

@@ -43,8 +43,7 @@ GRAPH_MAPPINGS: dict[str, Any] = {
     "date_detection": False,
     "properties": {
         "source": {"properties": {"urn": {"type": "keyword"}, "entityType": {"type": "keyword"}}},
-        "destination": {"properties": {"urn": {"type": "keyword"},
-                                       "entityType": {"type": "keyword"}}},
+        "destination": {"properties": {"urn": {"type": "keyword"}, "entityType": {"type": "keyword"}}},
         "relationshipType": {"type": "keyword"},
         "createdOn": {"type": "date"},
         "createdActor": {"type": "keyword"},
@@ -95,26 +94,28 @@ class SearchStore:
             try:
                 if self.flavor == "opensearch":
                     self.client.indices.create(
-                        index=index, body={"settings": INDEX_SETTINGS, "mappings": mappings})
+                        index=index, body={"settings": INDEX_SETTINGS, "mappings": mappings}
+                    )
                 else:
-                    self.client.indices.create(index=index, settings=INDEX_SETTINGS,
-                                               mappings=mappings)
+                    self.client.indices.create(index=index, settings=INDEX_SETTINGS, mappings=mappings)
             except Exception as exc:  # created concurrently by someone else
                 if "resource_already_exists" not in str(exc):
                     raise
         self._known.add(index)
 
-    def put_template(self, name: str, patterns: list[str], mappings: dict[str, Any],
-                     priority: int = 10) -> None:
+    def put_template(
+        self, name: str, patterns: list[str], mappings: dict[str, Any], priority: int = 10
+    ) -> None:
         """Composable index template, so indices auto-created by a write get these mappings."""
         template = {"settings": INDEX_SETTINGS, "mappings": mappings}
         if self.flavor == "opensearch":
             self.client.indices.put_index_template(
-                name=name, body={"index_patterns": patterns, "template": template,
-                                 "priority": priority})
+                name=name, body={"index_patterns": patterns, "template": template, "priority": priority}
+            )
         else:
-            self.client.indices.put_index_template(name=name, index_patterns=patterns,
-                                                   template=template, priority=priority)
+            self.client.indices.put_index_template(
+                name=name, index_patterns=patterns, template=template, priority=priority
+            )
 
     def delete_index(self, index: str) -> bool:
         """Delete an index; False if it did not exist."""
@@ -167,12 +168,14 @@ class SearchStore:
     def upsert(self, index: str, doc_id: str, doc: dict[str, Any]) -> None:
         """Partial update, creating the doc if missing (`doc_as_upsert`)."""
         if self.flavor == "opensearch":
-            self.client.update(index=index, id=doc_id,
-                               body={"doc": doc, "doc_as_upsert": True},
-                               params={"retry_on_conflict": 3})
+            self.client.update(
+                index=index,
+                id=doc_id,
+                body={"doc": doc, "doc_as_upsert": True},
+                params={"retry_on_conflict": 3},
+            )
         else:
-            self.client.update(index=index, id=doc_id, doc=doc, doc_as_upsert=True,
-                               retry_on_conflict=3)
+            self.client.update(index=index, id=doc_id, doc=doc, doc_as_upsert=True, retry_on_conflict=3)
 
     def delete(self, index: str, doc_id: str) -> bool:
         """Delete a doc; False if it was absent."""
@@ -185,8 +188,9 @@ class SearchStore:
     def bulk(self, actions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Send helper-style actions in bulk; returns the failed items (absent deletes are fine)."""
         failed: list[dict[str, Any]] = []
-        for ok, item in self._helpers.streaming_bulk(self.client, actions, chunk_size=500,
-                                                     raise_on_error=False):
+        for ok, item in self._helpers.streaming_bulk(
+            self.client, actions, chunk_size=500, raise_on_error=False
+        ):
             if ok:
                 continue
             op_type, result = next(iter(item.items()))
@@ -215,8 +219,7 @@ class SearchStore:
         if not ids:
             return 0
         actions = ({"_op_type": "delete", "_index": index, "_id": doc_id} for doc_id in ids)
-        deleted, _errors = self._helpers.bulk(self.client, actions, chunk_size=500,
-                                              raise_on_error=False)
+        deleted, _errors = self._helpers.bulk(self.client, actions, chunk_size=500, raise_on_error=False)
         return int(deleted)
 
     def update_matching(self, index: str, query: dict[str, Any], partial: dict[str, Any]) -> int:
@@ -224,14 +227,13 @@ class SearchStore:
         ids = [doc_id for doc_id, _ in self.scan(index, query)]
         if not ids:
             return 0
-        actions = ({"_op_type": "update", "_index": index, "_id": doc_id, "doc": partial}
-                   for doc_id in ids)
-        updated, _errors = self._helpers.bulk(self.client, actions, chunk_size=500,
-                                              raise_on_error=False)
+        actions = ({"_op_type": "update", "_index": index, "_id": doc_id, "doc": partial} for doc_id in ids)
+        updated, _errors = self._helpers.bulk(self.client, actions, chunk_size=500, raise_on_error=False)
         return int(updated)
 
-    def search(self, index: str, query: dict[str, Any] | None = None,
-               size: int = 1000) -> list[dict[str, Any]]:
+    def search(
+        self, index: str, query: dict[str, Any] | None = None, size: int = 1000
+    ) -> list[dict[str, Any]]:
         """Hits (with `_id` and `_source`) of a query, after a refresh."""
         self.refresh(index)
         body = {"query": query or {"match_all": {}}, "size": size}
@@ -242,8 +244,7 @@ class SearchStore:
         hits: list[dict[str, Any]] = response["hits"]["hits"]
         return hits
 
-    def scan(self, index: str, query: dict[str, Any] | None = None
-             ) -> Iterator[tuple[str, dict[str, Any]]]:
+    def scan(self, index: str, query: dict[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every (id, source) of an index (scroll), after a refresh."""
         if not self.exists(index):
             return
@@ -263,11 +264,13 @@ class SearchStore:
             response = self.client.count(index=index, query=query or {"match_all": {}})
         return int(response["count"])
 
-    def bulk_put(self, index: str, docs: Iterable[tuple[str, dict[str, Any]]], *,
-                 chunk_size: int = 500) -> int:
+    def bulk_put(
+        self, index: str, docs: Iterable[tuple[str, dict[str, Any]]], *, chunk_size: int = 500
+    ) -> int:
         """Index many whole docs; returns the number written."""
-        actions = ({"_op_type": "index", "_index": index, "_id": doc_id, "_source": doc}
-                   for doc_id, doc in docs)
+        actions = (
+            {"_op_type": "index", "_index": index, "_id": doc_id, "_source": doc} for doc_id, doc in docs
+        )
         written, _errors = self._helpers.bulk(self.client, actions, chunk_size=chunk_size)
         return int(written)
 
@@ -281,8 +284,10 @@ def connect(search: str, endpoints: Endpoints | None = None) -> SearchStore:
     tls = {"ca_certs": endpoints.tls_ca} if url.startswith("https:") else {}
     if search in ("opensearch", "opensearch3"):
         from opensearchpy import OpenSearch
+
         return SearchStore(OpenSearch(hosts=[url], timeout=30, **tls))
     from elasticsearch import Elasticsearch
+
     if search in ("elasticsearch7", "elasticsearch8"):  # older than the 9 client: see below
         tls["transport_class"] = _own_media_types()
     return SearchStore(Elasticsearch(url, request_timeout=30, **tls))

@@ -97,8 +97,9 @@ class PartitionLag:
         return self.end - max(self.committed, 0)
 
 
-def committed_offsets(bootstrap: str, group: str = MAE_CONSUMER_GROUP,
-                      topics: Iterable[str] = MCL_TOPICS) -> dict[tuple[str, int], int]:
+def committed_offsets(
+    bootstrap: str, group: str = MAE_CONSUMER_GROUP, topics: Iterable[str] = MCL_TOPICS
+) -> dict[tuple[str, int], int]:
     """The group's committed offset per (topic, partition), OFFSET_UNSET if none."""
     admin = admin_client(bootstrap)
     partitions = topic_partitions(admin, topics)
@@ -119,8 +120,9 @@ def end_offsets(bootstrap: str, topics: Iterable[str] = MCL_TOPICS) -> dict[tupl
     return {(tp.topic, tp.partition): fut.result().offset for tp, fut in futures.items()}
 
 
-def group_lag(bootstrap: str, group: str = MAE_CONSUMER_GROUP,
-              topics: Iterable[str] = MCL_TOPICS) -> list[PartitionLag]:
+def group_lag(
+    bootstrap: str, group: str = MAE_CONSUMER_GROUP, topics: Iterable[str] = MCL_TOPICS
+) -> list[PartitionLag]:
     """Committed vs end offsets for every partition of the topics."""
     topics = tuple(topics)
     ends = end_offsets(bootstrap, topics)
@@ -151,8 +153,7 @@ def delete_group(bootstrap: str, group: str = MAE_CONSUMER_GROUP, timeout: float
             time.sleep(0.5)
 
 
-def recreate_topics(bootstrap: str, partitions: dict[str, int] | None = None,
-                    timeout: float = 60.0) -> None:
+def recreate_topics(bootstrap: str, partitions: dict[str, int] | None = None, timeout: float = 60.0) -> None:
     """Delete the MCL topics (all their messages) and create them again, empty."""
     counts = partitions or TOPIC_PARTITIONS
     admin = admin_client(bootstrap)

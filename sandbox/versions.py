@@ -38,8 +38,19 @@ def wheel(release: str) -> Path:
     found = sorted(WHEELS.glob(f"acryl_datahub-{release}-*.whl"))
     if not found:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-             "-d", str(WHEELS), f"acryl-datahub=={release}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "-d",
+                str(WHEELS),
+                f"acryl-datahub=={release}",
+            ],
             check=True,
         )
         found = sorted(WHEELS.glob(f"acryl_datahub-{release}-*.whl"))

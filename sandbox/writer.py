@@ -38,13 +38,19 @@ REGISTRY_VERSION = "0.0.0"
 DATAHUB_USER = "urn:li:corpuser:datahub"
 DATAHUB_USER_ASPECTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("corpUserKey", {"username": "datahub"}),
-    ("corpUserInfo", {"displayName": "Data Hub", "active": True, "fullName": "Data Hub",
-                      "email": "datahub@linkedin.com"}),
-    ("corpUserEditableInfo", {
-        "skills": [], "teams": [],
-        "pictureLink": "https://raw.githubusercontent.com/datahub-project/datahub/master/"
-                       "datahub-web-react/src/images/default_avatar.png",
-    }),
+    (
+        "corpUserInfo",
+        {"displayName": "Data Hub", "active": True, "fullName": "Data Hub", "email": "datahub@linkedin.com"},
+    ),
+    (
+        "corpUserEditableInfo",
+        {
+            "skills": [],
+            "teams": [],
+            "pictureLink": "https://raw.githubusercontent.com/datahub-project/datahub/master/"
+            "datahub-web-react/src/images/default_avatar.png",
+        },
+    ),
 )
 
 
@@ -135,10 +141,13 @@ class GmsWriter:
             self.queue = queue_for(engine, (versioned_topic, timeseries_topic))
             return
         if create_topics:
-            ensure_topics(self.endpoints.kafka, {
-                versioned_topic: TOPIC_PARTITIONS[MCL_VERSIONED_TOPIC],
-                timeseries_topic: TOPIC_PARTITIONS[MCL_TIMESERIES_TOPIC],
-            })
+            ensure_topics(
+                self.endpoints.kafka,
+                {
+                    versioned_topic: TOPIC_PARTITIONS[MCL_VERSIONED_TOPIC],
+                    timeseries_topic: TOPIC_PARTITIONS[MCL_TIMESERIES_TOPIC],
+                },
+            )
         config = {
             "bootstrap.servers": self.endpoints.kafka,
             "partitioner": "murmur2_random",  # Kafka's Java default partitioner for keyed records
@@ -176,23 +185,51 @@ class GmsWriter:
         created = _to_naive_utc(created_on)
         entity_type = entity_type_of(urn)
         key_aspect = self._facts.key_aspect(entity_type)
-        if (self.create_key_aspects and key_aspect and key_aspect != aspect_name
-                and not self._facts.is_timeseries(aspect_name)
-                and self.read_aspect(urn, key_aspect) is None):
+        if (
+            self.create_key_aspects
+            and key_aspect
+            and key_aspect != aspect_name
+            and not self._facts.is_timeseries(aspect_name)
+            and self.read_aspect(urn, key_aspect) is None
+        ):
             key = key_from_urn(urn)
             if key is not None:
-                self.write(urn, key_aspect, key, actor=actor, created_on=created_on,
-                           change_type=change_type, drop_mcl=drop_mcl, wait=wait)
+                self.write(
+                    urn,
+                    key_aspect,
+                    key,
+                    actor=actor,
+                    created_on=created_on,
+                    change_type=change_type,
+                    drop_mcl=drop_mcl,
+                    wait=wait,
+                )
         if self._facts.is_timeseries(aspect_name):
             # Timeseries aspects never reach metadata_aspect_v2: only their MCL exists.
             sm = self._new_system_metadata(created, system_metadata, None, 1)
             return self._publish(
-                urn, aspect_name, change_type, 0, None, created, sm, self.timeseries_topic,
-                build_mcl(entity_type=entity_type, urn=urn, change_type=change_type,
-                          aspect_name=aspect_name, aspect=aspect, system_metadata=sm,
-                          previous_aspect=None, previous_system_metadata=None,
-                          created_time_ms=_epoch_ms(created), actor=actor),
-                drop_mcl, wait,
+                urn,
+                aspect_name,
+                change_type,
+                0,
+                None,
+                created,
+                sm,
+                self.timeseries_topic,
+                build_mcl(
+                    entity_type=entity_type,
+                    urn=urn,
+                    change_type=change_type,
+                    aspect_name=aspect_name,
+                    aspect=aspect,
+                    system_metadata=sm,
+                    previous_aspect=None,
+                    previous_system_metadata=None,
+                    created_time_ms=_epoch_ms(created),
+                    actor=actor,
+                ),
+                drop_mcl,
+                wait,
             )
         with self.engine.begin() as conn:
             previous = self._lock_current(conn, urn, aspect_name)
@@ -204,16 +241,34 @@ class GmsWriter:
                 version = archived + 1
             prev_sm = previous[1] if previous else None
             sm = self._new_system_metadata(created, system_metadata, prev_sm, version)
-            self._write_current(conn, urn, aspect_name, aspect, sm, created, actor,
-                                update=previous is not None)
+            self._write_current(
+                conn, urn, aspect_name, aspect, sm, created, actor, update=previous is not None
+            )
         mcl = build_mcl(
-            entity_type=entity_type, urn=urn, change_type=change_type, aspect_name=aspect_name,
-            aspect=aspect, system_metadata=sm,
-            previous_aspect=previous[0] if previous else None, previous_system_metadata=prev_sm,
-            created_time_ms=_epoch_ms(created), actor=actor,
+            entity_type=entity_type,
+            urn=urn,
+            change_type=change_type,
+            aspect_name=aspect_name,
+            aspect=aspect,
+            system_metadata=sm,
+            previous_aspect=previous[0] if previous else None,
+            previous_system_metadata=prev_sm,
+            created_time_ms=_epoch_ms(created),
+            actor=actor,
         )
-        return self._publish(urn, aspect_name, change_type, version, archived, created, sm,
-                             self.versioned_topic, mcl, drop_mcl, wait)
+        return self._publish(
+            urn,
+            aspect_name,
+            change_type,
+            version,
+            archived,
+            created,
+            sm,
+            self.versioned_topic,
+            mcl,
+            drop_mcl,
+            wait,
+        )
 
     def delete_aspect(
         self,
@@ -248,23 +303,34 @@ class GmsWriter:
         sm = self._new_system_metadata(created, None, previous[1], 0)
         sm.pop("version", None)
         mcl = build_mcl(
-            entity_type=entity_type, urn=urn, change_type="DELETE", aspect_name=aspect_name,
-            aspect=None, system_metadata=sm, previous_aspect=previous[0],
-            previous_system_metadata=previous[1], created_time_ms=_epoch_ms(created), actor=actor,
+            entity_type=entity_type,
+            urn=urn,
+            change_type="DELETE",
+            aspect_name=aspect_name,
+            aspect=None,
+            system_metadata=sm,
+            previous_aspect=previous[0],
+            previous_system_metadata=previous[1],
+            created_time_ms=_epoch_ms(created),
+            actor=actor,
         )
-        return self._publish(urn, aspect_name, "DELETE", 0, None, created, sm,
-                             self.versioned_topic, mcl, drop_mcl, wait)
+        return self._publish(
+            urn, aspect_name, "DELETE", 0, None, created, sm, self.versioned_topic, mcl, drop_mcl, wait
+        )
 
-    def restate(self, urn: str, aspect_name: str, *, actor: str = SYSTEM_ACTOR,
-                wait: bool = True) -> WriteResult | None:
+    def restate(
+        self, urn: str, aspect_name: str, *, actor: str = SYSTEM_ACTOR, wait: bool = True
+    ) -> WriteResult | None:
         """Re-emit the current row as a RESTATE MCL with `forceIndexing=true` (RestoreIndices).
 
         Rows are untouched. Returns None when the aspect has no row.
         """
         with self.engine.connect() as conn:
             row = conn.execute(
-                text(f"SELECT metadata, systemmetadata, createdon FROM {ASPECT_TABLE} "
-                     "WHERE urn = :urn AND aspect = :aspect AND version = 0"),
+                text(
+                    f"SELECT metadata, systemmetadata, createdon FROM {ASPECT_TABLE} "
+                    "WHERE urn = :urn AND aspect = :aspect AND version = 0"
+                ),
                 {"urn": urn, "aspect": aspect_name},
             ).first()
         if row is None:
@@ -273,19 +339,36 @@ class GmsWriter:
         sm["properties"] = {**(sm.get("properties") or {}), "forceIndexing": "true"}
         now = _to_naive_utc(None)
         mcl = build_mcl(
-            entity_type=entity_type_of(urn), urn=urn, change_type="RESTATE",
-            aspect_name=aspect_name, aspect=json.loads(row[0]), system_metadata=sm,
-            previous_aspect=None, previous_system_metadata=None,
-            created_time_ms=_epoch_ms(now), actor=actor,
+            entity_type=entity_type_of(urn),
+            urn=urn,
+            change_type="RESTATE",
+            aspect_name=aspect_name,
+            aspect=json.loads(row[0]),
+            system_metadata=sm,
+            previous_aspect=None,
+            previous_system_metadata=None,
+            created_time_ms=_epoch_ms(now),
+            actor=actor,
         )
-        return self._publish(urn, aspect_name, "RESTATE", int(sm.get("version") or 0), None,
-                             row[2], sm, self.versioned_topic, mcl, False, wait)
+        return self._publish(
+            urn,
+            aspect_name,
+            "RESTATE",
+            int(sm.get("version") or 0),
+            None,
+            row[2],
+            sm,
+            self.versioned_topic,
+            mcl,
+            False,
+            wait,
+        )
 
-    def soft_delete(self, urn: str, *, actor: str = DATAHUB_ACTOR, drop_mcl: bool = False,
-                    wait: bool = True) -> WriteResult:
+    def soft_delete(
+        self, urn: str, *, actor: str = DATAHUB_ACTOR, drop_mcl: bool = False, wait: bool = True
+    ) -> WriteResult:
         """Soft delete: write `status = {"removed": true}`."""
-        return self.write(urn, "status", {"removed": True}, actor=actor, drop_mcl=drop_mcl,
-                          wait=wait)
+        return self.write(urn, "status", {"removed": True}, actor=actor, drop_mcl=drop_mcl, wait=wait)
 
     def hard_delete_rows(self, urn: str, aspect_name: str | None = None) -> int:
         """Delete rows behind the index's back: no MCL. Returns the number of rows deleted."""
@@ -305,8 +388,10 @@ class GmsWriter:
         """The stored aspect JSON (version 0 = current), or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
-                text(f"SELECT metadata FROM {ASPECT_TABLE} "
-                     "WHERE urn = :urn AND aspect = :aspect AND version = :version"),
+                text(
+                    f"SELECT metadata FROM {ASPECT_TABLE} "
+                    "WHERE urn = :urn AND aspect = :aspect AND version = :version"
+                ),
                 {"urn": urn, "aspect": aspect_name, "version": version},
             ).first()
         return json.loads(row[0]) if row else None
@@ -337,8 +422,9 @@ class GmsWriter:
 
     # ------------------------------------------------------------------ internals
 
-    def _new_system_metadata(self, created: datetime, given: dict[str, Any] | None,
-                             previous: dict[str, Any] | None, version: int) -> dict[str, Any]:
+    def _new_system_metadata(
+        self, created: datetime, given: dict[str, Any] | None, previous: dict[str, Any] | None, version: int
+    ) -> dict[str, Any]:
         sm: dict[str, Any] = {
             "lastObserved": _epoch_ms(created),
             "runId": DEFAULT_RUN_ID,
@@ -352,11 +438,14 @@ class GmsWriter:
                 sm[key] = value
         return sm
 
-    def _lock_current(self, conn: Connection, urn: str, aspect_name: str
-                      ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    def _lock_current(
+        self, conn: Connection, urn: str, aspect_name: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
         row = conn.execute(
-            text(f"SELECT metadata, systemmetadata FROM {ASPECT_TABLE} "
-                 "WHERE urn = :urn AND aspect = :aspect AND version = 0 FOR UPDATE"),
+            text(
+                f"SELECT metadata, systemmetadata FROM {ASPECT_TABLE} "
+                "WHERE urn = :urn AND aspect = :aspect AND version = 0 FOR UPDATE"
+            ),
             {"urn": urn, "aspect": aspect_name},
         ).first()
         if row is None:
@@ -371,41 +460,73 @@ class GmsWriter:
         ).scalar_one()
         archived = int(top) + 1
         conn.execute(
-            text(f"INSERT INTO {ASPECT_TABLE} (urn, aspect, version, metadata, "
-                 "systemmetadata, createdon, createdby, createdfor) "
-                 "SELECT urn, aspect, :archived, metadata, systemmetadata, createdon, createdby, "
-                 f"createdfor FROM {ASPECT_TABLE} "
-                 "WHERE urn = :urn AND aspect = :aspect AND version = 0"),
+            text(
+                f"INSERT INTO {ASPECT_TABLE} (urn, aspect, version, metadata, "
+                "systemmetadata, createdon, createdby, createdfor) "
+                "SELECT urn, aspect, :archived, metadata, systemmetadata, createdon, createdby, "
+                f"createdfor FROM {ASPECT_TABLE} "
+                "WHERE urn = :urn AND aspect = :aspect AND version = 0"
+            ),
             {**params, "archived": archived},
         )
         return archived
 
-    def _write_current(self, conn: Connection, urn: str, aspect_name: str, aspect: dict[str, Any],
-                       sm: dict[str, Any], created: datetime, actor: str, *, update: bool) -> None:
+    def _write_current(
+        self,
+        conn: Connection,
+        urn: str,
+        aspect_name: str,
+        aspect: dict[str, Any],
+        sm: dict[str, Any],
+        created: datetime,
+        actor: str,
+        *,
+        update: bool,
+    ) -> None:
         params = {
-            "urn": urn, "aspect": aspect_name, "metadata": aspect_json(aspect),
-            "sm": aspect_json(sm), "createdon": created, "createdby": actor,
+            "urn": urn,
+            "aspect": aspect_name,
+            "metadata": aspect_json(aspect),
+            "sm": aspect_json(sm),
+            "createdon": created,
+            "createdby": actor,
         }
         if update:
             conn.execute(
-                text(f"UPDATE {ASPECT_TABLE} SET metadata = :metadata, systemmetadata = :sm, "
-                     "createdon = :createdon, createdby = :createdby, createdfor = NULL "
-                     "WHERE urn = :urn AND aspect = :aspect AND version = 0"),
+                text(
+                    f"UPDATE {ASPECT_TABLE} SET metadata = :metadata, systemmetadata = :sm, "
+                    "createdon = :createdon, createdby = :createdby, createdfor = NULL "
+                    "WHERE urn = :urn AND aspect = :aspect AND version = 0"
+                ),
                 params,
             )
         else:
             conn.execute(
-                text(f"INSERT INTO {ASPECT_TABLE} "
-                     "(urn, aspect, version, metadata, systemmetadata, createdon, createdby) "
-                     "VALUES (:urn, :aspect, 0, :metadata, :sm, :createdon, :createdby)"),
+                text(
+                    f"INSERT INTO {ASPECT_TABLE} "
+                    "(urn, aspect, version, metadata, systemmetadata, createdon, createdby) "
+                    "VALUES (:urn, :aspect, 0, :metadata, :sm, :createdon, :createdby)"
+                ),
                 params,
             )
 
-    def _publish(self, urn: str, aspect_name: str, change_type: str, version: int,
-                 archived: int | None, created: datetime, sm: dict[str, Any], topic: str,
-                 mcl: dict[str, Any], drop_mcl: bool, wait: bool) -> WriteResult:
-        result = WriteResult(urn, aspect_name, change_type, version, archived, created, sm, topic,
-                             published=False)
+    def _publish(
+        self,
+        urn: str,
+        aspect_name: str,
+        change_type: str,
+        version: int,
+        archived: int | None,
+        created: datetime,
+        sm: dict[str, Any],
+        topic: str,
+        mcl: dict[str, Any],
+        drop_mcl: bool,
+        wait: bool,
+    ) -> WriteResult:
+        result = WriteResult(
+            urn, aspect_name, change_type, version, archived, created, sm, topic, published=False
+        )
         if drop_mcl:
             return result
         delivery = _Delivery()
@@ -420,8 +541,19 @@ class GmsWriter:
         value = self.codec.encode(topic, mcl)
         if self.queue is not None:  # the offset the auditor reads it at: enqueue_seq - 1
             partition, seq = self.queue.enqueue(topic, urn, value)
-            return WriteResult(urn, aspect_name, change_type, version, archived, created, sm, topic,
-                               published=True, partition=partition, offset=seq - 1)
+            return WriteResult(
+                urn,
+                aspect_name,
+                change_type,
+                version,
+                archived,
+                created,
+                sm,
+                topic,
+                published=True,
+                partition=partition,
+                offset=seq - 1,
+            )
         self.producer.produce(topic, key=urn.encode("utf-8"), value=value, on_delivery=on_delivery)
         if not wait:
             self._pending.append(delivery)
@@ -432,5 +564,16 @@ class GmsWriter:
             raise PublishError(f"MCL for {urn} {aspect_name} not delivered within 30s")
         if delivery.error is not None:
             raise PublishError(f"MCL for {urn} {aspect_name} failed: {delivery.error}")
-        return WriteResult(urn, aspect_name, change_type, version, archived, created, sm, topic,
-                           published=True, partition=delivery.partition, offset=delivery.offset)
+        return WriteResult(
+            urn,
+            aspect_name,
+            change_type,
+            version,
+            archived,
+            created,
+            sm,
+            topic,
+            published=True,
+            partition=delivery.partition,
+            offset=delivery.offset,
+        )

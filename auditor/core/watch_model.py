@@ -31,7 +31,6 @@ class WatchConfig:
     findings_kept: int = 200
 
 
-
 class Outcome:
     """How a watched event was settled (the `outcome` label of `auditor_watch_events_total`)."""
 

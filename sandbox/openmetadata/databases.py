@@ -17,8 +17,7 @@ _SAFE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
 
 def _server_url(store: str, endpoints: Endpoints, database: str) -> str:
-    return make_url(endpoints.store_url(store)).set(database=database).render_as_string(
-        hide_password=False)
+    return make_url(endpoints.store_url(store)).set(database=database).render_as_string(hide_password=False)
 
 
 def create_database(store: str, name: str, endpoints: Endpoints | None = None) -> Engine:
@@ -46,16 +45,20 @@ def drop_database(store: str, name: str, endpoints: Endpoints | None = None) -> 
     try:
         with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             if postgres:
-                conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                  "WHERE datname = :d AND pid <> pg_backend_pid()"), {"d": name})
+                conn.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = :d AND pid <> pg_backend_pid()"
+                    ),
+                    {"d": name},
+                )
             conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
     finally:
         admin.dispose()
 
 
 @contextmanager
-def scratch_database(store: str, endpoints: Endpoints | None = None,
-                     prefix: str = "om") -> Iterator[Engine]:
+def scratch_database(store: str, endpoints: Endpoints | None = None, prefix: str = "om") -> Iterator[Engine]:
     """A fresh database `<prefix>_<uuid8>` for the block, dropped after it."""
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     engine = create_database(store, name, endpoints)

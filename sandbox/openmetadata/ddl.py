@@ -25,8 +25,10 @@ ASCII = "CHARACTER SET ascii COLLATE ascii_bin"
 
 
 def _my(col: str, sqltype: str, path: str, kind: str = "VIRTUAL") -> str:
-    return (f"  `{col}` {sqltype} GENERATED ALWAYS AS "
-            f"(json_unquote(json_extract(`json`,_utf8mb4'$.{path}'))) {kind}")
+    return (
+        f"  `{col}` {sqltype} GENERATED ALWAYS AS "
+        f"(json_unquote(json_extract(`json`,_utf8mb4'$.{path}'))) {kind}"
+    )
 
 
 def _pg(col: str, sqltype: str, key: str, not_null: bool = True) -> str:
@@ -40,34 +42,46 @@ def _pg(col: str, sqltype: str, key: str, not_null: bool = True) -> str:
     return f"    {col} {sqltype} GENERATED ALWAYS AS ({expr}) STORED{tail}"
 
 
-MY_DELETED = ("  `deleted` tinyint(1) GENERATED ALWAYS AS "
-              "(json_extract(`json`,_utf8mb4'$.deleted') = true) VIRTUAL")
+MY_DELETED = (
+    "  `deleted` tinyint(1) GENERATED ALWAYS AS (json_extract(`json`,_utf8mb4'$.deleted') = true) VIRTUAL"
+)
 PG_DELETED = _pg("deleted", "boolean", "deleted", not_null=False)
 
 
 def _mysql_entity_table(et: EntityType) -> str:
     t = et.table
-    cols = [_my("id", "varchar(36)", "id", "STORED"), "  `json` json NOT NULL",
-            _my("updatedAt", "bigint unsigned", "updatedAt"),
-            _my("updatedBy", "varchar(256)", "updatedBy"), MY_DELETED]
+    cols = [
+        _my("id", "varchar(36)", "id", "STORED"),
+        "  `json` json NOT NULL",
+        _my("updatedAt", "bigint unsigned", "updatedAt"),
+        _my("updatedBy", "varchar(256)", "updatedBy"),
+        MY_DELETED,
+    ]
     if et.hash_column == "nameHash":
         cols.append(f"  `nameHash` varchar(256) {ASCII} DEFAULT NULL")
     else:
         cols.append(f"  `fqnHash` varchar({et.hash_length}) {ASCII} DEFAULT NULL")
     cols.append(_my("name", "varchar(256)", "name"))
-    keys = ["  UNIQUE KEY `id` (`id`)", f"  UNIQUE KEY `{et.hash_column}` (`{et.hash_column}`)",
-            f"  KEY `{t}_name_index` (`name`)", f"  KEY `idx_{t}_deleted` (`deleted`)",
-            f"  KEY `idx_{t}_updated_at_id` (`updatedAt` DESC,`id` DESC)"]
+    keys = [
+        "  UNIQUE KEY `id` (`id`)",
+        f"  UNIQUE KEY `{et.hash_column}` (`{et.hash_column}`)",
+        f"  KEY `{t}_name_index` (`name`)",
+        f"  KEY `idx_{t}_deleted` (`deleted`)",
+        f"  KEY `idx_{t}_updated_at_id` (`updatedAt` DESC,`id` DESC)",
+    ]
     if t == "dbservice_entity":
         cols.append(_my("serviceType", "varchar(256)", "serviceType"))
     elif t == "table_entity":
-        cols.append(f"  `databaseSchemaHash` varchar(768) {ASCII} GENERATED ALWAYS AS "
-                    "(substring_index(`fqnHash`,_utf8mb4'.',3)) STORED")
-        keys.append("  KEY `idx_table_entity_schema_listing` "
-                    "(`deleted`,`databaseSchemaHash`,`name`,`id`)")
+        cols.append(
+            f"  `databaseSchemaHash` varchar(768) {ASCII} GENERATED ALWAYS AS "
+            "(substring_index(`fqnHash`,_utf8mb4'.',3)) STORED"
+        )
+        keys.append("  KEY `idx_table_entity_schema_listing` (`deleted`,`databaseSchemaHash`,`name`,`id`)")
     elif t == "tag":
-        cols.append("  `classificationHash` varchar(255) GENERATED ALWAYS AS "
-                    "(substring_index(`fqnHash`,_utf8mb4'.',1)) STORED")
+        cols.append(
+            "  `classificationHash` varchar(255) GENERATED ALWAYS AS "
+            "(substring_index(`fqnHash`,_utf8mb4'.',1)) STORED"
+        )
         keys.append("  KEY `idx_tag_classification_hash_deleted` (`classificationHash`,`deleted`)")
     elif t == "glossary_term_entity":
         cols.append(_my("displayName", "varchar(256)", "displayName", "STORED"))
@@ -77,8 +91,9 @@ def _mysql_entity_table(et: EntityType) -> str:
     elif t == "user_entity":
         cols.append(_my("email", "varchar(256)", "email"))
         cols.append(_my("deactivated", "varchar(8)", "deactivated"))
-        cols.append("  `isBot` tinyint(1) GENERATED ALWAYS AS "
-                    "(json_extract(`json`,_utf8mb4'$.isBot') = true) VIRTUAL")
+        cols.append(
+            "  `isBot` tinyint(1) GENERATED ALWAYS AS (json_extract(`json`,_utf8mb4'$.isBot') = true) VIRTUAL"
+        )
         keys.append("  UNIQUE KEY `email` (`email`)")
     if t != "tag":
         cols.append(_my("impersonatedBy", "varchar(256)", "impersonatedBy"))
@@ -87,9 +102,13 @@ def _mysql_entity_table(et: EntityType) -> str:
 
 def _pg_entity_table(et: EntityType) -> tuple[str, ...]:
     t = et.table
-    cols = [_pg("id", "character varying(36)", "id"), "    json jsonb NOT NULL",
-            _pg("updatedat", "bigint", "updatedAt"),
-            _pg("updatedby", "character varying(256)", "updatedBy"), PG_DELETED]
+    cols = [
+        _pg("id", "character varying(36)", "id"),
+        "    json jsonb NOT NULL",
+        _pg("updatedat", "bigint", "updatedAt"),
+        _pg("updatedby", "character varying(256)", "updatedBy"),
+        PG_DELETED,
+    ]
     if et.hash_column == "nameHash":
         cols.append("    namehash character varying(256) NOT NULL")
     else:
@@ -98,13 +117,17 @@ def _pg_entity_table(et: EntityType) -> tuple[str, ...]:
     if t == "dbservice_entity":
         cols.append(_pg("servicetype", "character varying(256)", "serviceType"))
     elif t == "table_entity":
-        cols.append("    databaseschemahash character varying(768) GENERATED ALWAYS AS (rtrim((((("
-                    "split_part((fqnhash)::text, '.'::text, 1) || '.'::text) || split_part((fqnhash)"
-                    "::text, '.'::text, 2)) || '.'::text) || split_part((fqnhash)::text, '.'::text, 3"
-                    ")), '.'::text)) STORED")
+        cols.append(
+            "    databaseschemahash character varying(768) GENERATED ALWAYS AS (rtrim((((("
+            "split_part((fqnhash)::text, '.'::text, 1) || '.'::text) || split_part((fqnhash)"
+            "::text, '.'::text, 2)) || '.'::text) || split_part((fqnhash)::text, '.'::text, 3"
+            ")), '.'::text)) STORED"
+        )
     elif t == "tag":
-        cols.append("    classificationhash text GENERATED ALWAYS AS "
-                    "(split_part((fqnhash)::text, '.'::text, 1)) STORED")
+        cols.append(
+            "    classificationhash text GENERATED ALWAYS AS "
+            "(split_part((fqnhash)::text, '.'::text, 1)) STORED"
+        )
     elif t == "glossary_term_entity":
         cols.append(_pg("displayname", "character varying(256)", "displayName", False))
         cols.append(_pg("entitystatus", "character varying(32)", "entityStatus", False))
@@ -114,8 +137,9 @@ def _pg_entity_table(et: EntityType) -> tuple[str, ...]:
         cols.append(_pg("email", "character varying(256)", "email"))
         cols.append(_pg("deactivated", "character varying(8)", "deactivated", False))
         # verbatim from OM's PostgreSQL baseline: isbot is generated from 'deleted' (sic)
-        cols.append("    isbot boolean GENERATED ALWAYS AS "
-                    "(((json ->> 'deleted'::text))::boolean) STORED NOT NULL")
+        cols.append(
+            "    isbot boolean GENERATED ALWAYS AS (((json ->> 'deleted'::text))::boolean) STORED NOT NULL"
+        )
     if t != "tag":
         cols.append(_pg("impersonatedby", "character varying(256)", "impersonatedBy", False))
     h = et.hash_column.lower()
@@ -217,8 +241,7 @@ PG_SHARED = (
 )""",
     "ALTER TABLE ONLY search_index_retry_queue ADD CONSTRAINT search_index_retry_queue_pkey "
     "PRIMARY KEY (entityid, entityfqn)",
-    "CREATE INDEX IF NOT EXISTS idx_search_index_retry_queue_status "
-    "ON search_index_retry_queue (status)",
+    "CREATE INDEX IF NOT EXISTS idx_search_index_retry_queue_status ON search_index_retry_queue (status)",
 )
 
 SHARED_TABLES = ("entity_relationship", "tag_usage", "search_index_retry_queue")
@@ -242,8 +265,12 @@ def statements(engine: Engine, reindex_tables: bool = True) -> list[str]:
 
 def table_names() -> list[str]:
     """Every table this module creates (dropped in this order)."""
-    return ([et.table for et in ENTITY_TYPES.values()] + list(SHARED_TABLES) + list(ddl_reindex.TABLES)
-            + ["SERVER_CHANGE_LOG"])
+    return (
+        [et.table for et in ENTITY_TYPES.values()]
+        + list(SHARED_TABLES)
+        + list(ddl_reindex.TABLES)
+        + ["SERVER_CHANGE_LOG"]
+    )
 
 
 def create_schema(engine: Engine, *, reindex_tables: bool = True, release: str | None = None) -> None:
@@ -271,17 +298,23 @@ MIGRATIONS = ("1.4.0", "1.5.0", "1.8.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0", 
 
 def _migrations(conn: Any, postgres: bool, versions: tuple[str, ...]) -> None:
     json_type, now = ("jsonb", "now()") if postgres else ("json", "CURRENT_TIMESTAMP")
-    conn.execute(text(
-        "CREATE TABLE IF NOT EXISTS SERVER_CHANGE_LOG (installed_rank SERIAL, "
-        "version VARCHAR(256) PRIMARY KEY, migrationFileName VARCHAR(256) NOT NULL, "
-        f"checksum VARCHAR(256) NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT {now}, "
-        f"metrics {json_type})"))
+    conn.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS SERVER_CHANGE_LOG (installed_rank SERIAL, "
+            "version VARCHAR(256) PRIMARY KEY, migrationFileName VARCHAR(256) NOT NULL, "
+            f"checksum VARCHAR(256) NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT {now}, "
+            f"metrics {json_type})"
+        )
+    )
     have = {str(r[0]) for r in conn.execute(text("SELECT version FROM SERVER_CHANGE_LOG"))}
     for version in versions:
         if version not in have:
-            conn.execute(text("INSERT INTO SERVER_CHANGE_LOG (version, migrationFileName, checksum) "
-                              "VALUES (:v, :f, :c)"),
-                         {"v": version, "f": f"bootstrap/sql/migrations/native/{version}", "c": "0"})
+            conn.execute(
+                text(
+                    "INSERT INTO SERVER_CHANGE_LOG (version, migrationFileName, checksum) VALUES (:v, :f, :c)"
+                ),
+                {"v": version, "f": f"bootstrap/sql/migrations/native/{version}", "c": "0"},
+            )
 
 
 def drop_schema(engine: Engine) -> None:

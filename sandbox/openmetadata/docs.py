@@ -22,20 +22,21 @@ import orjson
 from sandbox.openmetadata import fqn as fqnlib
 from sandbox.openmetadata.entities import OmEntity
 
-EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "connection",
-            "changeSummary")
+EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "connection", "changeSummary")
 TABLE_EXCLUDED = ("sampleData", "tableProfile", "joins")
-DATA_ASSETS = ("table", "dashboard", "topic", "pipeline", "glossaryTerm", "database",
-               "databaseSchema")
+DATA_ASSETS = ("table", "dashboard", "topic", "pipeline", "glossaryTerm", "database", "databaseSchema")
 # setInheritedFields: child type -> (parent type, inherited fields)
-INHERITED = {"table": ("databaseSchema", ("owners", "domains")),
-             "databaseSchema": ("database", ("owners", "domains")),
-             "database": ("databaseService", ("domains",))}
+INHERITED = {
+    "table": ("databaseSchema", ("owners", "domains")),
+    "databaseSchema": ("database", ("owners", "domains")),
+    "database": ("databaseService", ("domains",)),
+}
 Lookup = Callable[[str], "OmEntity | None"]
 
 
-def _flatten(columns: list[dict[str, Any]], parent: str | None = None
-             ) -> list[tuple[str, list[dict[str, Any]]]]:
+def _flatten(
+    columns: list[dict[str, Any]], parent: str | None = None
+) -> list[tuple[str, list[dict[str, Any]]]]:
     """ColumnIndex.parseColumns: (name, tags) for each column and nested child; a child's name
     is `<its parent's name>.<its name>` (quoted when it holds a dot)."""
     out: list[tuple[str, list[dict[str, Any]]]] = []
@@ -82,8 +83,7 @@ def _with_display_name(ref: dict[str, Any] | None) -> dict[str, Any] | None:
     return clone
 
 
-def build_doc(entity: OmEntity, lookup: Lookup | None = None,
-              release: str | None = None) -> dict[str, Any]:
+def build_doc(entity: OmEntity, lookup: Lookup | None = None, release: str | None = None) -> dict[str, Any]:
     """The `_source` OM writes for this entity (its `_id` is `entity.id`); `lookup` finds an
     entity by id (its parent, whose owners and domains it inherits); `release`: a server older
     than 1.9 writes one `domain`, older than 1.5 one `owner` (None: the newest)."""
@@ -119,8 +119,8 @@ def build_doc(entity: OmEntity, lookup: Lookup | None = None,
         doc["columnNames"] = names
         doc["columnNamesFuzzy"] = " ".join(names)
         doc["columnDescriptionStatus"] = (
-            "COMPLETE" if all(c.get("description") for c in doc.get("columns", []))
-            else "INCOMPLETE")
+            "COMPLETE" if all(c.get("description") for c in doc.get("columns", [])) else "INCOMPLETE"
+        )
         doc["upstreamLineage"] = []
         doc["entityRelationship"] = []
         for key in TABLE_EXCLUDED:

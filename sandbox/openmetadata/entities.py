@@ -20,8 +20,22 @@ from sandbox.openmetadata.model import EntityType, entity_type
 
 ADMIN = "admin"
 # fields EntityRepository.store (and each repository's storeEntity) keep out of the stored JSON
-NOT_STORED = ("owners", "tags", "followers", "domains", "dataProducts", "href", "votes",
-              "service", "children", "experts", "reviewers", "teams", "users", "usageSummary")
+NOT_STORED = (
+    "owners",
+    "tags",
+    "followers",
+    "domains",
+    "dataProducts",
+    "href",
+    "votes",
+    "service",
+    "children",
+    "experts",
+    "reviewers",
+    "teams",
+    "users",
+    "usageSummary",
+)
 
 
 def now_ms() -> int:
@@ -69,8 +83,12 @@ class OmEntity:
 
     def reference(self) -> dict[str, Any]:
         """EntityReference: id, type, name, fullyQualifiedName, (description, displayName), deleted."""
-        ref: dict[str, Any] = {"id": self.id, "type": self.type, "name": self.name,
-                               "fullyQualifiedName": self.fqn}
+        ref: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "name": self.name,
+            "fullyQualifiedName": self.fqn,
+        }
         if self.json.get("description"):
             ref["description"] = self.json["description"]
         if self.json.get("displayName"):
@@ -92,14 +110,20 @@ class OmEntity:
         return stored
 
 
-def new_entity_json(kind: str, name: str, parent: OmEntity | None, *,
-                    entity_id: str | None = None, description: str | None = None,
-                    updated_at: int | None = None, updated_by: str = ADMIN,
-                    **extra: Any) -> dict[str, Any]:
+def new_entity_json(
+    kind: str,
+    name: str,
+    parent: OmEntity | None,
+    *,
+    entity_id: str | None = None,
+    description: str | None = None,
+    updated_at: int | None = None,
+    updated_by: str = ADMIN,
+    **extra: Any,
+) -> dict[str, Any]:
     """The JSON of a new entity at version 0.1 (as the create API builds it)."""
     fqn = fqnlib.build(name) if parent is None else parent.fqn + "." + fqnlib.quote_name(name)
-    doc: dict[str, Any] = {"id": entity_id or str(uuid.uuid4()), "name": name,
-                           "fullyQualifiedName": fqn}
+    doc: dict[str, Any] = {"id": entity_id or str(uuid.uuid4()), "name": name, "fullyQualifiedName": fqn}
     if description is not None:
         doc["description"] = description
     doc.update({"version": 0.1, "updatedAt": updated_at or now_ms(), "updatedBy": updated_by})
@@ -108,8 +132,13 @@ def new_entity_json(kind: str, name: str, parent: OmEntity | None, *,
     return doc
 
 
-def tag_label(tag_fqn: str, source: str = "Classification", label_type: str = "Manual",
-              state: str = "Confirmed", description: str | None = None) -> dict[str, Any]:
+def tag_label(
+    tag_fqn: str,
+    source: str = "Classification",
+    label_type: str = "Manual",
+    state: str = "Confirmed",
+    description: str | None = None,
+) -> dict[str, Any]:
     """TagLabel as OM returns it (type/tagLabel.json)."""
     label: dict[str, Any] = {"tagFQN": tag_fqn, "name": fqnlib.split(tag_fqn)[-1]}
     if description:
@@ -118,13 +147,17 @@ def tag_label(tag_fqn: str, source: str = "Classification", label_type: str = "M
     return label
 
 
-def column(table_fqn: str, name: str, data_type: str, position: int,
-           description: str | None = None) -> dict[str, Any]:
+def column(
+    table_fqn: str, name: str, data_type: str, position: int, description: str | None = None
+) -> dict[str, Any]:
     """A table column (type/column in table.json)."""
-    col: dict[str, Any] = {"name": name, "dataType": data_type,
-                           "dataTypeDisplay": data_type.lower(),
-                           "fullyQualifiedName": table_fqn + "." + fqnlib.quote_name(name),
-                           "ordinalPosition": position}
+    col: dict[str, Any] = {
+        "name": name,
+        "dataType": data_type,
+        "dataTypeDisplay": data_type.lower(),
+        "fullyQualifiedName": table_fqn + "." + fqnlib.quote_name(name),
+        "ordinalPosition": position,
+    }
     if description:
         col["description"] = description
     col["tags"] = []

@@ -37,12 +37,20 @@ class SearchWriteError(RuntimeError):
 # which faults each operation accepts
 ACCEPTED = {
     "create": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED},
-    "update": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED, Fault.STALE_UPDATE,
-               Fault.INHERITED_NOT_PROPAGATED},
+    "update": {
+        Fault.SEARCH_WRITE_FAILS,
+        Fault.SEARCH_WRITE_FAILS_QUEUED,
+        Fault.STALE_UPDATE,
+        Fault.INHERITED_NOT_PROPAGATED,
+    },
     # a domain's "add assets": relationships only, then the assets' docs
     "add_assets": {Fault.SEARCH_WRITE_FAILS, Fault.STALE_UPDATE},
-    "soft_delete": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED,
-                    Fault.SOFT_DELETE_NOT_PROPAGATED, Fault.CHILDREN_NOT_SOFT_DELETED},
+    "soft_delete": {
+        Fault.SEARCH_WRITE_FAILS,
+        Fault.SEARCH_WRITE_FAILS_QUEUED,
+        Fault.SOFT_DELETE_NOT_PROPAGATED,
+        Fault.CHILDREN_NOT_SOFT_DELETED,
+    },
     "restore": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED},
     "hard_delete": {Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED, Fault.ORPHAN_DOC},
 }

@@ -63,8 +63,11 @@ def fqn_hash(fqn: str) -> str:
 def all_parts(fqn: str) -> set[str]:
     """FullyQualifiedName.getAllParts: every contiguous run of parts, joined with dots."""
     parts = split(fqn)
-    return {SEPARATOR.join(parts[start:end])
-            for start in range(len(parts)) for end in range(start + 1, len(parts) + 1)}
+    return {
+        SEPARATOR.join(parts[start:end])
+        for start in range(len(parts))
+        for end in range(start + 1, len(parts) + 1)
+    }
 
 
 def fqn_parts(fqn: str) -> list[str]:

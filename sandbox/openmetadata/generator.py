@@ -21,8 +21,7 @@ from sandbox.openmetadata.server import OmServer
 BASE_TIME_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: updatedAt = base + position
 TABLES_PER_SCHEMA, SCHEMAS_PER_DATABASE, DATABASES_PER_SERVICE = 8, 3, 2
 # asset mix: out of 10 assets, 6 tables, 1 dashboard, 1 topic, 1 pipeline, 1 glossary term
-MIX = ("table", "table", "dashboard", "table", "topic", "table", "pipeline", "table",
-       "glossaryTerm", "table")
+MIX = ("table", "table", "dashboard", "table", "topic", "table", "pipeline", "table", "glossaryTerm", "table")
 COLUMN_TYPES = ("BIGINT", "VARCHAR", "TIMESTAMP", "BOOLEAN", "DOUBLE", "DATE")
 MIN_ENTITIES = 17
 
@@ -51,34 +50,78 @@ class _Builder:
         self.counts[kind] = index + 1
         name = fields.pop("name", None) or f"{self.prefix}{kind.lower()}_{index:05d}"
         entity = self.server.build(
-            kind, str(name), parent,
+            kind,
+            str(name),
+            parent,
             entity_id=str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
-            updated_at=BASE_TIME_MS + len(self.out), **fields)  # type: ignore[arg-type]
+            updated_at=BASE_TIME_MS + len(self.out),
+            **fields,
+        )  # type: ignore[arg-type]
         self.out.append(entity)
         return entity
 
     def scaffolding(self) -> None:
-        users = [self.make("user", None, name=f"{self.prefix}user_{i}",
-                           email=f"{self.prefix}user_{i}@example.com", isBot=False,
-                           isAdmin=False) for i in range(3)]
-        teams = [self.make("team", None, name=f"{self.prefix}team_{i}", teamType="Group",
-                           users=[u.reference() for u in users[i::2]]) for i in range(2)]
+        users = [
+            self.make(
+                "user",
+                None,
+                name=f"{self.prefix}user_{i}",
+                email=f"{self.prefix}user_{i}@example.com",
+                isBot=False,
+                isAdmin=False,
+            )
+            for i in range(3)
+        ]
+        teams = [
+            self.make(
+                "team",
+                None,
+                name=f"{self.prefix}team_{i}",
+                teamType="Group",
+                users=[u.reference() for u in users[i::2]],
+            )
+            for i in range(2)
+        ]
         self.owners = users + teams
-        pii = self.make("classification", None, name=f"{self.prefix}PII", provider="user",
-                        mutuallyExclusive=True, description="Personal data")
-        tier = self.make("classification", None, name="Tier", provider="system",
-                         mutuallyExclusive=True, description="Tiers")
-        for parent, name in ((pii, "Sensitive"), (pii, "NonSensitive"), (tier, "Tier1"),
-                             (tier, "Tier2"), (tier, "Tier3")):
+        pii = self.make(
+            "classification",
+            None,
+            name=f"{self.prefix}PII",
+            provider="user",
+            mutuallyExclusive=True,
+            description="Personal data",
+        )
+        tier = self.make(
+            "classification",
+            None,
+            name="Tier",
+            provider="system",
+            mutuallyExclusive=True,
+            description="Tiers",
+        )
+        for parent, name in (
+            (pii, "Sensitive"),
+            (pii, "NonSensitive"),
+            (tier, "Tier1"),
+            (tier, "Tier2"),
+            (tier, "Tier3"),
+        ):
             self.tags.append(self.make("tag", parent, name=name, description=name).fqn)
-        self.containers["glossary"] = self.make("glossary", None, name=f"{self.prefix}Glossary",
-                                                description="Business terms")
-        for kind, service_type in (("databaseService", "Postgres"), ("dashboardService", "Superset"),
-                                   ("messagingService", "Kafka"),
-                                   ("pipelineService", "Airflow")):
+        self.containers["glossary"] = self.make(
+            "glossary", None, name=f"{self.prefix}Glossary", description="Business terms"
+        )
+        for kind, service_type in (
+            ("databaseService", "Postgres"),
+            ("dashboardService", "Superset"),
+            ("messagingService", "Kafka"),
+            ("pipelineService", "Airflow"),
+        ):
             self.containers[kind] = self.make(
-                kind, None, serviceType=service_type,
-                connection={"config": {"type": service_type, "hostPort": "host:1234"}})
+                kind,
+                None,
+                serviceType=service_type,
+                connection={"config": {"type": service_type, "hostPort": "host:1234"}},
+            )
 
     def labels(self) -> list[dict[str, object]]:
         picked = []
@@ -103,37 +146,56 @@ class _Builder:
     def columns(self, table_fqn: str) -> list[dict[str, object]]:
         cols = []
         for i in range(self.rng.randrange(2, 8)):
-            col = column(table_fqn, f"col_{i}", self.rng.choice(COLUMN_TYPES), i + 1,
-                         description=f"column {i}" if self.rng.random() < 0.5 else None)
+            col = column(
+                table_fqn,
+                f"col_{i}",
+                self.rng.choice(COLUMN_TYPES),
+                i + 1,
+                description=f"column {i}" if self.rng.random() < 0.5 else None,
+            )
             col["tags"] = self.column_tags()
             cols.append(col)
         if self.rng.random() < 0.2:  # a struct column with nested children
             parent = column(table_fqn, "address", "STRUCT", len(cols) + 1, description="nested")
-            parent["children"] = [column(str(parent["fullyQualifiedName"]), name, "VARCHAR", n + 1)
-                                  for n, name in enumerate(("street", "zip.code"))]
+            parent["children"] = [
+                column(str(parent["fullyQualifiedName"]), name, "VARCHAR", n + 1)
+                for n, name in enumerate(("street", "zip.code"))
+            ]
             parent["children"][1]["tags"] = [tag_label(self.tags[0])]
             cols.append(parent)
         return cols
 
     def task(self, pipeline_fqn: str, i: int) -> dict[str, object]:
         name = f"task_{i}"
-        return {"name": name, "displayName": name, "taskType": "PythonOperator",
-                "fullyQualifiedName": pipeline_fqn + "." + name, "tags": self.column_tags()}
+        return {
+            "name": name,
+            "displayName": name,
+            "taskType": "PythonOperator",
+            "fullyQualifiedName": pipeline_fqn + "." + name,
+            "tags": self.column_tags(),
+        }
 
     def parent_for(self, kind: str) -> OmEntity:
         if kind == "glossaryTerm":
             return self.containers["glossary"]
         if kind != "table":
-            return self.containers[{"dashboard": "dashboardService", "topic": "messagingService",
-                                    "pipeline": "pipelineService"}[kind]]
+            return self.containers[
+                {"dashboard": "dashboardService", "topic": "messagingService", "pipeline": "pipelineService"}[
+                    kind
+                ]
+            ]
         schema = self.containers.get("databaseSchema")
         if schema is None or len(schema.children) >= TABLES_PER_SCHEMA:
             database = self.containers.get("database")
             if database is None or len(database.children) >= SCHEMAS_PER_DATABASE:
                 service = self.containers["databaseService"]
                 if len(service.children) >= DATABASES_PER_SERVICE:
-                    service = self.make("databaseService", None, serviceType="Postgres",
-                                        connection={"config": {"type": "Postgres"}})
+                    service = self.make(
+                        "databaseService",
+                        None,
+                        serviceType="Postgres",
+                        connection={"config": {"type": "Postgres"}},
+                    )
                     self.containers["databaseService"] = service
                 database = self.make("database", service, description="a database")
                 service.children.append(database.id)
@@ -161,18 +223,18 @@ class _Builder:
             if kind == "table":
                 entity.json["columns"] = self.columns(entity.fqn)
             if kind == "pipeline":
-                entity.json["tasks"] = [self.task(entity.fqn, i)
-                                        for i in range(self.rng.randrange(1, 4))]
+                entity.json["tasks"] = [self.task(entity.fqn, i) for i in range(self.rng.randrange(1, 4))]
             parent.children.append(entity.id)
             yield entity
 
 
-def seed(server: OmServer, n: int, *, seed: int = 0, prefix: str = "",
-         chunk: int = 1000) -> Catalog:
+def seed(server: OmServer, n: int, *, seed: int = 0, prefix: str = "", chunk: int = 1000) -> Catalog:
     """Create exactly `n` entities (n >= 17), deterministic by `seed`; returns them."""
     if n < MIN_ENTITIES:
-        raise ValueError(f"n must be at least {MIN_ENTITIES} (the scaffolding: users, teams, "
-                         "classifications, tags, a glossary, four services)")
+        raise ValueError(
+            f"n must be at least {MIN_ENTITIES} (the scaffolding: users, teams, "
+            "classifications, tags, a glossary, four services)"
+        )
     builder = _Builder(server, n, seed, prefix)
     builder.scaffolding()
     for _ in builder.assets():
@@ -180,5 +242,5 @@ def seed(server: OmServer, n: int, *, seed: int = 0, prefix: str = "",
     for entity in builder.out:  # children lists are rebuilt by create_many
         entity.children.clear()
     for start in range(0, len(builder.out), chunk):
-        server.create_many(builder.out[start:start + chunk])
+        server.create_many(builder.out[start : start + chunk])
     return Catalog(list(builder.out))

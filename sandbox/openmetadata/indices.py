@@ -14,26 +14,47 @@ from sandbox.openmetadata.model import ENTITY_TYPES, EntityType, entity_type
 from sandbox.search import SearchStore
 
 INDEX_SETTINGS: dict[str, Any] = {
-    "number_of_shards": 1, "number_of_replicas": 0,
-    "analysis": {"analyzer": {"om_analyzer": {
-        "type": "custom", "tokenizer": "standard", "filter": ["lowercase"]}}},
+    "number_of_shards": 1,
+    "number_of_replicas": 0,
+    "analysis": {
+        "analyzer": {"om_analyzer": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase"]}}
+    },
 }
-_TEXT = {"type": "text", "analyzer": "om_analyzer",
-         "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}}
-_REF = {"properties": {"id": {"type": "keyword"}, "type": {"type": "keyword"},
-                       "name": {"type": "keyword"}, "fullyQualifiedName": {"type": "keyword"},
-                       "displayName": _TEXT, "deleted": {"type": "text"}}}
-_TAG = {"properties": {"tagFQN": {"type": "keyword"}, "labelType": {"type": "keyword"},
-                       "source": {"type": "keyword"}, "state": {"type": "keyword"},
-                       "name": {"type": "keyword"}}}
+_TEXT = {
+    "type": "text",
+    "analyzer": "om_analyzer",
+    "fields": {"keyword": {"type": "keyword", "ignore_above": 256}},
+}
+_REF = {
+    "properties": {
+        "id": {"type": "keyword"},
+        "type": {"type": "keyword"},
+        "name": {"type": "keyword"},
+        "fullyQualifiedName": {"type": "keyword"},
+        "displayName": _TEXT,
+        "deleted": {"type": "text"},
+    }
+}
+_TAG = {
+    "properties": {
+        "tagFQN": {"type": "keyword"},
+        "labelType": {"type": "keyword"},
+        "source": {"type": "keyword"},
+        "state": {"type": "keyword"},
+        "name": {"type": "keyword"},
+    }
+}
 MAPPINGS: dict[str, Any] = {
     "dynamic": True,
     "date_detection": False,
     "numeric_detection": False,
     "properties": {
         "id": {"type": "keyword"},
-        "name": {"type": "text", "analyzer": "om_analyzer",
-                 "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}},
+        "name": {
+            "type": "text",
+            "analyzer": "om_analyzer",
+            "fields": {"keyword": {"type": "keyword", "ignore_above": 256}},
+        },
         "fullyQualifiedName": {"type": "keyword"},
         "fqnHash": {"type": "keyword"},
         "fqnParts": {"type": "keyword"},
@@ -92,11 +113,14 @@ def create_index(search: SearchStore, entity: str | EntityType, cluster_alias: s
         body_aliases: dict[str, Any] = {a: {} for a in aliases(et, cluster_alias)}
         try:
             if search.flavor == "opensearch":
-                search.client.indices.create(index=name, body={
-                    "settings": INDEX_SETTINGS, "mappings": MAPPINGS, "aliases": body_aliases})
+                search.client.indices.create(
+                    index=name,
+                    body={"settings": INDEX_SETTINGS, "mappings": MAPPINGS, "aliases": body_aliases},
+                )
             else:
-                search.client.indices.create(index=name, settings=INDEX_SETTINGS,
-                                             mappings=MAPPINGS, aliases=body_aliases)
+                search.client.indices.create(
+                    index=name, settings=INDEX_SETTINGS, mappings=MAPPINGS, aliases=body_aliases
+                )
         except Exception as exc:  # created concurrently
             if "resource_already_exists" not in str(exc):
                 raise

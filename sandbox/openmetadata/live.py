@@ -21,8 +21,9 @@ DEFAULT_KINDS = ("table", "dashboard", "topic", "pipeline", "glossaryTerm")
 class LiveWriter:
     """Updates random live entities at `rate` writes a second until `stop()`."""
 
-    def __init__(self, server: OmServer, rate: float = 5.0, *, seed: int = 0,
-                 kinds: Sequence[str] = DEFAULT_KINDS) -> None:
+    def __init__(
+        self, server: OmServer, rate: float = 5.0, *, seed: int = 0, kinds: Sequence[str] = DEFAULT_KINDS
+    ) -> None:
         if rate <= 0:
             raise ValueError("rate must be positive (writes per second)")
         self.server, self.rate, self.kinds = server, rate, tuple(kinds)
@@ -56,8 +57,7 @@ class LiveWriter:
 
     def _candidates(self) -> list[OmEntity]:
         with self.server._lock:
-            return [e for e in self.server.entities.values()
-                    if e.type in self.kinds and not e.deleted]
+            return [e for e in self.server.entities.values() if e.type in self.kinds and not e.deleted]
 
     def _run(self) -> None:
         interval = 1.0 / self.rate

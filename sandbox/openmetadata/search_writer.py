@@ -21,8 +21,12 @@ from sandbox.search import SearchStore
 class OmSearchWriter:
     """Writes OM's documents into one cluster under one cluster alias."""
 
-    def __init__(self, search: SearchStore, cluster_alias: str = "",
-                 lookup: Callable[[str], OmEntity | None] | None = None) -> None:
+    def __init__(
+        self,
+        search: SearchStore,
+        cluster_alias: str = "",
+        lookup: Callable[[str], OmEntity | None] | None = None,
+    ) -> None:
         self.search = search
         self.cluster_alias = cluster_alias
         self.lookup = lookup  # an entity by id: the parent a doc inherits owners and domains from
@@ -37,8 +41,15 @@ class OmSearchWriter:
 
     def create(self, entities: Iterable[OmEntity]) -> int:
         """Index whole docs in bulk; returns the number written (raises on any failure)."""
-        actions = [{"_op_type": "index", "_index": self.index_of(e), "_id": e.id,
-                    "_source": build_doc(e, self.lookup, self.release)} for e in entities]
+        actions = [
+            {
+                "_op_type": "index",
+                "_index": self.index_of(e),
+                "_id": e.id,
+                "_source": build_doc(e, self.lookup, self.release),
+            }
+            for e in entities
+        ]
         if not actions:
             return 0
         failed = self.search.bulk(actions)
@@ -67,29 +78,34 @@ class OmSearchWriter:
 
     def _partial(self, index: str, doc_id: str, partial: dict[str, Any]) -> None:
         if self.search.flavor == "opensearch":
-            self.search.client.update(index=index, id=doc_id, body={"doc": partial},
-                                      params={"retry_on_conflict": 3})
+            self.search.client.update(
+                index=index, id=doc_id, body={"doc": partial}, params={"retry_on_conflict": 3}
+            )
         else:
             self.search.client.update(index=index, id=doc_id, doc=partial, retry_on_conflict=3)
 
     def _child_targets(self, entity: OmEntity) -> str:
-        existing = [a for a in indices.child_aliases(entity.type, self.cluster_alias)
-                    if self.search.exists(a)]
+        existing = [
+            a for a in indices.child_aliases(entity.type, self.cluster_alias) if self.search.exists(a)
+        ]
         return ",".join(existing)
 
     def _matching(self, targets: str, entity: OmEntity) -> list[tuple[str, str]]:
         self.search.client.indices.refresh(index=targets)
         query = {"query": {"term": {entity.et.parent_field: entity.id}}}
-        return [(hit["_index"], hit["_id"]) for hit in
-                self.search._helpers.scan(self.search.client, index=targets, query=query,
-                                          size=500)]
+        return [
+            (hit["_index"], hit["_id"])
+            for hit in self.search._helpers.scan(self.search.client, index=targets, query=query, size=500)
+        ]
 
     def _update_children(self, entity: OmEntity, partial: dict[str, Any]) -> None:
         targets = self._child_targets(entity)
         if not targets:
             return
-        actions = [{"_op_type": "update", "_index": index, "_id": doc_id, "doc": partial}
-                   for index, doc_id in self._matching(targets, entity)]
+        actions = [
+            {"_op_type": "update", "_index": index, "_id": doc_id, "doc": partial}
+            for index, doc_id in self._matching(targets, entity)
+        ]
         if actions:
             self.search.bulk(actions)
 
@@ -97,9 +113,12 @@ class OmSearchWriter:
 
     def snapshot(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """Every doc of every OM index, by index name (an in-memory 'snapshot')."""
-        return {indices.index_name(et, self.cluster_alias):
-                list(self.search.scan(indices.index_name(et, self.cluster_alias)))
-                for et in indices.ENTITY_TYPES.values()}
+        return {
+            indices.index_name(et, self.cluster_alias): list(
+                self.search.scan(indices.index_name(et, self.cluster_alias))
+            )
+            for et in indices.ENTITY_TYPES.values()
+        }
 
     def restore(self, snapshot: dict[str, list[tuple[str, dict[str, Any]]]]) -> int:
         """Replace every OM index by its snapshot's docs (as a snapshot restore does)."""

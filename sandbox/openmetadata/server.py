@@ -58,17 +58,27 @@ class OmServer:
 
     # ------------------------------------------------------------ create
 
-    def build(self, kind: str, name: str, parent: OmEntity | None = None, *,
-              description: str | None = None, owners: Sequence[OmEntity] = (),
-              tags: Sequence[dict[str, Any]] = (), display_name: str | None = None,
-              entity_id: str | None = None, updated_at: int | None = None,
-              **extra: Any) -> OmEntity:
+    def build(
+        self,
+        kind: str,
+        name: str,
+        parent: OmEntity | None = None,
+        *,
+        description: str | None = None,
+        owners: Sequence[OmEntity] = (),
+        tags: Sequence[dict[str, Any]] = (),
+        display_name: str | None = None,
+        entity_id: str | None = None,
+        updated_at: int | None = None,
+        **extra: Any,
+    ) -> OmEntity:
         """An entity as the create API would build it (not yet written)."""
         et = entity_type(kind)
         if display_name is not None:
             extra["displayName"] = display_name
-        doc = new_entity_json(kind, name, parent, entity_id=entity_id, description=description,
-                              updated_at=updated_at, **extra)
+        doc = new_entity_json(
+            kind, name, parent, entity_id=entity_id, description=description, updated_at=updated_at, **extra
+        )
         if parent is not None:
             for ref_field in ("database", "databaseSchema", "glossary", "classification"):
                 if parent.type == ref_field:
@@ -88,8 +98,15 @@ class OmServer:
             doc.setdefault("tags", [])
         return OmEntity(kind, doc, parent.id if parent is not None else None)
 
-    def create(self, kind: str, name: str, parent: OmEntity | None = None, *,
-               fault: Fault | None = None, **fields: Any) -> OmEntity:
+    def create(
+        self,
+        kind: str,
+        name: str,
+        parent: OmEntity | None = None,
+        *,
+        fault: Fault | None = None,
+        **fields: Any,
+    ) -> OmEntity:
         """Create one entity: its row, relationships and tags, then its doc."""
         entity = self.build(kind, name, parent, **fields)
         self.create_many([entity], fault=fault)
@@ -107,11 +124,11 @@ class OmServer:
             try:
                 with self.store.engine.begin() as conn:
                     for kind, group in by_type.items():
-                        self.store.insert(conn, entity_type(kind),
-                                          [(e.stored_json(), e.fqn_hash) for e in group])
+                        self.store.insert(
+                            conn, entity_type(kind), [(e.stored_json(), e.fqn_hash) for e in group]
+                        )
                     self.store.relate(conn, (r for e in entities for r in self._relations(e)))
-                    self.store.apply_tags(conn, (row for e in entities
-                                                 for row in self._tag_rows(e)))
+                    self.store.apply_tags(conn, (row for e in entities for row in self._tag_rows(e)))
             except Exception:
                 for e in entities:
                     self.entities.pop(e.id, None)
@@ -123,11 +140,18 @@ class OmServer:
 
     # ------------------------------------------------------------ update
 
-    def update(self, entity: OmEntity | str, *, description: str | None = None,
-               display_name: str | None = None, owners: Sequence[OmEntity] | None = None,
-               tags: Sequence[dict[str, Any]] | None = None, updated_by: str = ADMIN,
-               domains: Sequence[OmEntity] | None = None,
-               fault: Fault | None = None) -> OmEntity:
+    def update(
+        self,
+        entity: OmEntity | str,
+        *,
+        description: str | None = None,
+        display_name: str | None = None,
+        owners: Sequence[OmEntity] | None = None,
+        tags: Sequence[dict[str, Any]] | None = None,
+        updated_by: str = ADMIN,
+        domains: Sequence[OmEntity] | None = None,
+        fault: Fault | None = None,
+    ) -> OmEntity:
         """PATCH: description, displayName, owners, tags, domains; version +0.1; then the doc
         (and the docs of the children that inherit owners or domains)."""
         faults.check("update", fault)
@@ -141,15 +165,15 @@ class OmServer:
                 changes.append(self._field("displayName", e.json.get("displayName"), display_name))
                 e.json["displayName"] = display_name
             if owners is not None:
-                changes.append(self._field("owners", e.json.get("owners"),
-                                           [o.reference() for o in owners]))
+                changes.append(self._field("owners", e.json.get("owners"), [o.reference() for o in owners]))
                 e.json["owners"] = [o.reference() for o in owners]
             if tags is not None:
                 changes.append(self._field("tags", e.json.get("tags"), list(tags)))
                 e.json["tags"] = [copy.deepcopy(t) for t in tags]
             if domains is not None:
-                changes.append(self._field("domains", e.json.get("domains"),
-                                           [d.reference() for d in domains]))
+                changes.append(
+                    self._field("domains", e.json.get("domains"), [d.reference() for d in domains])
+                )
                 e.json["domains"] = [d.reference() for d in domains]
             self._bump(e, changes, updated_by)
             with self.store.engine.begin() as conn:
@@ -165,8 +189,12 @@ class OmServer:
         if fault is Fault.STALE_UPDATE:
             log.debug("fault %s: update of %s not sent to search", fault.name, e.id)
             return e
-        self._search([e], "update", None if fault is Fault.INHERITED_NOT_PROPAGATED else fault,
-                     lambda: self.writer.update(e))
+        self._search(
+            [e],
+            "update",
+            None if fault is Fault.INHERITED_NOT_PROPAGATED else fault,
+            lambda: self.writer.update(e),
+        )
         if fault is Fault.INHERITED_NOT_PROPAGATED:
             log.debug("fault %s: %s's heirs keep their inherited fields", fault.name, e.id)
             return e
@@ -176,8 +204,9 @@ class OmServer:
             self._search(heirs, "update", None, lambda: [self.writer.update(d) for d in heirs])
         return e
 
-    def add_assets(self, domain: OmEntity | str, assets: Sequence[OmEntity | str], *,
-                   fault: Fault | None = None) -> list[OmEntity]:
+    def add_assets(
+        self, domain: OmEntity | str, assets: Sequence[OmEntity | str], *, fault: Fault | None = None
+    ) -> list[OmEntity]:
         """A domain's "add assets" (PUT /domains/{name}/assets/add): the assets' domain
         relationships change, their rows and versions do not; then their docs."""
         faults.check("add_assets", fault)
@@ -199,8 +228,9 @@ class OmServer:
 
     # ------------------------------------------------------------ delete, restore
 
-    def soft_delete(self, entity: OmEntity | str, *, fault: Fault | None = None,
-                    updated_by: str = ADMIN) -> list[OmEntity]:
+    def soft_delete(
+        self, entity: OmEntity | str, *, fault: Fault | None = None, updated_by: str = ADMIN
+    ) -> list[OmEntity]:
         """Soft delete (recursive, as OM's delete with recursive=true); returns what it touched."""
         faults.check("soft_delete", fault)
         e = self._get(entity)
@@ -208,12 +238,14 @@ class OmServer:
         if fault in (Fault.SOFT_DELETE_NOT_PROPAGATED,):
             return touched
         children = fault is not Fault.CHILDREN_NOT_SOFT_DELETED
-        self._search(touched, "soft_delete", fault,
-                     lambda: self.writer.set_deleted(e, True, children=children))
+        self._search(
+            touched, "soft_delete", fault, lambda: self.writer.set_deleted(e, True, children=children)
+        )
         return touched
 
-    def restore(self, entity: OmEntity | str, *, fault: Fault | None = None,
-                updated_by: str = ADMIN) -> list[OmEntity]:
+    def restore(
+        self, entity: OmEntity | str, *, fault: Fault | None = None, updated_by: str = ADMIN
+    ) -> list[OmEntity]:
         """Restore a soft-deleted entity and its children; the docs get deleted='false'."""
         faults.check("restore", fault)
         e = self._get(entity)
@@ -292,8 +324,12 @@ class OmServer:
         e.json["version"] = next_version(previous)
         e.json["updatedAt"] = now_ms()
         e.json["updatedBy"] = updated_by
-        e.json["changeDescription"] = {"fieldsAdded": [], "fieldsUpdated": updated,
-                                       "fieldsDeleted": [], "previousVersion": previous}
+        e.json["changeDescription"] = {
+            "fieldsAdded": [],
+            "fieldsUpdated": updated,
+            "fieldsDeleted": [],
+            "previousVersion": previous,
+        }
 
     def _set_deleted_rows(self, e: OmEntity, deleted: bool, updated_by: str) -> list[OmEntity]:
         with self._lock:
@@ -328,14 +364,18 @@ class OmServer:
         for task in e.json.get("tasks", []):
             targets.extend((task["fullyQualifiedName"], label) for label in task.get("tags", []))
         for target, label in targets:
-            yield {"source": TAG_SOURCES.index(label["source"]), "tagFQN": label["tagFQN"],
-                   "tagFQNHash": fqnlib.fqn_hash(label["tagFQN"]),
-                   "targetFQNHash": fqnlib.fqn_hash(target),
-                   "labelType": LABEL_TYPES.index(label["labelType"]),
-                   "state": LABEL_STATES.index(label["state"])}
+            yield {
+                "source": TAG_SOURCES.index(label["source"]),
+                "tagFQN": label["tagFQN"],
+                "tagFQNHash": fqnlib.fqn_hash(label["tagFQN"]),
+                "targetFQNHash": fqnlib.fqn_hash(target),
+                "labelType": LABEL_TYPES.index(label["labelType"]),
+                "state": LABEL_STATES.index(label["state"]),
+            }
 
-    def _search(self, entities: list[OmEntity], operation: str, fault: Fault | None,
-                write: Callable[[], object]) -> None:
+    def _search(
+        self, entities: list[OmEntity], operation: str, fault: Fault | None, write: Callable[[], object]
+    ) -> None:
         """Write search after the commit; a failure is logged (and queued) and never raised."""
         try:
             if fault in (Fault.SEARCH_WRITE_FAILS, Fault.SEARCH_WRITE_FAILS_QUEUED):
