@@ -196,6 +196,9 @@ class _Judge:
         f, age = self.finding, self.age
         if age is not None and age < self.settle:
             return self.out(Verdict.IN_FLIGHT, f"written {age:.1f}s ago: its MCL may not be produced yet")
+        absent = f.details.get("absent_aspects") if f.kind == Kind.FIELD_LEFT_BEHIND else None
+        if absent:  # fields of aspects with no row: no MCL to find, none to publish
+            return self.out(Verdict.DIVERGED, ABSENT.format(", ".join(map(str, absent))))
         if f.kind in CHANGE_KINDS and f.changed_at is not None:
             if kafka.consumed is not None:
                 offset = kafka.consumed.offset
@@ -213,6 +216,10 @@ class _Judge:
         return self.out(Verdict.DIVERGED, LEFT_OVER.get(f.kind, NOTHING_PENDING))
 
 
+ABSENT = (
+    "the document holds fields of {}, which the entity has no row for: no event can bring them "
+    "back or clear them (the aspect's delete never reached the document); rewrite the document"
+)
 NOTHING_PENDING = "nothing pending for this urn and the projection still disagrees with the rows"
 # what is left behind when no event for it is pending, said plainly
 LEFT_OVER = {

@@ -11,7 +11,8 @@ the rest consistent, was written by that older release (an upgrade whose Restore
 ran): `outdated_document`, not a divergence; a reindex of its type brings it up to date.
 A field the current aspect no longer has stays in the document for good (DataHub upserts only
 the fields an aspect has): that is `field_left_behind`, which a replay cannot clear; the whole
-document must be rewritten.
+document must be rewritten. So is a field of an aspect the entity has no row for (a `tags` field
+without `globalTags`): there is no change to publish (`absent_aspects` names them).
 """
 
 from __future__ import annotations
@@ -73,7 +74,12 @@ class StaleFields(Check):
                     missing=missing,
                 )
                 return
-        left = [d.field for d in diffs if d.kind == "left_behind"]
+        # a field no version-0 row writes (its aspect has no row: the aspect's delete never reached
+        # the document) is left behind too: there is no change to publish, only a rewrite clears it
+        left = [d.field for d in diffs if d.kind in ("left_behind", "unexpected")]
+        absent = sorted(
+            {a for d in diffs if d.kind == "unexpected" for a in expected.field_aspects.get(d.field, ())}
+        )
         yield self.finding(
             Kind.FIELD_LEFT_BEHIND if len(left) == len(diffs) else Kind.STALE_FIELDS,
             entity,
@@ -81,6 +87,7 @@ class StaleFields(Check):
             changed_at=max(changed),
             aspects=aspects,
             left_behind=left,
+            **({"absent_aspects": absent} if absent and len(left) == len(diffs) else {}),
             doc_id=entity.doc.id,
             fields=[
                 {

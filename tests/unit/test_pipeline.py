@@ -87,6 +87,26 @@ def test_an_earlier_write_of_the_same_value_is_not_the_change_s_own_mcl(registry
     assert verdicts["earlier"][0] == Verdict.DIVERGED and verdicts["earlier"][2] is False, verdicts
 
 
+def test_a_field_of_an_aspect_without_a_row_is_not_a_change_never_published(registry: Registry) -> None:
+    """The document holds `owners` but the tag has no ownership row: nothing was (or can be)
+    published for it; the finding says so and asks for a rewrite of the document, not a replay."""
+    owned = {
+        **tag("a"),
+        "ownership": {
+            "owners": [{"owner": "urn:li:corpuser:x", "type": "DATAOWNER"}],
+            "lastModified": {"time": 0, "actor": "urn:li:corpuser:x"},
+        },
+    }
+    store = FakeStore([rows(A, tag("a"))])
+    search = FakeSearch({INDEX: {document_id(A): doc(registry, A, owned)}})
+    report = scan(store, search, FakeEvents(committed=10, end=10, hits=[]), registry)
+    (c,) = report.findings
+    assert c.finding.kind == Kind.FIELD_LEFT_BEHIND and c.finding.details["absent_aspects"] == ["ownership"]
+    assert c.verdict == Verdict.DIVERGED and c.subkind != "event_never_published", c
+    assert "ownership" in c.evidence.reason and "rewrite" in c.evidence.reason
+    assert {a.kind for a in plan(report.findings).actions} == {RepairKind.REWRITE_DOCUMENT}
+
+
 def test_a_stale_doc_read_in_causal_order_is_diverged(registry: Registry) -> None:
     log: list[str] = []
     store = FakeStore([rows(A, tag("a"))], log)
