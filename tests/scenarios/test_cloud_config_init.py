@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from faults import drop_mcl, skip_index_write
+from test_cloud_store import database
 from test_config_init_scan import auditor, base_env
 from test_search_tls import certificate
 from world import World
@@ -55,7 +56,7 @@ def test_config_init_on_aws_then_scan_repair_and_rescan(tmp_path: Path) -> None:
             with search:
                 port = search.url.rsplit(":", 1)[1]
                 datahub = {  # as GMS and datahub-upgrade are given them on AWS
-                    "EBEAN_DATASOURCE_URL": f"jdbc:postgresql://127.0.0.1:{rds.port}/datahub?sslmode=disable",
+                    "EBEAN_DATASOURCE_URL": f"jdbc:postgresql://127.0.0.1:{rds.port}/{database(world)}?sslmode=disable",
                     "EBEAN_DATASOURCE_USERNAME": "datahub",
                     "EBEAN_USE_IAM_AUTH": "true",
                     "EBEAN_CLOUD_PROVIDER": "aws",

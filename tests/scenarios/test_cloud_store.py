@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from faults import skip_index_write
+from sqlalchemy.engine import make_url
 from world import World
 
 from sandbox.aws_sigv4 import Key, Verifier
@@ -43,10 +44,15 @@ def rds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, RdsIa
         world.close()
 
 
+def database(world: World) -> str:
+    """The world's own database (each test worker has one)."""
+    return str(make_url(world.endpoints.store_url("postgres")).database)
+
+
 def run(world: World, proxy: RdsIamProxy, *args: str, **over: str) -> subprocess.CompletedProcess[str]:
     env = world.cli_env(
         # the user only: with IAM the password is the token (DataHub: EBEAN_USE_IAM_AUTH)
-        AUDITOR_STORE_URL=f"postgresql+psycopg://datahub@127.0.0.1:{proxy.port}/datahub?sslmode=disable",
+        AUDITOR_STORE_URL=f"postgresql+psycopg://datahub@127.0.0.1:{proxy.port}/{database(world)}?sslmode=disable",
         EBEAN_USE_IAM_AUTH="true",
         AWS_REGION=REGION,
         AWS_ACCESS_KEY_ID=AKID,

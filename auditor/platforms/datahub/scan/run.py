@@ -110,7 +110,7 @@ def run_scan(
     if events is not None and events.not_mcl:
         report.warnings.append(
             f"{events.not_mcl} message(s) on the change log keyed by a urn of this scan are not "
-            "Confluent- or Glue-framed Avro (not MCLs DataHub produced): ignored as evidence"
+            "Confluent-framed Avro nor Glue-framed (not MCLs DataHub produced): ignored as evidence"
         )
     resumed = backends.store.resumed
     if resumed:
