@@ -1,5 +1,5 @@
 """A private Kafka 4.1.1 KRaft broker for one test module, secured the way production brokers are:
-SASL/SCRAM and SASL/OAUTHBEARER over TLS (a CA and a certificate made with `openssl`), an mTLS
+SASL/SCRAM, SASL/PLAIN (Confluent Cloud's API keys) and SASL/OAUTHBEARER over TLS (a CA and a certificate made with `openssl`), an mTLS
 listener that requires a client certificate the same CA signed, the StandardAuthorizer, ACLs.
 OAUTHBEARER is checked by Kafka's own unsecured validator (an unsigned JWS with `sub` and `exp`:
 the client's token-provider wiring and expiry handling are real, the token's signature is not).
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KAFKA_LIB = stack_home() / "dist" / "kafka-4.1.1" / "lib"
 LOG4J = ROOT / "sandbox" / "stack.d" / "kafka-log4j2.properties"
 MECHANISM = "SCRAM-SHA-512"
+PLAIN_USER = "cloud-api-key"
 # a small broker on a 2-core machine: C1 only (starts faster), serial GC, small heap
 JVM = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
        "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile=file:{LOG4J}"]  # fmt: skip
@@ -93,6 +94,7 @@ class SecureKafka:
 
     def __init__(self, root: Path, timeout: float = 180.0) -> None:  # a JVM beside five others
         self.root, self.timeout = root, timeout
+        self.plain_password = f"plain-{uuid.uuid4().hex}"  # PLAIN_USER's (Confluent Cloud's API secret)
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds = 0.0
         self._place(1)
@@ -154,7 +156,11 @@ class SecureKafka:
                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                     # the controller, the broker itself and the sandbox's clients (PLAINTEXT)
                     "super.users=User:ANONYMOUS",
-                    f"sasl.enabled.mechanisms={MECHANISM},OAUTHBEARER",
+                    f"sasl.enabled.mechanisms={MECHANISM},OAUTHBEARER,PLAIN",
+                    # PLAIN: users in the JAAS config, as Confluent Cloud's API key and secret
+                    "listener.name.sasl_ssl.plain.sasl.jaas.config="
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    f'user_{PLAIN_USER}="{self.plain_password}";',
                     f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config="
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;",
                     # no server callback handler: Kafka's unsecured validator (principal = `sub`)

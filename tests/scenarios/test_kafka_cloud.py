@@ -1,4 +1,5 @@
-"""Kafka the way managed clusters are reached: SASL/OAUTHBEARER with a token provider that
+"""Kafka the way managed clusters are reached: SASL/PLAIN over TLS (Confluent Cloud's API key and
+secret), SASL/OAUTHBEARER with a token provider that
 librdkafka calls at every refresh (MSK IAM's path; here a token file a sidecar keeps fresh,
 checked by Kafka's own validator), and mTLS (a client certificate the broker's CA signed, the
 principal its subject). Through each, on a private broker with ACLs: the scan reads the offsets
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AclOperation
 from faults import drop_mcl
-from secure_kafka import SecureKafka
+from secure_kafka import PLAIN_USER, SecureKafka
 from test_kafka_security import GROUP, PREFIXED, REPLAY_ACLS, one_error_line
 from world import World
 
@@ -56,9 +57,11 @@ class Managed:
         return done
 
     def secrets(self) -> list[str]:
-        return [p.read_text().strip() for p in self.tmp.glob("*.token")] + [
-            p.read_text() for p in self.broker.tmp.glob("auditor-mtls.key")
-        ]
+        return (
+            [self.broker.plain_password]
+            + [p.read_text().strip() for p in self.tmp.glob("*.token")]
+            + [p.read_text() for p in self.broker.tmp.glob("auditor-mtls.key")]
+        )
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +73,7 @@ def managed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Managed]:
         try:
             broker.grant("oauth-scanner", REPLAY_ACLS)
             broker.grant("CN=auditor-mtls", REPLAY_ACLS)
+            broker.grant(PLAIN_USER, REPLAY_ACLS)
             yield Managed(broker, world, tmp)
         finally:
             world.close()
@@ -123,6 +127,14 @@ def test_oauthbearer_and_mtls_scan_triage_replay_to_a_clean_rescan(managed: Mana
 
     scan_repair_rescan(m, oauth, oauth_targets)
     scan_repair_rescan(m, mtls, mtls_targets)
+    plain = {  # Confluent Cloud's way: SASL_SSL + PLAIN, the API key and secret
+        "AUDITOR_KAFKA_BOOTSTRAP": m.broker.sasl_ssl,
+        "AUDITOR_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "AUDITOR_KAFKA_SASL_MECHANISM": "PLAIN",
+        "AUDITOR_KAFKA_SASL_USERNAME": PLAIN_USER,
+        "AUDITOR_KAFKA_SASL_PASSWORD": m.broker.plain_password,
+    }
+    scan_repair_rescan(m, plain, drop_mcl(m.world, 2))
     # the watch tails the change log in a group of its own through the same token provider
     m.broker.grant("oauth-scanner", [(GROUP, "auditor-watch", PREFIXED, AclOperation.READ)])
     stop = threading.Event()
@@ -147,6 +159,6 @@ def test_oauthbearer_and_mtls_scan_triage_replay_to_a_clean_rescan(managed: Mana
     assert last["schema"] == "watch/1" and last["pending"] + sum(last["events"].values()) >= 1, last
     assert last["consumer"] and all(p["status"] == "ok" for p in last["consumer"]), last["consumer"]
     m.world.consumer.drain(60)
-    for env in (oauth, mtls):
+    for env in (oauth, mtls, plain):
         again = m.run(env, "scan", "--no-state", "-f", "json", *FAST)
         assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-1500:]
