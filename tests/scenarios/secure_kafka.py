@@ -1,5 +1,6 @@
 """A private Kafka 4.1.1 KRaft broker for one test module, secured the way production brokers are:
-SASL/SCRAM, SASL/PLAIN (Confluent Cloud's API keys) and SASL/OAUTHBEARER over TLS (a CA and a certificate made with `openssl`), an mTLS
+SASL/SCRAM, SASL/PLAIN (Confluent Cloud's API keys) and SASL/OAUTHBEARER over TLS (a CA and a
+certificate made with `openssl`), an mTLS
 listener that requires a client certificate the same CA signed, the StandardAuthorizer, ACLs.
 OAUTHBEARER is checked by Kafka's own unsecured validator (an unsigned JWS with `sub` and `exp`:
 the client's token-provider wiring and expiry handling are real, the token's signature is not).
