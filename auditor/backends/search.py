@@ -9,8 +9,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from auditor.backends.protocols import Capability
-from auditor.backends.search_auth import SearchAuth, split_userinfo
-from auditor.backends.search_engine import Engine, engine_of, transport_class
+from auditor.backends.search_auth import SearchAuth, reason_of, split_userinfo
+from auditor.backends.search_engine import Engine, probe, transport_class
 from auditor.core.model import Selection
 from auditor.core.records import DYNAMIC
 from auditor.errors import BackendUnavailable, ConfigError
@@ -102,29 +102,6 @@ def _fast_serializer() -> Any:
     return OrjsonSerializer()
 
 
-def _reason(refusal: Any) -> str:
-    """The words of a refusal (an exception or a body): AWS's `{"message": ...}`,
-    Elasticsearch's `error.reason`, or the text."""
-    import json
-
-    body = refusal
-    if isinstance(refusal, Exception):
-        body = getattr(refusal, "info", None) or getattr(refusal, "body", None) or str(refusal)
-    if isinstance(body, (bytes, str)):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            pass
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and error.get("reason"):
-            return str(error["reason"])
-        for key in ("message", "Message"):
-            if body.get(key):
-                return str(body[key])
-    return str(body).strip()[:400]
-
-
 class SearchIndex:
     """Read access to a DataHub search cluster (a scan never writes)."""
 
@@ -197,45 +174,8 @@ class SearchIndex:
             auth = SearchAuth(basic=auth)
         return SearchIndex._probe(url, auth, verify, ca).kind
 
-    @staticmethod
-    def _probe(url: str, auth: SearchAuth, verify: bool, ca: str | None) -> Engine:
-        """The engine by `GET /`: its kind and version (Elasticsearch without a version when
-        the role may not read `GET /`)."""
-        import json
-        import ssl
-        import urllib.error
-        import urllib.request
-
-        target = url.rstrip("/") + "/"
-        request = urllib.request.Request(target, headers=auth.headers("GET", target))
-        context = None
-        if url.startswith("https"):
-            context = ssl.create_default_context(cafile=ca)
-            if not verify:
-                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-        try:
-            with urllib.request.urlopen(request, timeout=10, context=context) as response:
-                info = json.load(response)
-        except urllib.error.HTTPError as exc:
-            # `GET /` needs the cluster's `monitor` privilege (`cluster:monitor/main`), which a
-            # least-privilege role lacks. Elasticsearch's refusal says so in its own words (and,
-            # unlike its other answers, carries no X-elastic-product header); any other refusal is
-            # not guessed at.
-            body = exc.read(65536).decode("utf-8", "replace")
-            if exc.code == 401 or (exc.code == 403 and auth.aws):
-                raise auth.refused(redact_url(url), "`GET /`", exc.code, _reason(body)) from None
-            if exc.code == 403:
-                if "is unauthorized for user" in body:
-                    return Engine("elasticsearch")
-                raise ConfigError(
-                    f"search cluster {redact_url(url)} refused `GET /` (403): cannot tell OpenSearch "
-                    "from Elasticsearch",
-                    hint="set search.kind (AUDITOR_SEARCH_KIND) to opensearch or elasticsearch",
-                ) from None
-            raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
-        except Exception as exc:
-            raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
-        return engine_of(info)
+    # `GET /`: the engine's kind and version (search_engine.probe)
+    _probe = staticmethod(probe)
 
     def close(self) -> None:
         """Close the client's connection pool."""
@@ -266,7 +206,7 @@ class SearchIndex:
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
         status = _status_of(exc)
         if status in (401, 403):
-            return self.auth.refused(self.description, what, status, _reason(exc))
+            return self.auth.refused(self.description, what, status, reason_of(exc))
         return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
 
     # -- cluster ------------------------------------------------------------------------

@@ -282,3 +282,26 @@ def from_settings(settings: Any) -> SearchAuth:
         client_cert=settings.search_client_cert,
         client_key=settings.search_client_key,
     )
+
+
+def reason_of(refusal: Any) -> str:
+    """The words of a refusal (an exception or a body): AWS's `{"message": ...}`,
+    Elasticsearch's `error.reason`, or the text."""
+    import json
+
+    body = refusal
+    if isinstance(refusal, Exception):
+        body = getattr(refusal, "info", None) or getattr(refusal, "body", None) or str(refusal)
+    if isinstance(body, (bytes, str)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            pass
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("reason"):
+            return str(error["reason"])
+        for key in ("message", "Message"):
+            if body.get(key):
+                return str(body[key])
+    return str(body).strip()[:400]

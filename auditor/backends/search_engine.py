@@ -16,7 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from auditor.errors import BackendUnavailable, ConfigError
+from auditor.settings import redact_url
+
+if TYPE_CHECKING:
+    from auditor.backends.search_auth import SearchAuth
 
 # `application/vnd.elasticsearch+json; compatible-with=9` -> `application/json`
 _COMPAT = re.compile(r"application/vnd\.elasticsearch\+([\w.-]+)\s*;\s*compatible-with=\d+")
@@ -79,3 +85,45 @@ def transport_class(major: int | None) -> Any:
             return super().perform_request(method, target, **kwargs)
 
     return PlainMediaTypes
+
+
+def probe(url: str, auth: SearchAuth, verify: bool, ca: str | None) -> Engine:
+    """The engine by `GET /`: its kind and version (Elasticsearch without a version when
+    the role may not read `GET /`)."""
+    import json
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    from auditor.backends.search_auth import reason_of
+
+    target = url.rstrip("/") + "/"
+    request = urllib.request.Request(target, headers=auth.headers("GET", target))
+    context = None
+    if url.startswith("https"):
+        context = ssl.create_default_context(cafile=ca)
+        if not verify:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            info = json.load(response)
+    except urllib.error.HTTPError as exc:
+        # `GET /` needs the cluster's `monitor` privilege (`cluster:monitor/main`), which a
+        # least-privilege role lacks. Elasticsearch's refusal says so in its own words (and,
+        # unlike its other answers, carries no X-elastic-product header); any other refusal is
+        # not guessed at.
+        body = exc.read(65536).decode("utf-8", "replace")
+        if exc.code == 401 or (exc.code == 403 and auth.aws):
+            raise auth.refused(redact_url(url), "`GET /`", exc.code, reason_of(body)) from None
+        if exc.code == 403:
+            if "is unauthorized for user" in body:
+                return Engine("elasticsearch")
+            raise ConfigError(
+                f"search cluster {redact_url(url)} refused `GET /` (403): cannot tell OpenSearch "
+                "from Elasticsearch",
+                hint="set search.kind (AUDITOR_SEARCH_KIND) to opensearch or elasticsearch",
+            ) from None
+        raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
+    except Exception as exc:
+        raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
+    return engine_of(info)

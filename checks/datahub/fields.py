@@ -80,6 +80,7 @@ class StaleFields(Check):
         absent = sorted(
             {a for d in diffs if d.kind == "unexpected" for a in expected.field_aspects.get(d.field, ())}
         )
+        extra: dict[str, Any] = {"absent_aspects": absent} if absent and len(left) == len(diffs) else {}
         yield self.finding(
             Kind.FIELD_LEFT_BEHIND if len(left) == len(diffs) else Kind.STALE_FIELDS,
             entity,
@@ -87,7 +88,7 @@ class StaleFields(Check):
             changed_at=max(changed),
             aspects=aspects,
             left_behind=left,
-            **({"absent_aspects": absent} if absent and len(left) == len(diffs) else {}),
+            **extra,
             doc_id=entity.doc.id,
             fields=[
                 {
