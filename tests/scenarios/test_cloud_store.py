@@ -78,6 +78,9 @@ def test_scan_and_reindex_through_rds_iam_tokens(
     report = json.loads(scanned.stdout)
     assert {f["urn"] for f in report["findings"] if f["verdict"] == "diverged"} == targets
     assert proxy.accepted and set(proxy.accepted) == {"datahub"}
+    urn = next(iter(targets))
+    triaged = run(world, proxy, "triage", urn, "-f", "json", "--settle", "0.5")
+    assert triaged.returncode == 1 and urn in triaged.stdout, triaged.stderr[-2000:]
     (tmp_path / "report.json").write_text(scanned.stdout)
     state = str(tmp_path / "state.sqlite")
     repair = ("rebuild", "reindex", "--from-report", str(tmp_path / "report.json"), "--apply", "--json")

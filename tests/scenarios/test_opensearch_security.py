@@ -80,6 +80,9 @@ def test_read_only_scan_refused_write_then_repair_and_clean_rescan(secured: Secu
     report = json.loads(scanned.stdout)
     assert {f["urn"] for f in report["findings"] if f["verdict"] == "diverged"} == secured.targets
     assert report["sources"]["search"].startswith("https://")
+    urn = next(iter(secured.targets))
+    triaged = secured.run("scanner", "triage", urn, "-f", "json", "--settle", "0.5")
+    assert triaged.returncode == 1 and urn in triaged.stdout, triaged.stderr[-2000:]
     (tmp_path / "report.json").write_text(scanned.stdout)
     repair = ("rebuild", "reindex", "--from-report", str(tmp_path / "report.json"), "--apply", "--json")
     refused = secured.run("scanner", *repair, state=tmp_path / "s1.sqlite")
