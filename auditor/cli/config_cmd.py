@@ -1,5 +1,5 @@
-"""`auditor config init`: writes the configuration the default platform plans from its own
-environment variables (DataHub's: auditor/platforms/datahub/config_init.py tells where each is read)."""
+"""`auditor config init`: writes the configuration a platform plans from its own server's
+environment variables (each platform's `config_init` module tells where each is read)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from auditor.cli import app
-from auditor.cli.common import DebugOpt, run
+from auditor.cli.common import DebugOpt, PlatformOpt, run
 from auditor.errors import ConfigError
 
 config_app = typer.Typer(help="Write configuration files.", no_args_is_help=True)
@@ -51,9 +51,10 @@ def config_init(
         Path, typer.Option("--output", "-o", help="Write the configuration here ('-': stdout).")
     ] = Path("auditor.toml"),
     force: Annotated[bool, typer.Option("--force", help="Replace the file if it exists.")] = False,
+    platform: PlatformOpt = None,
     debug: DebugOpt = False,
 ) -> None:
-    """Write a commented TOML configuration from DataHub's environment variables.
+    """Write a commented TOML configuration from DataHub's (or OpenMetadata's) environment variables.
 
     Reads what GMS / the upgrade job are given: EBEAN_DATASOURCE_URL (a JDBC URL, turned into a
     SQLAlchemy URL with its TLS parameters carried), EBEAN_DATASOURCE_USERNAME / _DRIVER,
@@ -66,16 +67,22 @@ def config_init(
     (EBEAN_DATASOURCE_PASSWORD, ELASTICSEARCH_PASSWORD, ...). An existing file is kept unless
     --force. Exit codes: 0 written; 2 the file exists, or a variable cannot be read.
 
+    With --platform openmetadata: the server's DB_SCHEME, DB_HOST, DB_PORT, OM_DATABASE, DB_PARAMS
+    (awsRegion there: RDS IAM), DB_USER, ELASTICSEARCH_SCHEME / _HOST / _PORT / _USER /
+    _CLUSTER_ALIAS / _TRUST_STORE_PATH, SEARCH_TYPE, SEARCH_AWS_IAM_AUTH_ENABLED,
+    SEARCH_AWS_SERVICE_NAME and AWS_DEFAULT_REGION (docs/openmetadata.md).
+
     \b
     Examples:
       auditor config init -o /etc/auditor/auditor.toml
       EBEAN_DATASOURCE_PASSWORD=... auditor scan --config /etc/auditor/auditor.toml
+      auditor config init --platform openmetadata -o om.toml
     """
 
     def go() -> int:
         from auditor import platforms
 
-        text, lines = platforms.get(platforms.DEFAULT).config_from_environment(os.environ)
+        text, lines = platforms.get(platform).config_from_environment(os.environ)
         _check(text)
         to_stdout = str(output) == "-"
         if to_stdout:

@@ -34,12 +34,12 @@ No secret is ever written: the file names the variables the auditor reads them f
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
+from auditor.core.config_plan import Entry, Plan, Planning
+from auditor.core.config_plan import render as render_plan
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.jdbc import env_bool, jdbc_to_sqlalchemy
 from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
@@ -59,37 +59,14 @@ MCL_TIMESERIES = MCL_TIMESERIES_TOPIC
 MAE_GROUP = MAE_CONSUMER_GROUP
 
 
-@dataclass
-class Entry:
-    """One `key = value` line (commented out when value is None) and where it came from."""
-
-    key: str
-    value: str | bool | float | None
-    source: str
-    notes: list[str] = field(default_factory=list)
-    example: str | bool | float | None = None  # shown for a commented-out entry
+SECTIONS = ("", "aws", "store", "search", "kafka", "pgqueue", "schema_registry", "glue", "mcl", "mae")
 
 
-@dataclass(frozen=True)
-class Secret:
-    """A secret the file leaves out: the variable the auditor reads it from at run time."""
+class _Planning(Planning):
+    """What `plan` builds while it reads the environment, in DataHub's sections."""
 
-    what: str
-    var: str
-    also: str  # the other ways to give it
-    is_set: bool  # set in the environment `config init` ran in
-
-
-@dataclass
-class Plan:
-    sections: dict[str, list[Entry]]  # "" is the top level
-    secrets: list[Secret]
-    warnings: list[str]
-
-
-def _get(env: Mapping[str, str], name: str) -> str | None:
-    value = env.get(name, "").strip()
-    return value or None
+    def __init__(self, env: Mapping[str, str]) -> None:
+        super().__init__(env, {k: [] for k in SECTIONS})
 
 
 def _strip_userinfo(url: str) -> tuple[str, bool]:
@@ -98,39 +75,6 @@ def _strip_userinfo(url: str) -> tuple[str, bool]:
     if sep and "@" in authority:
         return f"{scheme}://{rest[authority.rindex('@') + 1 :]}", True
     return url, False
-
-
-@dataclass
-class _Planning:
-    """What `plan` builds while it reads the environment: the sections, secrets and warnings."""
-
-    env: Mapping[str, str]
-    sections: dict[str, list[Entry]] = field(
-        default_factory=lambda: {
-            k: []
-            for k in (
-                "",
-                "aws",
-                "store",
-                "search",
-                "kafka",
-                "pgqueue",
-                "schema_registry",
-                "glue",
-                "mcl",
-                "mae",
-            )
-        }
-    )
-    secrets: list[Secret] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def get(self, name: str) -> str | None:
-        return _get(self.env, name)
-
-    def secret(self, what: str, var: str, also: str) -> None:
-        """A secret left out of the file: where the auditor reads it at run time, and whether it is set."""
-        self.secrets.append(Secret(what, var, also, bool(self.get(var) or self.get(f"{var}_FILE"))))
 
 
 def plan(env: Mapping[str, str]) -> Plan:
@@ -144,7 +88,7 @@ def plan(env: Mapping[str, str]) -> Plan:
     from auditor.platforms.datahub.config_init_cloud import cloud
 
     cloud(b)
-    return Plan(b.sections, b.secrets, b.warnings)
+    return b.plan()
 
 
 def _top_level(b: _Planning) -> None:
@@ -251,19 +195,7 @@ def _search(b: _Planning) -> None:
         )
     )
     if scheme == "https":
-        truststore = b.get("ELASTICSEARCH_SSL_TRUSTSTORE_FILE")
-        b.sections["search"].append(Entry("verify_certs", True, "https: certificates are verified"))
-        b.sections["search"].append(
-            Entry(
-                "ca_certs",
-                None,
-                "the system's CAs unless set",
-                ["ELASTICSEARCH_SSL_TRUSTSTORE_FILE is a Java truststore: export its CA as PEM here"]
-                if truststore
-                else [],
-                example="/etc/ssl/certs/ca-certificates.crt",
-            )
-        )
+        b.search_tls("ELASTICSEARCH_SSL_TRUSTSTORE_FILE")
     if es_user:
         b.secret(
             "search password",
@@ -394,37 +326,5 @@ def _topics_and_group(b: _Planning) -> None:
     b.sections["mae"].append(Entry("consumer_group", group, src, notes))
 
 
-def toml_value(value: str | bool | float) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
-
-
 def render(p: Plan, now: datetime | None = None) -> str:
-    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    out = [
-        f"# auditor configuration, written by `auditor config init` on {stamp} from DataHub's",
-        "# environment variables (as set for GMS / datahub-upgrade). Each line says where its value",
-        "# came from; every key is described in docs/auditor.example.toml and docs/configuration.md.",
-        "# Precedence at run time: flags > environment > this file > defaults.",
-        "#",
-        "# No secret is in this file. At run time the auditor reads them from the environment:",
-        *(f"#   {s.what}: {s.var} (or {s.also})" for s in p.secrets),
-        "",
-    ]
-    for section, entries in p.sections.items():
-        if not entries:
-            continue
-        if section:
-            out.append(f"[{section}]")
-        for e in entries:
-            out.extend(f"# {n}" for n in e.notes)
-            if e.value is None:
-                shown = f" = {toml_value(e.example)}" if e.example is not None else ""
-                out.append(f"# {e.key}{shown}   # {e.source}")
-            else:
-                out.append(f"{e.key} = {toml_value(e.value)}   # {e.source}")
-        out.append("")
-    return "\n".join(out)
+    return render_plan(p, "DataHub's environment variables (as set for GMS / datahub-upgrade)", now)

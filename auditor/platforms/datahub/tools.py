@@ -43,18 +43,8 @@ def schema_table(entity_type: str | None) -> tuple[tuple[str, ...], list[tuple[s
 
 def config_from_environment(environ: Mapping[str, str]) -> tuple[str, list[str]]:
     """The TOML text from GMS's own variables, and where each value came from."""
-    from auditor.platforms.datahub.config_init import plan, render, toml_value
+    from auditor.core.config_plan import explain
+    from auditor.platforms.datahub.config_init import plan, render
 
     p = plan(environ)
-    lines = ["where each value came from:"]
-    for section, entries in p.sections.items():
-        for e in entries:
-            if e.value is not None:
-                key = f"{section}.{e.key}" if section else e.key
-                lines.append(f"  {key:<28} {toml_value(e.value):<50} <- {e.source}")
-    lines.append("not written (read from the environment at run time):")
-    for s in p.secrets:
-        now = "set now" if s.is_set else "NOT set now: set it where the scan runs"
-        lines.append(f"  {s.what}: {s.var} ({now}; or {s.also})")
-    lines += [f"warning: {w}" for w in p.warnings]
-    return render(p), lines
+    return render(p), explain(p)

@@ -6,6 +6,7 @@ from __future__ import annotations
 # setting -> OpenMetadata's own variables for it
 NAMES: dict[str, tuple[str, ...]] = {
     "cluster_alias": ("ELASTICSEARCH_CLUSTER_ALIAS",),  # elasticsearch.clusterAlias
+    "store_password": ("DB_USER_PASSWORD",),  # database.password
     "search_username": ("ELASTICSEARCH_USER",),
     "search_password": ("ELASTICSEARCH_PASSWORD",),
     # elasticsearch.aws: OpenSearch with IAM (SigV4), `es` or `aoss`

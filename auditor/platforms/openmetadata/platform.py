@@ -8,7 +8,7 @@ or `--full`: a staged index per type swapped in with its aliases).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
@@ -114,6 +114,14 @@ class OpenMetadata(Platform):
 
     def describe(self, c: Classified) -> str | None:
         return describe(c)
+
+    def config_from_environment(self, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+        """`auditor config init --platform openmetadata`: from the server's own variables."""
+        from auditor.core.config_plan import explain
+        from auditor.platforms.openmetadata.config_init import plan, render
+
+        p = plan(environ)
+        return render(p), explain(p)
 
 
 def om_triage(
