@@ -16,10 +16,11 @@ from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
-from auditor.platforms.base import Capability, Platform
+from auditor.platforms.base import REPAIR_KNOBS, SCAN_KNOBS, Capability, Platform
 from auditor.scan.options import Progress, ScanOptions
 from auditor.scan.shards import ShardPlan
 from auditor.settings import Settings
+from auditor.settings_rules import refuse_foreign
 
 if TYPE_CHECKING:
     from auditor.platforms.datahub.registry.registry import Registry
@@ -43,6 +44,7 @@ def platform_of(settings: Settings) -> Platform:
     platform = platforms.get(settings.platform)
     if settings.stores:
         platform.require(Capability.FEDERATION, "--store")
+    refuse_foreign(settings, platform.name, platform.title)
     return platform
 
 
@@ -62,7 +64,9 @@ def scan(
     """
     platform = platform_of(settings)
     selection = selection or Selection()
-    return platform.scan(settings, selection, options or ScanOptions(), progress, registry=registry, log=log)
+    options = options or ScanOptions()
+    platform.refuse_knobs(vars(options), SCAN_KNOBS)
+    return platform.scan(settings, selection, options, progress, registry=registry, log=log)
 
 
 def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
@@ -120,6 +124,8 @@ def _repairing(settings: Settings, request: RebuildRequest) -> Platform:
             )
     if settings.stores and request.mode != "plan":
         platform.require(Capability.FEDERATION, "--store")
+    refuse_foreign(settings, platform.name, platform.title)
+    platform.refuse_knobs(vars(request), REPAIR_KNOBS)
     if request.mode == "replay":
         platform.require(Capability.REPLAY, "rebuild replay")
     if request.full and request.apply:

@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -197,6 +198,14 @@ class Settings(BaseModel):
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
     # a federation: several stores feeding one index (`[[stores]]`, --store NAME=URL)
     stores: tuple[StoreEntry, ...] = ()
+    # where each setting given came from (a flag, a variable, the file's key): for the refusals of
+    # settings a platform or a combination does not use (auditor/settings_rules.py)
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def source(self, name: str) -> str | None:
+        """Where a setting was given ("the command line", a variable's name, "<file>: key"), or
+        None when it was not (its default) or when these settings were not loaded from sources."""
+        return self._sources.get(name)
 
     @field_validator("platform", mode="before")
     @classmethod
@@ -408,20 +417,24 @@ def load_settings(
                 hint="every key is listed in docs/auditor.example.toml",
             )
     from_file = set(merged)
+    sources = {k: f"{path}: {spelled.get(k, k)}" for k in merged}
     environments = platforms.environments()
     for name, names in env_names(environments).items():
         for var in names:
             if environ.get(var):
-                merged[name] = environ[var]
+                merged[name], sources[name] = environ[var], var
                 break
             if name in SECRETS and environ.get(f"{var}_FILE"):
                 merged[name] = _read_secret(environ[f"{var}_FILE"], f"{var}_FILE")
+                sources[name] = f"{var}_FILE"
                 break
     for environment in environments:  # a platform's own rules (DataHub's per-hook group)
         adjust = getattr(environment, "adjust", None)
         if adjust is not None:
             adjust(merged, environ, from_file)
-    merged.update({k: v for k, v in flags.items() if v is not None})
+    given = {k: v for k, v in flags.items() if v is not None}
+    merged.update(given)
+    sources.update(dict.fromkeys(given, "the command line"))
     if merged.get("stores"):
         merged["stores"] = store_entries(merged["stores"], environ)
         if merged.get("store_url"):
@@ -430,10 +443,15 @@ def load_settings(
                 hint="give either --store-url / [store] url or --store NAME=URL / [[stores]], not both",
             )
     try:
-        return Settings(**merged)
+        settings = Settings(**merged)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
+    settings._sources.update({k: v for k, v in sources.items() if k in settings.model_fields_set})
+    from auditor.settings_rules import refuse_idle_combinations
+
+    refuse_idle_combinations(settings)
+    return settings
 
 
 def _spell_like(field: str, shown: str) -> str:

@@ -64,19 +64,30 @@ def get(name: str | None) -> Platform:
     return platform
 
 
+def setting_owners() -> dict[str, set[str]]:
+    """Each platform's own settings (its environment module's `SETTINGS`) -> the platforms using
+    it; a setting no platform lists is every platform's (the store, the search cluster, ...)."""
+    out: dict[str, set[str]] = {}
+    for name in names():
+        module = _environment(name)
+        for setting in getattr(module, "SETTINGS", ()) if module is not None else ():
+            out.setdefault(setting, set()).add(name)
+    return out
+
+
+def _environment(name: str) -> ModuleType | None:
+    if name not in KNOWN:
+        return None
+    module = KNOWN[name].partition(":")[0].rpartition(".")[0] + ".environment"
+    return importlib.import_module(module) if importlib.util.find_spec(module) is not None else None
+
+
 def environments() -> list[ModuleType]:
     """Each known platform's own environment variables: the `environment` module beside its
     platform module, when it has one (`NAMES`: setting -> its variables; optionally `adjust`),
     the default's first. Small modules, read by the configuration for every command whichever
     platform it runs (auditor.settings); the platform itself is not imported."""
-    found = []
-    for name in names():
-        if name not in KNOWN:
-            continue
-        module = KNOWN[name].partition(":")[0].rpartition(".")[0] + ".environment"
-        if importlib.util.find_spec(module) is not None:
-            found.append(importlib.import_module(module))
-    return found
+    return [m for m in (_environment(name) for name in names()) if m is not None]
 
 
 def name_of_finding(details: Mapping[str, object]) -> str:

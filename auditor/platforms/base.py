@@ -75,6 +75,20 @@ class Capability(StrEnum):
     ASPECT_FILTER = "an aspect filter (--aspect)"
 
 
+# a scan's and a repair's knobs: the field, its flag and its default (auditor.scan.options.ScanOptions,
+# auditor.rebuild.request.RebuildRequest)
+SCAN_KNOBS: dict[str, tuple[str, object]] = {
+    "settle": ("--settle", 10.0),
+    "sample_window": ("--sample-window", None),
+    "confirm": ("--confirm", 0.0),
+}
+REPAIR_KNOBS: dict[str, tuple[str, object]] = {
+    "rate": ("--rate", None),
+    "resume": ("--resume", False),
+    "break_stale_lock": ("--break-stale-lock", False),
+}
+
+
 class Platform(ABC):
     """One platform's knowledge, tied together: its scan, triage, repairs and command lines."""
 
@@ -96,9 +110,23 @@ class Platform(ABC):
     # its own top-level sections of a scan's report (each written, empty if need be, as a key of
     # the JSON report, in this order; merged across shards by the section's own rule)
     report_sections: ClassVar[Mapping[str, Section]] = {}
+    # the scan's and the repair's knobs it honours (every one by default); another one given is
+    # refused with `knobs_instead` (flag -> what to do instead) before anything connects
+    scan_knobs: ClassVar[frozenset[str]] = frozenset(SCAN_KNOBS)
+    repair_knobs: ClassVar[frozenset[str]] = frozenset(REPAIR_KNOBS)
+    knobs_instead: ClassVar[dict[str, str]] = {}
 
     def supports(self, capability: Capability) -> bool:
         return capability in self.capabilities
+
+    def refuse_knobs(self, given: Mapping[str, object], knobs: Mapping[str, tuple[str, object]]) -> None:
+        """Refuse (exit 2) each knob set away from its default that this platform does not honour."""
+        honoured = self.scan_knobs | self.repair_knobs
+        for name, (flag, default) in knobs.items():
+            if name not in honoured and given.get(name, default) != default:
+                raise ConfigError(
+                    f"{flag} is not supported on {self.title}", hint=self.knobs_instead.get(flag)
+                )
 
     def require(self, capability: Capability, flag: str | None = None) -> None:
         """Refuse (a usage error, exit 2) what this platform does not declare; one wording."""

@@ -29,6 +29,7 @@ from auditor.platforms.openmetadata.scan import reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.platforms.openmetadata.version import migration_level, release_key
+from auditor.rebuild.throttle import Throttle
 
 GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
 
@@ -52,6 +53,7 @@ class OmRepairRequest:
     visibility: float = 2.0
     progress: Callable[[str, int], None] | None = None
     release: str | None = None  # --platform-version: the release whose documents to write
+    rate: float | None = None  # --rate: entities per second
 
 
 @dataclass
@@ -64,7 +66,16 @@ class OmRepair:
     counts: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     release: str | None = None  # given (--platform-version); else the database's migration level
+    rate: float | None = None  # --rate: entities written per second (None: as fast as it goes)
     _level: list[tuple[int, ...] | None] = field(default_factory=list, repr=False)
+    _throttle: Throttle | None = field(default=None, repr=False)
+
+    def pace(self, n: int) -> None:
+        """Wait until `n` more entities may be written (--rate, smoothed)."""
+        if self._throttle is None:
+            self._throttle = Throttle(self.rate)
+        for _ in range(n):
+            self._throttle.wait()
 
     def level(self) -> tuple[int, ...] | None:
         """The release whose documents a repair writes (None: unknown, the newest shape)."""
@@ -133,6 +144,7 @@ class OmRepair:
         written meanwhile waits for the next round: never an older state over a newer one), and
         again after it (an entity the server wrote during the write is written again)."""
         todo = list(ids)
+        self.pace(len(todo))
         for _ in range(GUARD_ROUNDS):
             if not todo:
                 return
@@ -209,7 +221,7 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     outcome.elsewhere = EXECUTORS.elsewhere(Mode.REINDEX, repairs)
     if not request.apply:
         return outcome
-    work = OmRepair(store, search, writer, release=request.release)
+    work = OmRepair(store, search, writer, release=request.release, rate=request.rate)
     by_type = {e.entity_type: e for e in request.entities}
     touched: dict[str, list[str]] = {}
     for action in repairs.actions:

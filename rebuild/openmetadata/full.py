@@ -34,10 +34,15 @@ class FullRebuild:
     """One entity type at a time, through the engine."""
 
     def __init__(
-        self, store: OmStore, search: OmSearch, writer: IndexWriter, release: str | None = None
+        self,
+        store: OmStore,
+        search: OmSearch,
+        writer: IndexWriter,
+        release: str | None = None,
+        rate: float | None = None,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
-        self.work = OmRepair(store, search, writer, release=release)
+        self.work = OmRepair(store, search, writer, release=release, rate=rate)
         self.notes: list[str] = []
 
     def run(self, entity: OmEntity) -> None:
@@ -91,6 +96,7 @@ class OmStage:
 
     def _write(self, index: str, rows: list[Any]) -> int:
         work = self.full.work
+        work.pace(len(rows))
         docs = work.documents(self.entity, rows)
         items = [BulkItem("index", index, i, i, doc) for i, doc in docs.items()]
         failures = self.full.writer.bulk(items)

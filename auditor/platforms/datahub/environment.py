@@ -39,6 +39,44 @@ NAMES: dict[str, tuple[str, ...]] = {
 }
 
 
+# the settings only DataHub uses (the store, the search cluster, AWS, the state and the judging
+# are every platform's): given to another platform, they are refused (auditor/settings_rules.py)
+SETTINGS = frozenset(
+    {
+        "store_table",
+        "index_prefix",
+        "gms_url",
+        "kafka_bootstrap",
+        "kafka_security_protocol",
+        "kafka_sasl_mechanism",
+        "kafka_sasl_username",
+        "kafka_sasl_password",
+        "kafka_ssl_ca_location",
+        "kafka_ssl_certificate_location",
+        "kafka_ssl_key_location",
+        "kafka_ssl_key_password",
+        "kafka_ssl_endpoint_identification",
+        "kafka_oauthbearer_token_file",
+        "kafka_aws_role_arn",
+        "schema_registry_url",
+        "schema_registry_type",
+        "schema_registry_user_info",
+        "schema_registry_ca",
+        "glue_registry_name",
+        "glue_region",
+        "transport",
+        "pgqueue_url",
+        "pgqueue_schema",
+        "pgqueue_table_prefix",
+        "mcl_versioned_topic",
+        "mcl_timeseries_topic",
+        "mae_consumer_group",
+        "sample_window_seconds",
+        "scan_prefetch",
+    }
+)
+
+
 def adjust(merged: dict[str, Any], environ: Mapping[str, str], from_file: set[str]) -> None:
     """DataHub's UpdateIndicesHook consumes as `<base>-<suffix>` (a per-hook group) when
     UPDATE_INDICES_CONSUMER_GROUP_SUFFIX is set: the MAE group becomes that, unless the group

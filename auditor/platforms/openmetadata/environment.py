@@ -13,3 +13,6 @@ NAMES: dict[str, tuple[str, ...]] = {
     "search_aws_iam": ("SEARCH_AWS_IAM_AUTH_ENABLED",),
     "search_aws_service": ("SEARCH_AWS_SERVICE_NAME",),
 }
+
+# the settings only OpenMetadata uses: given to another platform, they are refused
+SETTINGS = frozenset({"cluster_alias"})

@@ -44,6 +44,15 @@ class OpenMetadata(Platform):
     paste_hint = "an OpenMetadata FQN, entity id or entity page URL"
     executors = EXECUTORS
     renderer = commands.RENDERER
+    scan_knobs = frozenset()  # no change log: nothing to settle, sample or confirm against
+    repair_knobs = frozenset({"rate"})
+    knobs_instead: ClassVar[dict[str, str]] = {
+        "--settle": "OpenMetadata has no change log: a change is judged by its age (--grace) and history",
+        "--sample-window": "OpenMetadata has no consumer offsets to sample",
+        "--confirm": "scan again later: a finding seen twice is judged by its history",
+        "--resume": "OpenMetadata's repair keeps no checkpoint: run it again (it rewrites from the rows)",
+        "--break-stale-lock": "OpenMetadata's repair takes no lock",
+    }
     weak_evidence = (
         "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
         "queue, the change's age and earlier scans"
@@ -233,7 +242,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
 
             now_ms = int(datetime.now(UTC).timestamp() * 1000)
             refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
-            full = FullRebuild(store, search, writer, settings.platform_version)
+            full = FullRebuild(store, search, writer, settings.platform_version, rate=request.rate)
             for entity in chosen_types:
                 full.run(entity)
             outcome = RebuildOutcome("reindex", True, plan([]), notes=full.notes)
@@ -251,6 +260,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
             visibility=settings.index_visibility_seconds,
             progress=request.progress,
             release=settings.platform_version,
+            rate=request.rate,
         )
         return repair(store, search, writer, om_request)
 
