@@ -52,9 +52,14 @@ CONNECTION: Group = {
     "platform_version": (PlatformVersionOpt, None),
     "transport": (TransportOpt, None),
 }
-# the same without the change log's topic and group and without a federation: for a command that
-# names its topics its own way and reads no store (`auditor watch` tails the topics it is given)
-SOURCES: Group = {k: v for k, v in CONNECTION.items() if k not in ("topic", "consumer_group", "store")}
+# the same without the change log's topic and group, a federation and the release: for a command
+# that names its topics its own way, reads no store and judges no document (`auditor watch` tails
+# the topics it is given and times events)
+SOURCES: Group = {
+    k: v for k, v in CONNECTION.items() if k not in ("topic", "consumer_group", "store", "platform_version")
+}
+# the connection without the release: `auditor probe` times a canary, it judges no document
+PROBING: Group = {k: v for k, v in CONNECTION.items() if k != "platform_version"}
 DEBUG: Group = {"debug": (DebugOpt, False)}
 
 

@@ -15,11 +15,11 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
-from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
+from auditor.cli.options import DEBUG, PROBING, settings_of, with_options
 
 
 @app.command()
-@with_options(CONNECTION, DEBUG)
+@with_options(PROBING, DEBUG)
 def probe(
     apply: Annotated[
         bool, typer.Option("--apply", help="Really write (or remove) the canary. Without it: refused.")
