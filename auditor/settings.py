@@ -271,6 +271,8 @@ class Settings(BaseModel):
                 where += " (API key)"
             elif self.search_bearer_token:
                 where += " (bearer token)"
+            elif self.search_client_cert:
+                where += " (client certificate)"
             out["search"] = where
         if self.transport == "pgqueue":
             url = self.pgqueue_url or self.store_url

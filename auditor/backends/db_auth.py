@@ -5,8 +5,10 @@ call) with the standard AWS credential chain; a token opens connections for 15 m
 open connection outlives it, so the token is made in SQLAlchemy's `do_connect` hook: every
 connection the pool opens (at start, after a drop, after `pool_recycle`) gets its own. DataHub
 switches this on with `EBEAN_USE_IAM_AUTH` (or the older `EBEAN_POSTGRES_USE_AWS_IAM_AUTH`);
-the auditor's setting is `store.aws_iam`. PostgreSQL is asked for TLS (`sslmode=require`) unless
-the URL says otherwise; MySQL/Aurora MySQL takes its TLS options from the URL (`ssl_ca=...`).
+the auditor's setting is `store.aws_iam`. The token never goes in clear: PostgreSQL is asked for
+TLS (`sslmode=require`) and MySQL/Aurora MySQL too (TLS required, as PyMySQL would otherwise only
+prefer it and send the token in clear to a server offering none), unless the URL says otherwise
+(`sslmode=...`; `ssl_ca=/path/rds-ca.pem` to verify the server, `ssl_disabled=true` to turn it off).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from auditor.backends.aws_chain import resolve
 from auditor.errors import AccessRefused, ConfigError
 
 log = logging.getLogger(__name__)
@@ -60,13 +63,7 @@ def iam_engine(url: str, region: str | None, **engine_options: Any) -> Engine:
     port = parsed.port or DEFAULT_PORTS.get(backend, 5432)
     signing_region = region_of(host, region)
     session = boto3.Session(region_name=signing_region)
-    credentials = session.get_credentials()
-    if credentials is None:
-        raise AccessRefused(
-            f"store {host}: no AWS credentials to make an RDS IAM token",
-            hint="set AWS credentials, AWS_PROFILE, a web identity (IRSA) or an instance role; the "
-            "identity needs rds-db:connect on the database user",
-        )
+    _credentials, frozen = resolve(session, f"store {host}: an RDS IAM token")
     client = session.client("rds")
     engine = create_engine(parsed, pool_pre_ping=True, pool_recycle=RECYCLE_SECONDS, **engine_options)
 
@@ -77,8 +74,10 @@ def iam_engine(url: str, region: str | None, **engine_options: Any) -> Engine:
         )
         if backend == "postgresql":
             cparams.setdefault("sslmode", "require")
+        elif not any(k.startswith("ssl") for k in cparams):  # RDS takes a token over TLS only:
+            cparams["ssl"] = {"check_hostname": False, "verify_mode": "none"}  # never in clear
 
-    key = credentials.get_frozen_credentials().access_key or ""
+    key = frozen.access_key or ""
     identity = f"an RDS IAM token for {user} (AWS access key ...{key[-4:]}, {signing_region})"
 
     @event.listens_for(engine, "handle_error")

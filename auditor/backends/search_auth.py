@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from auditor.backends.aws_chain import resolve
 from auditor.errors import AccessRefused, ConfigError
 
 log = logging.getLogger(__name__)
@@ -86,13 +87,7 @@ class AwsSigner:
         except ImportError:
             raise ConfigError("AWS request signing needs boto3", hint=AWS_EXTRA) from None
         self.session = self.session or boto3.Session(region_name=self.region)
-        self._credentials = self.session.get_credentials()
-        if self._credentials is None:
-            raise AccessRefused(
-                "search cluster: no AWS credentials found for request signing",
-                hint="set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, a web identity "
-                "(IRSA: AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE) or run with an instance role",
-            )
+        self._credentials, _ = resolve(self.session, "search cluster request signing")
 
     def frozen(self) -> Any:
         getter = getattr(self._credentials, "get_frozen_credentials", None)
@@ -231,12 +226,18 @@ class SearchAuth:
                 hint = "check the domain's access policy and fine-grained access control role mapping"
         elif self.api_key:
             hint = (
-                "check the API key is valid, not expired, and its role descriptors grant read on the indices"
+                "check the API key is valid, not expired, and its role descriptors grant the refused "
+                "action on the indices (a scan reads them; a repair writes and deletes too)"
             )
         elif self.bearer:
             hint = "check the bearer token is valid and not expired"
         elif self.basic:
             hint = "check the search username and password, and the user's roles on the indices"
+        elif self.client_cert:
+            hint = (
+                "check the client certificate is one the cluster trusts and its subject is mapped "
+                "to a role that reads the indices (Elasticsearch: the PKI realm's role mapping)"
+            )
         else:
             hint = "the cluster wants credentials: search username/password, api_key, bearer_token or aws_iam"
         return AccessRefused(

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from auditor.errors import BackendUnavailable, ConfigError
+from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.settings import redact_url
 
 if TYPE_CHECKING:
@@ -104,6 +104,14 @@ def probe(url: str, auth: SearchAuth, verify: bool, ca: str | None) -> Engine:
         context = ssl.create_default_context(cafile=ca)
         if not verify:
             context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        if auth.client_cert:  # a PKI realm authenticates by it: `GET /` as much as the clients' requests
+            try:
+                context.load_cert_chain(auth.client_cert, auth.client_key)
+            except OSError as exc:  # ssl.SSLError too
+                raise ConfigError(
+                    f"search client certificate {auth.client_cert} cannot be loaded: {exc}",
+                    hint="search.client_cert and search.client_key: PEM files, the key unencrypted",
+                ) from None
     try:
         with urllib.request.urlopen(request, timeout=10, context=context) as response:
             info = json.load(response)
@@ -116,7 +124,9 @@ def probe(url: str, auth: SearchAuth, verify: bool, ca: str | None) -> Engine:
         if exc.code == 401 or (exc.code == 403 and auth.aws):
             raise auth.refused(redact_url(url), "`GET /`", exc.code, reason_of(body)) from None
         if exc.code == 403:
-            if "is unauthorized for user" in body:
+            # "action [cluster:monitor/main] is unauthorized for user [..]", "... for API key id
+            # [..] of user [..]", "... for service account [..]"
+            if "is unauthorized for " in body:
                 return Engine("elasticsearch")
             raise ConfigError(
                 f"search cluster {redact_url(url)} refused `GET /` (403): cannot tell OpenSearch "
@@ -125,5 +135,31 @@ def probe(url: str, auth: SearchAuth, verify: bool, ca: str | None) -> Engine:
             ) from None
         raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
     except Exception as exc:
+        refused = _certificate_refused(url, auth, exc)
+        if refused is not None:
+            raise refused from None
         raise BackendUnavailable(f"search cluster {redact_url(url)} unreachable: {exc}") from None
     return engine_of(info)
+
+
+# TLS alerts a server sends when it does not accept the client's certificate
+_CERTIFICATE_ALERTS = ("CERTIFICATE", "UNKNOWN_CA", "ACCESS_DENIED")
+
+
+def _certificate_refused(url: str, auth: SearchAuth, exc: Exception) -> AccessRefused | None:
+    """The cluster's TLS alert against the client certificate (untrusted CA, expired...) as a
+    refusal naming the certificate, not as an unreachable cluster."""
+    import ssl
+
+    wrapped = getattr(exc, "reason", None)  # urllib wraps the ssl error in a URLError
+    error = wrapped if isinstance(wrapped, ssl.SSLError) else exc
+    reason = getattr(error, "reason", None) or ""
+    if not (auth.client_cert and isinstance(error, ssl.SSLError) and "_ALERT_" in reason):
+        return None
+    if not any(word in reason for word in _CERTIFICATE_ALERTS):
+        return None
+    return AccessRefused(
+        f"search cluster {redact_url(url)}: the TLS handshake refused {auth.identity()}: {error}",
+        hint="check the client certificate is signed by a CA the cluster trusts for clients "
+        "(Elasticsearch: xpack.security.http.ssl.certificate_authorities) and has not expired",
+    )

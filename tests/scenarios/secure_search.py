@@ -32,6 +32,14 @@ SVC_USER = os.environ.get("AUDITOR_STACK_USER") or "auditor-stack"
 START_SECONDS = 180
 
 
+def _json(body: bytes) -> Any:
+    """A response's JSON (its text when it is not JSON: an error page)."""
+    try:
+        return json.loads(body or b"null")
+    except ValueError:
+        return body.decode("utf-8", "replace")
+
+
 class SecureElasticsearch:
     """`with SecureElasticsearch(roles, users) as es:` a node at `es.url` (https).
 
@@ -40,10 +48,12 @@ class SecureElasticsearch:
     super user `es.admin` beside them. (The native realm needs the security index, whose mapping
     needs the analysis-common module the stack's distribution lacks: files it is.)"""
 
+    name = "secure-es"
+
     def __init__(
         self, roles: dict[str, tuple[list[str], list[str], list[str]]], users: dict[str, str]
     ) -> None:
-        self.dir = STACK_HOME / "run" / f"secure-es-{uuid.uuid4().hex[:8]}"  # the service user can reach it
+        self.dir = STACK_HOME / "run" / f"{self.name}-{uuid.uuid4().hex[:8]}"  # the service user can reach it
         self.port, self.transport = free_ports(2)
         self.url = f"https://127.0.0.1:{self.port}"
         self.admin = ("admin", f"admin-{uuid.uuid4().hex}")
@@ -64,12 +74,32 @@ class SecureElasticsearch:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def home(self) -> Path:
+        """The distribution the node runs from."""
+        return ES_HOME
+
+    def security_settings(self) -> list[str]:
+        """elasticsearch.yml's security lines: TLS on HTTP with the stack's certificate, the file realm."""
+        return [
+            "xpack.security.enabled: true",
+            "xpack.security.http.ssl.enabled: true",
+            "xpack.security.http.ssl.certificate: server.pem",
+            "xpack.security.http.ssl.key: server.key",
+            "xpack.security.transport.ssl.enabled: false",
+            "xpack.license.self_generated.type: basic",
+        ]
+
+    def prepare(self, conf: Path) -> None:
+        """More files in the node's config folder (a subclass's realms)."""
+
     def _start(self) -> None:
-        assert (ES_HOME / "modules" / "x-pack-security").is_dir(), f"no x-pack security in {ES_HOME}"
+        home = self.home()
+        assert (home / "modules" / "x-pack-security").is_dir(), f"no x-pack security in {home}"
         conf = self.dir / "config"
-        shutil.copytree(ES_HOME / "config", conf)
-        for name in ("server.pem", "server.key"):
+        shutil.copytree(home / "config", conf)
+        for name in ("server.pem", "server.key", "ca.pem"):
             shutil.copy(STACK_HOME / "run" / "tls" / name, conf / name)
+        self.prepare(conf)
         (conf / "jvm.options.d").mkdir(exist_ok=True)
         (conf / "jvm.options.d" / "heap.options").write_text("-Xms384m\n-Xmx384m\n")
         jvm = (conf / "jvm.options").read_text().splitlines()
@@ -78,8 +108,8 @@ class SecureElasticsearch:
         (conf / "elasticsearch.yml").write_text(
             "\n".join(
                 [
-                    "cluster.name: auditor-secure-es",
-                    "node.name: secure-es",
+                    f"cluster.name: auditor-{self.name}",
+                    f"node.name: {self.name}",
                     "discovery.type: single-node",
                     "network.host: 127.0.0.1",
                     f"http.port: {self.port}",
@@ -87,12 +117,7 @@ class SecureElasticsearch:
                     f"path.data: {self.dir / 'data'}",
                     f"path.logs: {self.dir / 'logs'}",
                     "cluster.routing.allocation.disk.threshold_enabled: false",
-                    "xpack.security.enabled: true",
-                    "xpack.security.http.ssl.enabled: true",
-                    "xpack.security.http.ssl.certificate: server.pem",
-                    "xpack.security.http.ssl.key: server.key",
-                    "xpack.security.transport.ssl.enabled: false",
-                    "xpack.license.self_generated.type: basic",
+                    *self.security_settings(),
                     "",
                 ]
             )
@@ -115,7 +140,7 @@ class SecureElasticsearch:
         accounts = [(*self.admin, "superuser")] + [(u, self.passwords[u], r) for u, r in self.users.items()]
         for user, password, role in accounts:
             subprocess.run(
-                [str(ES_HOME / "bin" / "elasticsearch-users"), "useradd", user, "-p", password, "-r", role],
+                [str(home / "bin" / "elasticsearch-users"), "useradd", user, "-p", password, "-r", role],
                 env=env,
                 check=True,
                 capture_output=True,
@@ -125,40 +150,50 @@ class SecureElasticsearch:
         log = open(self.dir / "server.log", "wb")  # noqa: SIM115 (lives as long as the node)
         self.process = subprocess.Popen(
             ["setpriv", f"--reuid={SVC_USER}", f"--regid={SVC_USER}", "--init-groups", "--",
-             str(ES_HOME / "bin" / "elasticsearch")],
+             str(home / "bin" / "elasticsearch")],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"secured Elasticsearch exited: {self.tail()}")
+                raise RuntimeError(f"{self.name} exited: {self.tail()}")
             try:
                 if self.request("GET", "/_cluster/health?wait_for_status=yellow&timeout=2s")[0] == 200:
                     return
             except (OSError, urllib.error.URLError):
                 pass
             time.sleep(1)
-        raise RuntimeError(f"secured Elasticsearch not ready in {START_SECONDS}s: {self.tail()}")
+        raise RuntimeError(f"{self.name} not ready in {START_SECONDS}s: {self.tail()}")
 
     def tail(self) -> str:
         path = self.dir / "server.log"
         return path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
 
     def request(
-        self, method: str, path: str, body: Any = None, auth: tuple[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        auth: tuple[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        """One HTTPS request (the CA verified), as `auth` (default: the super user)."""
-        user, password = auth or self.admin
+        """One HTTPS request (the CA verified), as `auth` (default: the super user) unless the
+        headers carry their own Authorization."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+        if "Authorization" not in (headers or {}):
+            user, password = auth or self.admin
+            basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+            req.add_header("Authorization", f"Basic {basic}")
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
         req.add_header("Content-Type", "application/json")
         context = ssl.create_default_context(cafile=self.ca)
         try:
             with urllib.request.urlopen(req, timeout=30, context=context) as r:
-                return r.status, json.loads(r.read() or b"null")
+                return r.status, _json(r.read())
         except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
+            return e.code, _json(e.read())
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:  # the launcher and the server it forked

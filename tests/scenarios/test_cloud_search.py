@@ -14,6 +14,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faults import skip_index_write
@@ -21,6 +22,7 @@ from test_search_tls import certificate
 from world import World
 
 from sandbox.aws_sigv4 import Key, SearchProxy, Verifier
+from sandbox.aws_sts import WebIdentitySts
 
 pytestmark = pytest.mark.integration
 
@@ -139,3 +141,46 @@ def test_a_refused_signature_names_the_identity_and_what_to_check(
     assert done.stdout == "" and "Traceback" not in done.stderr
     assert SECRET not in done.stderr and TOKEN not in done.stderr
     assert len(cloud.proxy.refused) > refused  # refused by the signature check, not by anything else
+
+
+def test_credentials_from_a_profile_and_from_irsa_web_identity(cloud: Cloud, tmp_path: Path) -> None:
+    """The chain's other sources, as boto3 resolves them: a named profile in a shared credentials
+    file, and EKS's IRSA (AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE exchanged at STS, here
+    sandbox/aws_sts.py, for temporary credentials the service's front accepts). A role STS refuses
+    is exit 3 naming the role and the trust policy to check, not a traceback."""
+    verifier = cloud.proxy.verifier
+    profile_key = verifier.add(Key("AKIAAUDITORPROFILE01", f"profile-{uuid.uuid4().hex}"))
+    credentials = tmp_path / "credentials"
+    credentials.write_text(
+        f"[auditor]\naws_access_key_id = {profile_key.access_key}\n"
+        f"aws_secret_access_key = {profile_key.secret_key}\n"
+    )
+    no_keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+    def scan(env: dict[str, str]) -> dict[str, Any]:
+        env = {k: v for k, v in env.items() if k not in no_keys}
+        done = cloud.run("scan", "--no-state", "-f", "json", "--settle", "0.5", env=env)
+        assert done.returncode in (0, 1), done.stderr[-2000:]
+        assert profile_key.secret_key not in done.stdout + done.stderr
+        return dict(json.loads(done.stdout))
+
+    report = scan(cloud.env(AWS_SHARED_CREDENTIALS_FILE=str(credentials), AWS_PROFILE="auditor"))
+    assert "AWS SigV4" in report["sources"]["search"]
+    assert verifier.seen[-1] == profile_key.access_key
+
+    role = "arn:aws:iam::123456789012:role/datahub-auditor"
+    token = tmp_path / "token"
+    token.write_text(f"eyJhbGciOiJSUzI1NiJ9.{uuid.uuid4().hex}.sig")  # the projected service-account token
+    with WebIdentitySts(role, token.read_text(), [verifier]) as sts:
+        irsa = cloud.env(
+            AWS_ROLE_ARN=role, AWS_WEB_IDENTITY_TOKEN_FILE=str(token), AWS_ENDPOINT_URL_STS=sts.url
+        )
+        report = scan(irsa)
+        assert sts.issued and verifier.seen[-1] == sts.issued[-1]
+        assert "AWS SigV4" in report["sources"]["search"]
+        other = {k: v for k, v in irsa.items() if k not in no_keys} | {"AWS_ROLE_ARN": role + "-other"}
+        wrong = cloud.run("scan", "--no-state", env=other)
+        assert wrong.returncode == 3 and "AccessDenied" in sts.refused, wrong.stderr[-1500:]
+        assert "Traceback" not in wrong.stderr and token.read_text() not in wrong.stderr
+        assert f"web identity (IRSA) for role {role}-other" in wrong.stderr, wrong.stderr
+        assert "AccessDenied" in wrong.stderr and "sts:AssumeRoleWithWebIdentity" in wrong.stderr

@@ -3,7 +3,8 @@ secret), SASL/OAUTHBEARER with a token provider that
 librdkafka calls at every refresh (MSK IAM's path; here a token file a sidecar keeps fresh,
 checked by Kafka's own validator), and mTLS (a client certificate the broker's CA signed, the
 principal its subject). Through each, on a private broker with ACLs: the scan reads the offsets
-and the change log, triage explains one urn, a replay repairs it and the re-scan is clean. An
+and the change log, triage explains one urn, a replay repairs it and the re-scan is clean; over
+OAUTHBEARER the watch times MCLs and the probe's canary is produced and timed to search. An
 expired token and a missing client certificate each end the scan with exit 3 and one line,
 never showing the token or the key."""
 
@@ -69,7 +70,11 @@ def managed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Managed]:
     tmp = tmp_path_factory.mktemp("kafka-managed")
     with SecureKafka(tmp) as broker:  # fails the module (never skips) if it does not start
         endpoints = replace(Endpoints.from_env(), kafka=broker.plaintext)
-        world = World("postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0")
+        # a database of its own too: a World another test session starts on the shared one empties
+        # its aspect table, and a replay of the rows left would rightly fail its verification
+        world = World(
+            "postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0", own_database=True
+        )
         try:
             broker.grant("oauth-scanner", REPLAY_ACLS)
             broker.grant("CN=auditor-mtls", REPLAY_ACLS)
@@ -166,3 +171,10 @@ def test_oauthbearer_and_mtls_scan_triage_replay_to_a_clean_rescan(managed: Mana
     # MCLs came in through the token provider and were timed until search showed them
     assert last["schema"] == "watch/1" and last["events"]["good"] >= 1, last
     assert last["consumer"] and all(p["status"] == "ok" for p in last["consumer"]), last["consumer"]
+    # the probe writes its canary, produces the MCL through the token provider and times it to search
+    probed = m.run(oauth, "probe", "--apply", "--via-store", "--slo", "30", "--interval", "0.2", "--json")
+    assert probed.returncode == 0, probed.stderr[-2000:]
+    result = json.loads(probed.stdout)
+    assert result["within_slo"] and result["publish_seconds"] is not None, result
+    removed = m.run(oauth, "probe", "--apply", "--via-store", "--remove")
+    assert removed.returncode == 0, removed.stderr[-2000:]

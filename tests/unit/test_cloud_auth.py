@@ -211,3 +211,45 @@ def test_a_glue_refusal_names_the_identity_and_the_permission(aws_env: None) -> 
             del os.environ["AWS_ENDPOINT_URL_GLUE"]
     assert "...0001" in str(refused.value) and "GetSchemaVersion" in str(refused.value)
     assert "glue:GetSchemaVersion" in (refused.value.hint or "") and SECRET not in str(refused.value)
+
+
+def test_a_failing_credential_chain_names_its_source_and_what_to_check() -> None:
+    from botocore.exceptions import ClientError, ProfileNotFound
+
+    from auditor.backends.aws_chain import chain_source, resolve
+
+    irsa = {"AWS_ROLE_ARN": "arn:aws:iam::1:role/auditor", "AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/token"}
+    assert chain_source(irsa) == "web identity (IRSA) for role arn:aws:iam::1:role/auditor"
+    assert chain_source({"AWS_PROFILE": "ops"}) == "profile ops"
+    assert chain_source({**irsa, "AWS_ACCESS_KEY_ID": "AKIA"}) == "the environment's access key"
+
+    class Failing:
+        def __init__(self, error: Exception) -> None:
+            self.error = error
+
+        def get_credentials(self) -> None:
+            raise self.error
+
+    denied = ClientError(
+        {
+            "Error": {
+                "Code": "AccessDenied",
+                "Message": "Not authorized to perform sts:AssumeRoleWithWebIdentity",
+            }
+        },
+        "AssumeRoleWithWebIdentity",
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in irsa.items():
+            mp.setenv(k, v)
+        mp.delenv("AWS_ACCESS_KEY_ID", raising=False)
+        with pytest.raises(AccessRefused) as refused:
+            resolve(Failing(denied), "search cluster request signing")
+    assert "role arn:aws:iam::1:role/auditor were refused (AccessDenied" in str(refused.value)
+    assert "trust policy" in (refused.value.hint or "")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_PROFILE", "nope")
+        mp.delenv("AWS_ACCESS_KEY_ID", raising=False)
+        mp.delenv("AWS_ROLE_ARN", raising=False)
+        with pytest.raises(AccessRefused, match="profile nope failed"):
+            resolve(Failing(ProfileNotFound(profile="nope")), "store db: an RDS IAM token")
