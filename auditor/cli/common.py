@@ -47,6 +47,20 @@ class Format(StrEnum):
     html = "html"
 
 
+class OutFormat(StrEnum):
+    """What a command that prints one result (not a report) writes: a table or JSON."""
+
+    console = "console"
+    json = "json"
+
+
+OutFormatOpt = Annotated[
+    OutFormat,
+    typer.Option("--format", "-f", help="console (tables on a terminal) or json (--json: the same)."),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="The same as -f json.")]
+
+
 def since_of(value: str | None) -> datetime | None:
     if value is None:
         return None

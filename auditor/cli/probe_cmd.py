@@ -11,6 +11,9 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import (
+    JsonFlag,
+    OutFormat,
+    OutFormatOpt,
     run,
     stdout_console,
     write,
@@ -47,7 +50,8 @@ def probe(
     ] = None,
     interval: Annotated[float, typer.Option(help="Seconds between reads: the latency's resolution.")] = 0.5,
     metrics_file: Annotated[Path | None, typer.Option(help="Prometheus textfile of the result.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="The result as JSON (schema probe/1).")] = False,
+    fmt: OutFormatOpt = OutFormat.console,
+    json_out: JsonFlag = False,
     **opts: Any,
 ) -> None:
     """Write a synthetic canary aspect and time it end to end: the write, its MCL on Kafka, and
@@ -91,7 +95,7 @@ def probe(
 
         if metrics_file:
             write(metrics_file, probe_metrics(result))
-        if json_out:
+        if json_out or fmt == OutFormat.json:
             sys.stdout.write(json.dumps(probe_summary(result)) + "\n")
         else:
             render_probe(result, stdout_console())

@@ -11,6 +11,9 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     DebugOpt,
+    JsonFlag,
+    OutFormat,
+    OutFormatOpt,
     err,
     run,
     shard_of,
@@ -51,7 +54,6 @@ Batch = Annotated[int, typer.Option("--batch-size", help="Rows per produced batc
 Resume = Annotated[bool, typer.Option("--resume", help="Continue after the last confirmed batch.")]
 BreakLock = Annotated[bool, typer.Option("--break-stale-lock", help="Clear a lock left by a killed run.")]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
-JsonOut = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
 Shard = Annotated[
     str | None,
     typer.Option(
@@ -157,7 +159,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
         if opts.get("workers"):
             return _in_shards(settings, request, opts)
         outcome = rebuild(settings, request)
-        if opts["json_out"] or opts["output"]:
+        if _as_json(opts):
             write(opts["output"], to_json(outcome) + "\n")
         else:
             render_console(outcome, stdout_console())
@@ -187,7 +189,12 @@ WRITING = {
     "shard_plan": (ShardPlanOpt, None),
     "workers": (Workers, None),
 }
-OUTCOME = {"json_out": (JsonOut, False), "output": (Output, None)}
+OUTCOME = {"fmt": (OutFormatOpt, OutFormat.console), "json_out": (JsonFlag, False), "output": (Output, None)}
+
+
+def _as_json(opts: dict[str, Any]) -> bool:
+    """-f json, --json or a file to write (always JSON, for `rebuild merge`)."""
+    return bool(opts.get("json_out") or opts.get("output") or opts.get("fmt") == OutFormat.json)
 
 
 @rebuild_app.command("plan")
@@ -297,7 +304,7 @@ def _in_shards(settings: Any, request: Any, opts: dict[str, Any]) -> int:
     merged = rebuild_in_shards(
         settings, request, int(opts["workers"]), shard_plan=opts.get("shard_plan"), started=started
     )
-    if opts["json_out"] or opts["output"]:
+    if _as_json(opts):
         write(opts["output"], json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     else:
         render_console(merged, stdout_console())
@@ -312,7 +319,8 @@ def merge_cmd(
     shards: Annotated[
         int | None, typer.Option(help="N: a shard of 0..N-1 with no outcome makes the merge exit 3.")
     ] = None,
-    json_out: JsonOut = False,
+    fmt: OutFormatOpt = OutFormat.console,
+    json_out: JsonFlag = False,
     output: Output = None,
     debug: DebugOpt = False,
 ) -> None:
@@ -335,7 +343,7 @@ def merge_cmd(
                 raise ConfigError(f"{path} is not a rebuild outcome (`auditor rebuild ... --json`)")
             parts.append(data)
         merged = merge_outcomes(parts, shards)
-        if json_out or output:
+        if _as_json({"fmt": fmt, "json_out": json_out, "output": output}):
             write(output, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
         else:
             render_console(merged, stdout_console())

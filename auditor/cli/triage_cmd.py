@@ -9,7 +9,8 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     DebugOpt,
-    Format,
+    OutFormat,
+    OutFormatOpt,
     run,
     stdout_console,
     write,
@@ -28,10 +29,7 @@ def triage(
             "--platform openmetadata: the entity's fully qualified name or its id."
         ),
     ],
-    fmt: Annotated[
-        Format,
-        typer.Option("--format", "-f", help="console (a table on a terminal) or json (schema triage/1)."),
-    ] = Format.console,
+    fmt: OutFormatOpt = OutFormat.console,
     grace: Annotated[
         float | None,
         typer.Option(
@@ -71,9 +69,6 @@ def triage(
         from auditor import platforms
         from auditor.errors import ConfigError
 
-        if fmt not in (Format.console, Format.json):
-            raise ConfigError(f"triage writes console or json, not {fmt.value}")
-
         def settings_() -> Any:
             return settings_of(opts)
 
@@ -91,7 +86,7 @@ def triage(
 
         settings = settings or settings_()
         result = run_triage(settings, urn, grace, settle, entity_types=tuple(entity_type or ()))
-        if fmt == Format.json:
+        if fmt == OutFormat.json:
             write(None, render_json(result, settings.mae_consumer_group))
         else:
             render_console(result, stdout_console(), settings.mae_consumer_group)

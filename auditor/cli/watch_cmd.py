@@ -13,6 +13,8 @@ import typer
 from auditor.cli import app
 from auditor.cli.common import (
     ConsumerGroupOpt,
+    OutFormat,
+    OutFormatOpt,
     run,
     stdout_console,
     write,
@@ -69,8 +71,9 @@ def watch(
     metrics_addr: Annotated[
         str | None, typer.Option(help="Serve GET /metrics on HOST:PORT (e.g. 0.0.0.0:9464).")
     ] = None,
+    fmt: OutFormatOpt = OutFormat.console,
     json_lines: Annotated[
-        bool, typer.Option("--json", help="A JSON line per summary (schema watch/1) instead of tables.")
+        bool, typer.Option("--json", help="The same as -f json: a JSON line per summary (schema watch/1).")
     ] = False,
     **opts: Any,
 ) -> None:
@@ -133,7 +136,7 @@ def watch(
                 write(metrics_file, text)
             if server:
                 server.publish(text)
-            if json_lines:
+            if json_lines or fmt == OutFormat.json:
                 sys.stdout.write(json.dumps(summary(snap)) + "\n")
                 sys.stdout.flush()
             else:
