@@ -22,7 +22,7 @@ from typing import Any
 from auditor.backends.index_writer import IndexWriter
 from auditor.core.model import Report, Selection, Verdict
 from auditor.errors import BackendUnavailable
-from auditor.platforms.datahub.naming import entity_index
+from auditor.platforms.datahub.naming import V3_TYPE_FIELD, entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
@@ -62,9 +62,16 @@ class FullRebuild:
         self.versions = deployment_versions(backends, registry, target)
 
     def run(self, entity_type: str) -> Swapped:
-        stage = DataHubStage(self, entity_type)
+        return self._promote(DataHubStage(self, entity_type), entity_type)
+
+    def run_v3(self, live: str, entity_types: list[str]) -> Swapped:
+        """DataHub's V3 index `live` rebuilt whole: every entity type it holds (a search group's
+        index holds several), its documents only."""
+        return self._promote(DataHubV3Stage(self, live, entity_types), ", ".join(entity_types))
+
+    def _promote(self, stage: DataHubStage, what: str) -> Swapped:
         done = promote(self.writer, stage)
-        out = Swapped(entity_type, done.live, done.fresh, done.old if done.is_alias else [])
+        out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
         if done.is_alias:
             drop = f'curl -X DELETE "$SEARCH_URL"/{done.old[0]}'
@@ -157,3 +164,64 @@ class DataHubStage:
         if is_alias:
             return [{"remove": {"index": o, "alias": self.live}} for o in old] + actions
         return [*actions, {"remove_index": {"index": self.live}}]
+
+
+class DataHubV3Stage(DataHubStage):
+    """One V3 index's steps: every entity type it holds loaded from the rows, the V3 documents
+    only (`_id` the urn's SHA-256, `_entityType` set), verified by the scan's V3 pass."""
+
+    def __init__(self, full: FullRebuild, live: str, entity_types: list[str]) -> None:
+        self.full, self.live, self.types = full, live, entity_types
+        self.entity_type = entity_types[0]
+
+    def load(self, index: str, since: datetime | None = None) -> int:
+        selection = Selection(entity_types=tuple(self.types), since=since)
+        urns = list(RowSource(self.full.backends.store, selection).urns())  # type: ignore[arg-type]
+        return self._write(index, urns)
+
+    def _write(self, index: str, urns: list[str]) -> int:
+        if not urns:
+            return 0
+        full = self.full
+        done = Reindexer(
+            full.backends.store,
+            full.backends.search,
+            full.writer,
+            full.registry,
+            Checkpoint("full", index, track_touched=False),
+            full.state_dir / f"rebuild-full-{index}.json",
+            index_prefix=full.target.index_prefix,
+            rate=full.rate,
+            versions=full.versions,
+            v3=dict.fromkeys(self.types, index),
+            v3_only=True,
+        ).run(urns)
+        if done.failed:
+            raise NotPromoted(
+                f"{index}: {len(done.failed)} entities failed to load (e.g. {done.failed[0]}); not promoted"
+            )
+        full.writer.refresh(index)
+        return len(urns)
+
+    def still_wrong(self, index: str, before: datetime) -> list[str]:
+        target = ScanTarget(
+            **{
+                **self.full.target.__dict__,
+                "entity_indices": tuple((t, index) for t in self.types),
+                "type_field": V3_TYPE_FIELD,
+            }
+        )
+        report = Report(started_at=datetime.now(UTC), scope=Selection(entity_types=tuple(self.types)))
+        options = ScanOptions(sample_window=0, use_state=False, settle=0.0)
+        run_scan(self.full.backends, self.full.registry, report, options, target)
+        if not report.complete:
+            raise BackendUnavailable(f"the verification scan of {index} did not complete")
+        return sorted(
+            {
+                c.finding.urn
+                for c in report.findings
+                if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)
+                and c.finding.index == index
+                and not (c.finding.changed_at is not None and c.finding.changed_at >= before)
+            }
+        )

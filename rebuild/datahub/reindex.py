@@ -68,6 +68,7 @@ class Reindexer:
         v3: dict[str, str] | None = None,
         mirrors: dict[str, list[str]] | None = None,
         versions: IndexRules | None = None,
+        v3_only: bool = False,
     ) -> None:
         # the deployment's release and mappings: what a document may hold (the scan's own rules)
         self.versions = versions
@@ -76,6 +77,9 @@ class Reindexer:
         self.mirrors = mirrors or {}
         # entity type -> DataHub's V3 index of it: every entity doc written (or deleted) there too
         self.v3 = v3 or {}
+        # a full rebuild of a V3 index: only its documents are written (V2, system metadata and
+        # edges are the V2 rebuild's)
+        self.v3_only = v3_only
         self.store, self.search, self.writer, self.registry = store, search, writer, registry
         self.checkpoint, self.path = checkpoint, path
         self.prefix = index_prefix
@@ -253,6 +257,9 @@ class Reindexer:
                 if i not in built.edges and doc.get("relationshipType") in COMPARED_EDGE_TYPES
             ]
             self.checkpoint.count("rebuilt")
+        if self.v3_only:
+            v3_indices = set(self.v3.values())
+            items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
 
     def _name_of(self, urn: str) -> str:

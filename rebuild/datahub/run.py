@@ -285,6 +285,17 @@ def _full(
             outcome.verified_urns += swapped.entities
             outcome.notes.append(f"{swapped.live} -> {swapped.fresh} (verified in {swapped.rounds} round(s))")
             outcome.notes += swapped.notes
+        # DataHub's V3 index (1.3+) beside V2: each V3 index holding a chosen type, rebuilt whole
+        v3 = v3_indices(backends.scan.search, target.index_prefix, registry)
+        chosen = {registry.entity(name).name for name in types}
+        for live_v3 in sorted({v3[t] for t in chosen if t in v3}):
+            held = sorted(t for t, index in v3.items() if index == live_v3)
+            swapped = full.run_v3(live_v3, held)
+            outcome.counts[f"entities {live_v3}"] = swapped.entities
+            outcome.counts[f"caught up {live_v3}"] = swapped.caught_up
+            verified = f"verified in {swapped.rounds} round(s)"
+            outcome.notes.append(f"{swapped.live} (V3: {', '.join(held)}) -> {swapped.fresh} ({verified})")
+            outcome.notes += swapped.notes
     finally:
         lock.release()
     return outcome

@@ -12,7 +12,7 @@ from test_rebuild import rebuild_cli
 from world import World
 
 from auditor.api import rebuild, triage
-from auditor.core.model import Report, Verdict
+from auditor.core.model import Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome
 from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import entity_doc_id, entity_doc_id_v3, entity_index_v3
@@ -157,6 +157,52 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
     assert after.sections["v3"]["disagreeing"] == 0
     assert {(c.finding.index, c.subkind) for c in walked.findings} == {(primary, "stale_fields")}
+
+
+@pytest.mark.integration
+def test_a_full_rebuild_rebuilds_the_v3_index_holding_the_type_too(tmp_path: Path) -> None:
+    """`reindex --full --entity-type dataset` on a DataHub writing V2 and V3: the V2 dataset index
+    and the V3 index of its search group (datasets and charts) each rebuilt into a fresh index,
+    verified, swapped behind the live name; the V3 faults (missing, stale, orphaned, and a chart's
+    in the same group) gone, the V3 index now an alias, the re-scan clean."""
+    groups = {"dataset": "primary", "chart": "primary"}
+    world = World("mariadb", "elasticsearch", tmp_path, n=40, v3=groups, own_topics=True)
+    try:
+        primary = entity_index_v3("primary", world.prefix)
+        missing, stale = _datasets(world, 2)
+        chart = world.of_type("chart")[0].urn
+        ghost = missing.replace(",PROD)", "-ghost,PROD)")
+        for urn in (missing, chart):
+            world.search.delete(primary, entity_doc_id_v3(urn))
+        world.consumer.updater.v3_skip = {stale}
+        world.writer.write(stale, "globalTags", _tags("only-in-v2"))
+        assert world.consumer.drain(60)
+        world.consumer.updater.v3_skip = set()
+        world.search.put(primary, entity_doc_id_v3(ghost), {"urn": ghost, "_entityType": "dataset"})
+        world.refresh()
+        before = world.scan()
+        request = RebuildRequest(
+            "reindex",
+            selection=Selection(entity_types=("dataset",)),
+            apply=True,
+            full=True,
+            replace_concrete=True,
+            state_dir=tmp_path,
+        )
+        outcome = rebuild(world.settings(), request)
+        after = world.scan()
+        serving = world.search.client.indices.get_alias(name=primary)
+    finally:
+        world.close()
+    wrong = {(c.finding.urn, c.finding.index) for c in before.findings if c.verdict == Verdict.DIVERGED}
+    assert {(u, primary) for u in (missing, stale, ghost, chart)} <= wrong, wrong
+    assert outcome.exit_code == 0 and not outcome.failed, outcome.notes
+    assert any(note.startswith(f"{primary} (V3: chart, dataset) -> {primary}_") for note in outcome.notes)
+    assert outcome.counts[f"entities {primary}"] == len(world.of_type("dataset")) + len(
+        world.of_type("chart")
+    )
+    assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+    assert [name.startswith(f"{primary}_") for name in serving] == [True]  # the live name: an alias
 
 
 @pytest.mark.integration
