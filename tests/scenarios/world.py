@@ -5,17 +5,19 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from auditor.api import ScanOptions, scan
 from auditor.core.model import Report, Selection
 from auditor.settings import Settings, load_settings
 from sandbox.consumer import MaeConsumer
-from sandbox.database import engine_for
+from sandbox.database import engine_for, make_engine
 from sandbox.ddl import create_schema
 from sandbox.endpoints import Endpoints
 from sandbox.generator import CatalogEntity
@@ -39,8 +41,45 @@ def move_group_to_end(bootstrap: str) -> None:
         future.result(timeout=30)
 
 
+def _url_field(store: str) -> str:
+    """The `Endpoints` field holding the store's URL."""
+    return "pg_url" if store in ("postgres", "postgresql", "pg") else "mysql_url"
+
+
+def create_database(url: str, name: str) -> str:
+    """A new, empty database beside `url`'s on the same server; its URL."""
+    admin = make_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    postgres = make_url(url).get_backend_name().startswith("postgres")
+    charset = "" if postgres else " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"  # as the stack's `datahub`
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}{charset}"))
+    finally:
+        admin.dispose()
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url: str, name: str) -> None:
+    """Drop database `name` through `url`'s (another database on the same server); on PostgreSQL
+    connections still open to it are ended."""
+    admin = make_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    force = " WITH (FORCE)" if make_url(url).get_backend_name().startswith("postgres") else ""
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}{force}"))
+    finally:
+        admin.dispose()
+
+
 class World:
-    """One store + one search backend, an empty table and fresh prefixed indices."""
+    """One store + one search backend, an empty table and fresh prefixed indices.
+
+    The table emptied is the store's `metadata_aspect_v2`, in the database the endpoints name
+    (the stack's `datahub`, or a pytest-xdist worker's own, tests/conftest.py): every World
+    started on that database, by any process, empties it. `own_database=True` gives the world a
+    database of its own on the same server instead (created here, dropped by `close()`), for a
+    test that must not lose its rows to another test session running beside it.
+    """
 
     def __init__(
         self,
@@ -55,10 +94,17 @@ class World:
         group_suffix: str = "",
         release: str | None = None,
         glue: Any = None,
+        own_database: bool = False,
     ) -> None:
         self.store_name, self.search_name = store, search
         self.endpoints = endpoints or Endpoints.from_env()  # another server: dataclasses.replace
         self.prefix = f"t{uuid.uuid4().hex[:8]}"
+        self.own_database: tuple[str, str] | None = None  # (the server's URL, the database made)
+        if own_database:
+            field, name = _url_field(store), f"world_{self.prefix}"
+            server = getattr(self.endpoints, field)
+            self.endpoints = replace(self.endpoints, **{field: create_database(server, name)})
+            self.own_database = (server, name)
         self.engine = engine_for(store, self.endpoints)
         create_schema(self.engine)
         with self.engine.begin() as conn:
@@ -117,6 +163,8 @@ class World:
         if self.topics:
             admin_client(self.endpoints.kafka).delete_topics(list(self.topics), operation_timeout=30)
         self.engine.dispose()
+        if self.own_database is not None:
+            drop_database(*self.own_database)
 
     def of_type(self, entity_type: str, removed: bool | None = False) -> list[CatalogEntity]:
         return [
