@@ -82,6 +82,7 @@ class Search(Protocol):
         source: Sequence[str] | bool = True,
         page: int = 2000,
         few: bool = False,
+        from_sort: bool = False,  # the doc as its sort keys hold it (no `_source` read)
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...

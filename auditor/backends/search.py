@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from auditor.backends.protocols import Capability
@@ -100,6 +101,25 @@ def _fast_serializer() -> Any:
             return orjson.loads(s)
 
     return OrjsonSerializer()
+
+
+def _source_of(hit: dict[str, Any]) -> dict[str, Any]:
+    return hit.get("_source") or {}
+
+
+def _from_sort(fields: list[str], hit: dict[str, Any]) -> dict[str, Any]:
+    """The doc as its sort keys hold it: `source.urn` -> {"source": {"urn": ...}} (a missing
+    value stays missing, as it was in `_source`)."""
+    doc: dict[str, Any] = {}
+    for field, value in zip(fields, hit.get("sort") or (), strict=False):
+        if value is None:
+            continue
+        *outer, last = field.split(".")
+        node = doc
+        for part in outer:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return doc
 
 
 class SearchIndex:
@@ -354,8 +374,13 @@ class SearchIndex:
         source: Sequence[str] | bool = True,
         page: int = 2000,
         few: bool = False,
+        from_sort: bool = False,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """`(_id, _source)` of every matching doc, ordered by the keyword fields in `sort`.
+
+        `from_sort`: the doc is only what the sort keys hold (`{"source": {"urn": ...}, ...}`),
+        read from each hit's sort values with no `_source` fetched: for a check that compares
+        nothing else (the graph's edges), the engine skips loading and sending the documents.
 
         A point in time + search_after gives one consistent view; a cluster without PIT is
         read with a sorted scroll instead. `few` (the query names a handful of urns): one
@@ -366,8 +391,9 @@ class SearchIndex:
             "size": page,
             "sort": [{f: {"order": "asc"}} for f in sort],
             "query": query or {"match_all": {}},
-            "_source": source if isinstance(source, bool) else list(source),
+            "_source": False if from_sort else source if isinstance(source, bool) else list(source),
         }
+        shape = functools.partial(_from_sort, list(sort)) if from_sort else _source_of
         try:
             if few:
                 body["track_total_hits"] = False
@@ -375,13 +401,14 @@ class SearchIndex:
                 if len(hits) < page:
                     self.docs_read += len(hits)
                     for hit in hits:
-                        yield hit["_id"], hit.get("_source") or {}
+                        yield hit["_id"], shape(hit)
                     return
             pit = self._open_pit(index)
             if pit is None:
-                yield from self._scroll(index, body)
+                for hit in self.scroll_hits(index, body):
+                    yield hit["_id"], shape(hit)
                 return
-            yield from self._pit_pages(pit, body, page)
+            yield from self._pit_pages(pit, body, page, shape)
         except BackendUnavailable:
             raise
         except Exception as exc:
@@ -394,7 +421,9 @@ class SearchIndex:
                 ) from None
             raise self._fail(f"reading {index}", exc) from None
 
-    def _pit_pages(self, pit: str, body: dict[str, Any], page: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _pit_pages(
+        self, pit: str, body: dict[str, Any], page: int, shape: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         """The pages of one point in time, by search_after; the point in time closed after."""
         body["track_total_hits"] = False
         after: list[Any] | None = None
@@ -408,16 +437,12 @@ class SearchIndex:
                 hits = response["hits"]["hits"]
                 self.docs_read += len(hits)
                 for hit in hits:
-                    yield hit["_id"], hit.get("_source") or {}
+                    yield hit["_id"], shape(hit)
                 if len(hits) < page:
                     return
                 after = hits[-1]["sort"]
         finally:
             self._close_pit(pit)
-
-    def _scroll(self, index: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-        for hit in self.scroll_hits(index, body):
-            yield hit["_id"], hit.get("_source") or {}
 
     def scroll_hits(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every hit of `body` over `index`, page by page through a scroll that is cleared

@@ -139,6 +139,7 @@ class FakeSearch:
         source: Sequence[str] | bool = True,
         page: int = 2000,
         few: bool = False,
+        from_sort: bool = False,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         self.log.append(f"docs {index}")
         terms, prefixes = _wanted(query)
@@ -149,10 +150,26 @@ class FakeSearch:
                 continue
             if prefixes and not any(urn.startswith(p) for p in prefixes):
                 continue
-            yield doc_id, dict(doc)
+            yield doc_id, _sort_keys(doc, sort) if from_sort else dict(doc)
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return {i: self.docs.get(index, {})[i] for i in ids if i in self.docs.get(index, {})}
+
+
+def _sort_keys(doc: dict[str, Any], sort: Sequence[str]) -> dict[str, Any]:
+    """What an engine's sort values give back of `doc`: the sort fields only."""
+    out: dict[str, Any] = {}
+    for field in sort:
+        *outer, last = field.split(".")
+        value: Any = doc
+        for part in (*outer, last):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            node = out
+            for part in outer:
+                node = node.setdefault(part, {})
+            node[last] = value
+    return out
 
 
 class FakeEvents:

@@ -83,3 +83,20 @@ def test_an_older_or_unknown_server_gets_plain_media_types_on_every_request(
         ("application/json", "application/json"),
         ("application/json", "application/x-ndjson"),
     ]
+
+
+def test_a_doc_read_from_its_sort_values_is_what_the_sort_keys_hold() -> None:
+    from auditor.backends.search import _from_sort
+
+    fields = ["source.urn", "relationshipType", "destination.urn"]
+    hit = {"_id": "x", "sort": ["urn:li:dataset:a", "DownstreamOf", "urn:li:dataset:b"]}
+    assert _from_sort(fields, hit) == {
+        "source": {"urn": "urn:li:dataset:a"},
+        "relationshipType": "DownstreamOf",
+        "destination": {"urn": "urn:li:dataset:b"},
+    }
+    # a doc missing a key sorts with a null there: missing again, as it was in _source
+    assert _from_sort(fields, {"sort": [None, "OwnedBy", "urn:li:corpuser:x"]}) == {
+        "relationshipType": "OwnedBy",
+        "destination": {"urn": "urn:li:corpuser:x"},
+    }

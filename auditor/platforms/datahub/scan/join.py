@@ -134,7 +134,7 @@ class Scanner:
             yield urn, docs[0]
 
     def _group_stream(
-        self, plan: ScanPlan, index: str, sort: list[str], key_field: str
+        self, plan: ScanPlan, index: str, sort: list[str], key_field: str, from_sort: bool = False
     ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         outer, _, inner = key_field.partition(".")  # "urn" or "source.urn"
         assert "." not in inner, key_field
@@ -142,7 +142,7 @@ class Scanner:
         def docs() -> Iterator[tuple[str, dict[str, Any]]]:
             query = urn_filter(key_field, plan.selection)
             few = bool(plan.selection.urns)
-            for doc_id, source in self.search.stream(index, sort, query=query, few=few):
+            for doc_id, source in self.search.stream(index, sort, query=query, few=few, from_sort=from_sort):
                 key = source.get(outer)
                 if inner:
                     key = key.get(inner) if isinstance(key, dict) else None
@@ -194,8 +194,10 @@ class Scanner:
         if plan.sysmeta is not None:
             streams["sysmeta"] = self._group_stream(plan, plan.sysmeta, ["urn", "aspect"], "urn")
         if plan.graph is not None:
+            # the edge check compares exactly the three sort keys: read from the sort values, no
+            # `_source` (measured on 615k edges: 11.8 s against 14.7 s with the documents)
             streams["edges"] = self._group_stream(
-                plan, plan.graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn"
+                plan, plan.graph, ["source.urn", "relationshipType", "destination.urn"], "source.urn", True
             )
         return streams
 
