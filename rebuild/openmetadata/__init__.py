@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
 from auditor.core.model import Classified, Evidence, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
@@ -65,6 +65,9 @@ class OmRepair:
     writer: IndexWriter
     counts: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    # entity type -> ids whose documents the cluster refused (400: too deep for its mapping or its
+    # parser, say) or that cannot be written as JSON: no write will ever take them
+    refused: dict[str, set[str]] = field(default_factory=dict)
     release: str | None = None  # given (--platform-version); else the database's migration level
     rate: float | None = None  # --rate: entities written per second (None: as fast as it goes)
     _level: list[tuple[int, ...] | None] = field(default_factory=list, repr=False)
@@ -87,6 +90,21 @@ class OmRepair:
 
     def add(self, what: str, n: int = 1) -> None:
         self.counts[what] = self.counts.get(what, 0) + n
+
+    def record(self, entity_type: str, failures: Sequence[BulkFailure], sent: Sequence[str] = ()) -> None:
+        """The writes that failed, each with the cluster's reason; a document refused as it is
+        (400, or not writable as JSON: status 0) is remembered as refused. `sent`: the ids of
+        the documents written meanwhile (a success clears an earlier failure)."""
+        bad = {f.item.urn for f in failures}
+        for i in sent:
+            if i not in bad:
+                self.failed.pop(i, None)
+                self.refused.get(entity_type, set()).discard(i)
+        for failure in failures:
+            urn = failure.item.urn
+            self.failed[urn] = f"{failure.status}: {failure.reason}" if failure.status else failure.reason
+            if failure.status in (0, 400):
+                self.refused.setdefault(entity_type, set()).add(urn)
 
     def documents(self, entity: OmEntity, rows: Sequence[OmRow]) -> dict[str, dict[str, Any]]:
         """id -> the document for each readable row (an unreadable row is a failure, said why)."""
@@ -155,9 +173,9 @@ class OmRepair:
             gone = [i for i in todo if i not in rows and i not in before]
             items = [BulkItem("index", index, i, i, docs[i]) for i in same]
             items += [BulkItem("delete", index, i, i) for i in gone]
-            for failure in self.writer.bulk(items):
-                self.failed[failure.item.urn] = f"{failure.status}: {failure.reason}"
-            self.add("documents written", len(same))
+            failures = self.writer.bulk(items)
+            self.record(entity.entity_type, failures, same)
+            self.add("documents written", len(same) - len({f.item.urn for f in failures} & set(same)))
             self.add("orphans deleted (rows re-checked: gone)", len(gone))
             after = self.store.read(entity, todo)
             done = set(gone) | {i for i in same if i in after and after[i].fingerprint == rows[i].fingerprint}

@@ -51,6 +51,13 @@ class FullRebuild:
             f"{entity.entity_type}: {done.loaded} documents loaded into {done.fresh}; {done.live} and its "
             f"aliases now point at it; removed {', '.join(done.old)}"
         )
+        refused = self.work.refused.get(entity.entity_type)
+        if refused:
+            self.notes.append(
+                f"{entity.entity_type}: {len(refused)} documents the search cluster refused are not in "
+                f"{done.fresh} (as in OpenMetadata's own reindex, a SINK failure each): named among the "
+                "failures, with the cluster's reason"
+            )
 
 
 class OmStage:
@@ -100,33 +107,41 @@ class OmStage:
         docs = work.documents(self.entity, rows)
         items = [BulkItem("index", index, i, i, doc) for i, doc in docs.items()]
         failures = self.full.writer.bulk(items)
-        for failure in failures:
-            work.failed[failure.item.urn] = f"{failure.status}: {failure.reason}"
+        work.record(self.entity.entity_type, failures, [i.urn for i in items])
         work.add("documents loaded", len(items) - len(failures))
         return len(items) - len(failures)
 
     def rewrite(self, index: str, ids: list[str]) -> None:
         self.full.work.rewrite(self.entity, index, ids)
 
+    def refused(self) -> set[str]:
+        return self.full.work.refused.get(self.entity.entity_type, set())
+
     def still_wrong(self, index: str, before: datetime) -> list[str]:
         """The scan's own steps over the fresh index (join, then each candidate's row, doc, row
         again). A row written since `before` is not a failure: the server writes the old index
-        until the swap, and the catch-up after it writes everything since the mark."""
+        until the swap, and the catch-up after it writes everything since the mark. A document
+        the cluster refused as it is (named among the failures) is not one to write again: no
+        index of this cluster takes it, OpenMetadata's own reindex promotes without it too."""
         scanner = OmScanner(self.full.store, self.full.search)
         names = {self.entity.entity_type: index}
         joined = scanner.run([self.entity], names=names)
         self.malformed = sum(1 for f in joined.findings if f.kind == Kind.MALFORMED_ASPECT)
         candidates = [f for f in joined.findings if f.kind != Kind.MALFORMED_ASPECT]
         seen = reobserve(scanner, {self.entity.entity_type: self.entity}, names, candidates, visibility=0.5)
+        refused = self.refused()
         return [
             f.urn
             for f, _ in seen.observed
-            if f.kind != Kind.MALFORMED_ASPECT and not (f.changed_at is not None and f.changed_at >= before)
+            if f.kind != Kind.MALFORMED_ASPECT
+            and not (f.changed_at is not None and f.changed_at >= before)
+            and f.urn not in refused
         ]
 
     def check(self, index: str) -> None:
-        """A document per readable row (give or take the rows created since the check)."""
-        rows = self.full.store.count(self.entity) - self.malformed
+        """A document per readable row (give or take the rows created since the check), but those
+        the cluster refused."""
+        rows = self.full.store.count(self.entity) - self.malformed - len(self.refused())
         docs = self.full.search.count(index)
         if docs < rows - CATCH_UP_SLACK:
             raise NotPromoted(f"{index} holds {docs} documents for {rows} readable rows: not swapped")

@@ -24,6 +24,8 @@ from sandbox.openmetadata.entities import OmEntity
 
 EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "connection", "changeSummary")
 TABLE_EXCLUDED = ("sampleData", "tableProfile", "joins")
+# the first release writing classificationTags / glossaryTags (the TaggableIndex line)
+SPLIT_TAGS_SINCE = (1, 10)
 DATA_ASSETS = ("table", "dashboard", "topic", "pipeline", "glossaryTerm", "database", "databaseSchema")
 # setInheritedFields: child type -> (parent type, inherited fields)
 INHERITED = {
@@ -128,8 +130,11 @@ def build_doc(entity: OmEntity, lookup: Lookup | None = None, release: str | Non
     doc["fqnHash"] = fqnlib.fqn_hash(entity.fqn)
     for key in EXCLUDED:
         doc.pop(key, None)
-    if release is not None:
-        parts = tuple(int(p) for p in release.split("-")[0].split("."))
+    parts = tuple(int(p) for p in release.split("-")[0].split(".")) if release is not None else None
+    if parts is None or parts >= SPLIT_TAGS_SINCE:  # ParseTags' tag FQNs by source, Tier included
+        for field, source in (("classificationTags", "Classification"), ("glossaryTags", "Glossary")):
+            doc[field] = [t["tagFQN"] for t in every if t.get("source") == source]
+    if parts is not None:
         if parts < (1, 9):  # getCommonAttributesMap before the 1.9.0 migration: one domain
             domains = doc.pop("domains")
             doc["domain"] = domains[0] if domains else None

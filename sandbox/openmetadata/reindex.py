@@ -3,9 +3,14 @@
 Followed from open-metadata/OpenMetadata, openmetadata-service/.../apps/bundles/searchIndex/:
   distributed/DistributedSearchIndexCoordinator  createJob (INITIALIZING, `stats` = entityStats
       JSON), initializePartitions (READY), startJob (RUNNING, startedAt), completePartition,
-      checkAndUpdateJobCompletion; the job row's columns and statuses (IndexJobStatus)
-  distributed/PartitionWorker + SearchReindexDAOs.updateProgress  a partition's cursor and
-      counts after every batch (the job row itself is only touched: touchJob, updatedAt)
+      failPartition, checkAndUpdateJobCompletion; the job row's columns and statuses (IndexJobStatus)
+  distributed/PartitionCalculator  a type's partitions: [rangeStart, rangeEnd) offsets into its
+      rows counted at initialisation (listCount(Include.ALL): deleted rows too), partitions of
+      max(1000, partitionSize / complexity) rows, at least minPartitionsPerEntity of them
+  distributed/PartitionWorker + SearchReindexDAOs.updateProgress  a partition read batch by batch
+      in `ORDER BY name, id` (EntityRepository.getCursorAtOffset for its first row, then the
+      keyset listAfter(name, id)); its cursor (an absolute offset) and counts after every batch
+      (the job row itself is only touched: touchJob, updatedAt)
   IndexingFailureRecorder  one search_index_failures row per failed entity (stage SINK or
       PROCESS, errorMessage and stackTrace, serverId)
   search/DefaultRecreateHandler  `<canonical index>_rebuild_<epoch ms>` per entity type,
@@ -13,6 +18,8 @@ Followed from open-metadata/OpenMetadata, openmetadata-service/.../apps/bundles/
       its promotion: the aliases moved onto it, the old index deleted; a failed entity type is
       still promoted when its staged index holds any document (RatioPromotionPolicy's rescue)
 Use: `job = Reindex(server, ["table"]); job.start(); job.step(2); ...scan...; job.finish()`.
+`min_partitions=4` splits even a small catalog in 4 partitions per type (OpenMetadata's
+minPartitionsPerEntity); `job.fail_partition("table", 2, "why")` is a partition failed for good.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from sqlalchemy import text
 from sandbox.openmetadata import indices
 from sandbox.openmetadata.docs import build_doc
 from sandbox.openmetadata.entities import now_ms
+from sandbox.openmetadata.model import entity_type
 from sandbox.openmetadata.server import OmServer
 from sandbox.openmetadata.store import dumps
 
@@ -34,15 +42,61 @@ SERVER_ID = "sandbox-om-0"  # ServerIdentityResolver's id of the one "server"
 JAVA_FRAME = "org.openmetadata.service.search.SearchRepository.bulk(SearchRepository.java:1)"
 
 
+# PartitionCalculator's constants and complexity factors (the types the sandbox has)
+MIN_PARTITION_SIZE, MAX_PARTITION_SIZE, MAX_PARTITIONS_PER_TYPE = 1000, 50000, 10000
+COMPLEXITY = {
+    "table": 1.5, "dashboard": 1.3, "pipeline": 1.2, "mlmodel": 1.4, "container": 1.1, "topic": 1.0,
+    "database": 0.8, "databaseSchema": 0.7, "databaseService": 0.5, "user": 0.6, "team": 0.7,
+    "glossaryTerm": 1.0, "tag": 0.5,
+}  # fmt: skip
+
+
+def partition_ranges(
+    total: int, entity_type: str, partition_size: int = 10000, min_partitions: int = 1
+) -> list[tuple[int, int]]:
+    """PartitionCalculator.calculatePartitionsForEntity: the [rangeStart, rangeEnd) of each."""
+    if total <= 0:
+        return []
+    size = max(MIN_PARTITION_SIZE, min(partition_size, MAX_PARTITION_SIZE))
+    adjusted = max(MIN_PARTITION_SIZE, int(size / COMPLEXITY.get(entity_type, 1.0)))
+    n = (total + adjusted - 1) // adjusted
+    least = max(1, min_partitions)
+    if n < least and total >= least:
+        n = least
+        adjusted = (total + n - 1) // n
+    if n > MAX_PARTITIONS_PER_TYPE:
+        n = MAX_PARTITIONS_PER_TYPE
+        adjusted = (total + n - 1) // n
+    return [(i * adjusted, min(i * adjusted + adjusted, total)) for i in range(n)]
+
+
+def job_order(server: OmServer, kind: str) -> list[tuple[str, str]]:
+    """(name, id) of every row of the type in the order a reindex reads them: `ORDER BY name, id`
+    over all rows, soft-deleted ones too (getCursorAtOffset with Include.ALL), in the database's
+    own collation."""
+    table = entity_type(kind).table
+    with server.store.engine.connect() as conn:
+        return [
+            (str(n), str(i)) for n, i in conn.execute(text(f"SELECT name, id FROM {table} ORDER BY name, id"))
+        ]
+
+
 @dataclass
 class _Partition:
     id: str
     entity_type: str
-    ids: list[str]
-    cursor: int = 0
+    index: int
+    start: int  # rangeStart: an offset into the type's order at initialisation
+    end: int  # rangeEnd (exclusive)
+    after: tuple[str, str] | None  # the (name, id) before its first row (None: the first partition)
+    cursor: int = 0  # rows read so far
     success: int = 0
     failed: int = 0
     status: str = "PENDING"
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
 
 
 @dataclass
@@ -54,6 +108,8 @@ class Reindex:
     entity_types: Sequence[str]
     batch_size: int = 100
     recreate: bool = True
+    partition_size: int = 10000
+    min_partitions: int = 1
     failures: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     job_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     staged: dict[str, str] = field(default_factory=dict)
@@ -71,18 +127,20 @@ class Reindex:
     def _stats(self) -> dict[str, Any]:
         """SearchIndexJob.entityStats as JsonUtils.pojoToJson writes it (Lombok getters)."""
         out: dict[str, Any] = {}
-        for p in self.partitions:
-            total, done = len(p.ids), p.success + p.failed
-            out[p.entity_type] = {
-                "entityType": p.entity_type,
+        for kind in self.entity_types:
+            mine = [p for p in self.partitions if p.entity_type == kind]
+            total = sum(p.count for p in mine)
+            done = sum(p.success + p.failed for p in mine)
+            out[kind] = {
+                "entityType": kind,
                 "totalRecords": total,
                 "processedRecords": done,
-                "successRecords": p.success,
-                "failedRecords": p.failed,
+                "successRecords": sum(p.success for p in mine),
+                "failedRecords": sum(p.failed for p in mine),
                 "warningRecords": 0,
-                "totalPartitions": 1,
-                "completedPartitions": int(p.status == "COMPLETED"),
-                "failedPartitions": int(p.status == "FAILED"),
+                "totalPartitions": len(mine),
+                "completedPartitions": sum(p.status == "COMPLETED" for p in mine),
+                "failedPartitions": sum(p.status == "FAILED" for p in mine),
                 "progressPercent": done * 100.0 / total if total else 0.0,
             }
         return out
@@ -113,9 +171,13 @@ class Reindex:
     def start(self) -> str:
         """createJob, initializePartitions, reCreateIndexes (staged + registered), startJob."""
         now = now_ms()
-        for kind in self.entity_types:
-            ids = sorted(e.id for e in self.server.of_type(kind))
-            self.partitions.append(_Partition(str(uuid.uuid4()), kind, ids))
+        for kind in self.entity_types:  # calculatePartitions, counted and ordered now
+            order = job_order(self.server, kind)
+            for n, (start, end) in enumerate(
+                partition_ranges(len(order), kind, self.partition_size, self.min_partitions)
+            ):
+                after = order[start - 1] if start > 0 else None
+                self.partitions.append(_Partition(str(uuid.uuid4()), kind, n, start, end, after))
         config = {
             "entities": list(self.entity_types),
             "recreateIndex": self.recreate,
@@ -131,7 +193,7 @@ class Reindex:
             id=self.job_id,
             jobConfiguration=dumps(config),
             prefix=f"staged_{now}_",
-            total=sum(len(p.ids) for p in self.partitions),
+            total=sum(p.count for p in self.partitions),
             stats=dumps(self._stats()),
             now=now,
         )
@@ -139,11 +201,15 @@ class Reindex:
             self._sql(
                 "INSERT INTO search_index_partition (id, jobId, entityType, partitionIndex, rangeStart, "
                 "rangeEnd, estimatedCount, workUnits, priority, status, processingCursor, claimableAt) "
-                "VALUES (:id, :job, :type, 0, 0, :n, :n, :n, 50, 'PENDING', 0, :now)",
+                "VALUES (:id, :job, :type, :i, :start, :end, :n, :units, 50, 'PENDING', :start, :now)",
                 id=p.id,
                 job=self.job_id,
                 type=p.entity_type,
-                n=len(p.ids),
+                i=p.index,
+                start=p.start,
+                end=p.end,
+                n=p.count,
+                units=int(p.count * COMPLEXITY.get(p.entity_type, 1.0)),
                 now=now,
             )
         self.status = "READY"
@@ -195,7 +261,8 @@ class Reindex:
                 now=now,
                 id=p.id,
             )
-        chunk, alias = p.ids[p.cursor : p.cursor + self.batch_size], self.server.cluster_alias
+        limit = min(self.batch_size, p.count - p.cursor)
+        chunk, alias = self._read(p, limit), self.server.cluster_alias
         actions, failed = [], []
         for entity_id in chunk:
             entity = self.server.entities.get(entity_id)
@@ -232,16 +299,17 @@ class Reindex:
                 trace=trace,
                 now=now,
             )
-        p.cursor += len(chunk)
+        p.cursor += limit  # currentOffset += currentBatchSize
         p.failed += len(failed)
         p.success += len(chunk) - len(failed)
-        done = p.cursor >= len(p.ids)
+        done = p.cursor >= p.count or len(chunk) < limit  # its range, or the rows, exhausted
         p.status = "COMPLETED" if done else "PROCESSING"
         self._sql(
-            "UPDATE search_index_partition SET status = :st, processingCursor = :c, processedCount = :c, "
+            "UPDATE search_index_partition SET status = :st, processingCursor = :at, processedCount = :c, "
             "successCount = :ok, failedCount = :bad, lastUpdateAt = :now, completedAt = :end WHERE id = :id",
             st=p.status,
-            c=p.cursor,
+            at=p.start + p.cursor,
+            c=p.success + p.failed,
             ok=p.success,
             bad=p.failed,
             now=now,
@@ -251,11 +319,43 @@ class Reindex:
         self._sql("UPDATE search_index_job SET updatedAt = :now WHERE id = :id", now=now, id=self.job_id)
         return len(chunk)
 
+    def _read(self, p: _Partition, limit: int) -> list[str]:
+        """The partition's next batch: the keyset listAfter(name, id) from the row before it, at
+        most `limit` rows (PaginatedEntitiesSource.readNextKeyset)."""
+        if limit <= 0:
+            return []
+        table = entity_type(p.entity_type).table
+        where = "WHERE name > :n OR (name = :n AND id > :i) " if p.after else ""
+        params = {"n": p.after[0], "i": p.after[1]} if p.after else {}
+        with self.server.store.engine.connect() as conn:
+            got = [
+                (str(n), str(i))
+                for n, i in conn.execute(
+                    text(f"SELECT name, id FROM {table} {where}ORDER BY name, id LIMIT {int(limit)}"), params
+                )
+            ]
+        if got:
+            p.after = got[-1]
+        return [i for _, i in got]
+
+    def fail_partition(self, kind: str, index: int, message: str) -> None:
+        """failPartition past its retries: the partition FAILED for good, its lastError kept; the job
+        goes on with the others."""
+        p = next(p for p in self.partitions if p.entity_type == kind and p.index == index)
+        p.status = "FAILED"
+        self._sql(
+            "UPDATE search_index_partition SET status = 'FAILED', lastError = :e, retryCount = 3, "
+            "completedAt = :now, lastUpdateAt = :now WHERE id = :id",
+            e=message,
+            now=now_ms(),
+            id=p.id,
+        )
+
     def finish(self) -> str:
         """Every remaining batch, then PROMOTING, the promotions, and the terminal status."""
         while self.step(100):
             pass
-        failed = sum(p.failed for p in self.partitions)
+        failed = sum(p.failed for p in self.partitions) or any(p.status == "FAILED" for p in self.partitions)
         return self._end("COMPLETED_WITH_ERRORS" if failed else "COMPLETED")
 
     def fail(self, message: str) -> str:
@@ -286,11 +386,13 @@ class Reindex:
     def _end(self, status: str, error: str | None = None) -> str:
         self.status = "PROMOTING"
         self._update_job()
-        for p in self.partitions:
-            staged = self.staged.get(p.entity_type)
+        for kind in self.entity_types:  # per type, once its partitions are all done
+            staged = self.staged.get(kind)
             if staged is not None:
-                self._promote(p.entity_type, staged, success=p.failed == 0 and p.status == "COMPLETED")
-                self.server.writer.staged.pop(p.entity_type, None)  # unregisterStagedIndex
+                mine = [p for p in self.partitions if p.entity_type == kind]
+                success = all(p.failed == 0 and p.status == "COMPLETED" for p in mine)
+                self._promote(kind, staged, success=success)
+                self.server.writer.staged.pop(kind, None)  # unregisterStagedIndex
         self.status = status
         self._update_job(completed=now_ms(), error=error)
         return status

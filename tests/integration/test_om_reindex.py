@@ -10,6 +10,7 @@ that index; an OpenMetadata without the tables scans as before, with a warning.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +21,11 @@ from om_world import World, om_world
 
 from auditor.api import triage
 from auditor.core.model import Classified, Report, Verdict
+from auditor.platforms.openmetadata.reindex_read import CLOCK_SKEW_MS
 from sandbox.openmetadata.entities import OmEntity
 from sandbox.openmetadata.faults import Fault
 from sandbox.openmetadata.indices import refresh_all
-from sandbox.openmetadata.reindex import Reindex
+from sandbox.openmetadata.reindex import Reindex, job_order
 
 pytestmark = pytest.mark.integration
 
@@ -36,12 +38,16 @@ class ReindexWorld(World):
         refresh_all(self.search, self.alias)
         return super().scan()
 
+    def ordered(self, kind: str) -> list[OmEntity]:
+        """The live entities of this type in the order a reindex reads them (name, id)."""
+        return [self.server.entities[i] for _, i in job_order(self.server, kind) if i in self.server.entities]
+
     def last(self, kind: str) -> OmEntity:
-        """The entity of this type a reindex reaches last (its partition goes in id order)."""
-        return max(self.server.of_type(kind), key=lambda e: e.id)
+        """The entity of this type a reindex reaches last."""
+        return self.ordered(kind)[-1]
 
     def first(self, kind: str) -> OmEntity:
-        return min(self.server.of_type(kind), key=lambda e: e.id)
+        return self.ordered(kind)[0]
 
 
 @contextmanager
@@ -100,18 +106,89 @@ def test_a_running_job_makes_its_types_findings_in_flight_with_progress_and_eta(
     assert job.job_id in c.evidence.reason and f"10/{total} table records processed" in c.evidence.reason
     assert c.evidence.eta_seconds is not None and c.evidence.eta_seconds > 0
     assert c.evidence.rate is not None and c.evidence.rate > 0
+    place = c.finding.details["reindex"].pop("place")
     assert c.finding.details["reindex"] == {
         "job": job.job_id,
         "status": "RUNNING",
         "processed": 10,
         "total": total,
     }
+    assert place["state"] == "ahead" and place["partitions"] == [
+        {"index": 0, "status": "PROCESSING", "range": [0, total]}
+    ]
     other = found[pipeline.id]  # another type: the job does not touch it
     assert other.verdict == Verdict.DIVERGED and job.job_id not in other.evidence.reason
     assert any(job.job_id in w and "in flight" in w for w in report.warnings), report.warnings
     assert job.finish() == "COMPLETED"
     after = _by_urn(world.scan())
     assert table.id not in after and after[pipeline.id].verdict == Verdict.DIVERGED
+
+
+def test_a_running_job_leaves_what_its_completed_partitions_passed_to_the_usual_verdict(
+    world: ReindexWorld,
+) -> None:
+    """A 2.0 reindex in 3 partitions (`ORDER BY name, id` offsets): the first COMPLETED, the
+    second PENDING, the third FAILED for good. A lost index write in each: the one the job has
+    passed is diverged (the partition named), the one ahead of it in flight, the one in the failed
+    partition diverged with the failure; after the promotion the one it reached is clean, the
+    passed one still stale, the failed partition's documents missing."""
+    time.sleep(CLOCK_SKEW_MS / 1000 + 0.5)  # the catalog was written before the job began
+    job = Reindex(world.server, ["table"], batch_size=5, min_partitions=3)
+    job.start()
+    parts = [p for p in job.partitions if p.entity_type == "table"]
+    assert [p.index for p in parts] == [0, 1, 2] and all(p.count >= 8 for p in parts)
+    while parts[0].status != "COMPLETED":
+        job.step(1)
+    assert [p.status for p in parts] == ["COMPLETED", "PENDING", "PENDING"]
+    job.fail_partition("table", 2, "Exception: index_closed_exception\n\tat org.opensearch.Foo(Foo.java:1)")
+    order = world.ordered("table")
+    assert len(order) == parts[-1].end
+    passed, ahead, failed = (order[p.start + p.count // 2] for p in parts)
+    for entity in (passed, ahead, failed):  # lost: neither the live nor the rebuild index gets it
+        _stale(world, entity)
+    report = world.scan()
+    found = _by_urn(report)
+    assert set(found) == {passed.id, ahead.id, failed.id}, [
+        (c.finding.urn, c.evidence.reason) for c in report.findings
+    ]
+    c = found[passed.id]
+    assert c.verdict == Verdict.DIVERGED, c.evidence.reason
+    assert "longer than the 0s grace" in c.evidence.reason  # the verdict it has without the job
+    assert (
+        f"search_index_job {job.job_id} (RUNNING) has passed it and will not rewrite it" in c.evidence.reason
+    )
+    assert "partition 0 of table" in c.evidence.reason and "COMPLETED at" in c.evidence.reason
+    assert f"its rebuild index {job.staged['table']} does not hold it" in c.evidence.reason
+    place = c.finding.details["reindex"]["place"]
+    assert place["state"] == "passed" and [x["index"] for x in place["partitions"]] == [0]
+    low, high = place["offsets"]
+    assert low <= parts[0].start + parts[0].count // 2 <= high < parts[0].end
+    c = found[ahead.id]
+    assert c.verdict == Verdict.IN_FLIGHT, c.evidence.reason
+    assert "is reindexing it into" in c.evidence.reason and "partition 1 of table" in c.evidence.reason
+    assert "PENDING" in c.evidence.reason and c.finding.details["reindex"]["place"]["state"] == "ahead"
+    c = found[failed.id]
+    assert c.verdict == Verdict.DIVERGED, c.evidence.reason
+    assert (
+        "failed the partition holding it" in c.evidence.reason and "partition 2 of table" in c.evidence.reason
+    )
+    assert "index_closed_exception" in c.evidence.reason and "Foo.java" not in c.evidence.reason
+    assert (
+        c.finding.details["reindex"]["place"]["partitions"][0]["error"] == "Exception: index_closed_exception"
+    )
+    (warning,) = [w for w in report.warnings if job.job_id in w and "in flight" in w]
+    assert "but for 2 in partitions it has completed or failed" in warning
+    told = triage(world.settings(), passed.id, grace=0.0)  # one entity: the scan's verdict
+    assert [x.verdict for x in told.findings] == [Verdict.DIVERGED], [
+        x.evidence.reason for x in told.findings
+    ]
+    assert "has passed it" in told.findings[0].evidence.reason
+    assert job.finish() == "COMPLETED_WITH_ERRORS"  # partition 1 read the row as it is now
+    after = _by_urn(world.scan())  # the promoted index: without the failed partition's documents
+    lost = {e.id for e in order[parts[2].start : parts[2].end]}
+    assert set(after) == {passed.id} | lost, [(c.finding.urn, c.evidence.reason) for c in after.values()]
+    assert after[passed.id].finding.kind.value == "stale_fields"
+    assert {after[i].finding.kind.value for i in lost} == {"missing_document"}
 
 
 def test_a_failure_row_is_the_evidence_of_a_divergence(world: ReindexWorld) -> None:

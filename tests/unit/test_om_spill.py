@@ -25,7 +25,8 @@ ENTITY = {"id": ID, "name": "t", "fullyQualifiedName": "s.d.c.t", "version": 0.2
           "description": "d", "columns": [{"name": "c", "tags": [{"tagFQN": "PII.Sensitive"}]}]}  # fmt: skip
 SOURCE = {"id": ID, "name": "t", "fullyQualifiedName": "s.d.c.t", "version": 0.2, "updatedAt": 5,
           "description": "d", "owners": [{"id": "u1", "type": "user"}],
-          "tags": [{"tagFQN": "PII.Sensitive"}], "tier": {"tagFQN": "Tier.Tier1"}}  # fmt: skip
+          "tags": [{"tagFQN": "PII.Sensitive"}], "tier": {"tagFQN": "Tier.Tier1"},
+          "classificationTags": [], "glossaryTags": []}  # fmt: skip
 ROW = OmRow(ID, json.dumps(ENTITY), 5, False, ({"id": "u1", "type": "user"},), ({"tagFQN": "Tier.Tier1"},))
 
 
@@ -82,6 +83,9 @@ def test_a_row_and_its_doc_in_agreement_have_one_key_and_no_finding() -> None:
     assert row_key(ROW) is not None
     assert row_key(ROW) == doc_key(SOURCE)
     assert check(TABLE, "i", ROW, OmDoc(ID, "i", SOURCE)) is None
+    # written by a release without classificationTags / glossaryTags: another key, no finding
+    older = {k: v for k, v in SOURCE.items() if k not in ("classificationTags", "glossaryTags")}
+    assert row_key(ROW) != doc_key(older) and check(TABLE, "i", ROW, OmDoc(ID, "i", older)) is None
 
 
 @pytest.mark.parametrize(

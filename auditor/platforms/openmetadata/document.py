@@ -25,6 +25,28 @@ EXCLUDED = ("changeDescription", "votes", "incrementalChangeDescription", "conne
 TAG_SOURCES = ("Classification", "Glossary")
 LABEL_TYPES = ("Manual", "Propagated", "Automated", "Derived", "Generated")
 STATES = ("Suggested", "Confirmed")
+# the first release whose documents hold `classificationTags` / `glossaryTags` (ParseTags' tag FQNs
+# split by TagLabel source; the 1.9-line SearchIndex and TableIndex read do not write them, the
+# TaggableIndex line does; docs/versions.md says what the sources pin and what they do not)
+SPLIT_TAGS_SINCE = (1, 10, 0)
+# index classes that put `tier` whatever it is (TableIndex: `doc.put("tier", getTierTag())`, null
+# when none); SearchIndex's common attributes add it only when there is one
+TIER_ALWAYS = frozenset(
+    {"table", "dashboard", "topic", "pipeline", "glossaryTerm", "database", "databaseSchema"}
+)
+
+
+def split_by_source(labels: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """ParseTags (newest): the FQNs of the Classification labels (a Tier among them) and of the
+    Glossary labels, in the labels' order."""
+    out: dict[str, list[str]] = {"classificationTags": [], "glossaryTags": []}
+    for label in labels:
+        field = {"Classification": "classificationTags", "Glossary": "glossaryTags"}.get(
+            str(label.get("source"))
+        )
+        if field and label.get("tagFQN") and label["tagFQN"] not in out[field]:
+            out[field].append(str(label["tagFQN"]))
+    return out
 
 
 def split_fqn(fqn: str) -> list[str]:
@@ -134,8 +156,10 @@ def build_document(
         deleted=bool(entity.get("deleted") is True or str(entity.get("deleted")).lower() == "true"),
         tags=[t for t in labels.values() if t is not tier],
     )
-    if tier is not None:
+    if tier is not None or entity_type in TIER_ALWAYS:
         doc["tier"] = tier
+    if release is None or release >= SPLIT_TAGS_SINCE:
+        doc.update(split_by_source(labels.values()))
     if fqn:
         doc["fqnHash"] = fqn_hash(str(fqn))
     as_released(doc, release)

@@ -13,6 +13,12 @@ the JSON itself holds (a writer that keeps them inline). Rules:
 - domains compare as a set of ids: the truth is the entity's `has` (10) relationships from a
   domain, else its parent's (inherited); a document holds `domains` (1.9 on) or, written before
   1.9's rename, one `domain` object (still read after an upgrade; so is a row's `domain`).
+- `classificationTags` / `glossaryTags` (the tag FQNs split by TagLabel source, newer releases:
+  auditor/platforms/openmetadata/document.py SPLIT_TAGS_SINCE) are compared where the document
+  holds them: each must hold the entity's own labels of that source and nothing but its own and
+  its children's (which children a release counts differs); `Tier.*` is left out of both sides
+  (newer ParseTags count it, older did not). A document without them was written by a release
+  that did not write them: never a difference.
 - version as a number (the index maps it to float), updatedAt as an integer, a missing or
   null description as the empty one; a doc one soft delete (or restore) behind keeps the
   version before it, as OpenMetadata's own script leaves it (`only_the_delete_flag_moved`).
@@ -28,7 +34,7 @@ from typing import Any
 import orjson
 
 from auditor.core.json_guard import loads
-from auditor.platforms.openmetadata.derive import inline_child_labels
+from auditor.platforms.openmetadata.derive import inline_child_labels, part_hash
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
@@ -50,7 +56,13 @@ DOC_SOURCE = (
     "owner.id",  # ... and before 1.5 renamed `owner`
     "owner.type",
     "owner.name",
+    "classificationTags",  # newer releases (document.py SPLIT_TAGS_SINCE)
+    "glossaryTags",
 )
+SPLIT_FIELDS = ("classificationTags", "glossaryTags")
+# TagLabel.TagSource as tag_usage stores it (an ordinal) or as a TagLabel spells it
+_SOURCES = {0: "classificationTags", 1: "glossaryTags", "classification": "classificationTags"}
+_SOURCES["glossary"] = "glossaryTags"
 
 
 def as_bool(value: Any) -> bool | None:
@@ -121,6 +133,9 @@ class KeyFields:
     tags: frozenset[str]
     deleted: bool
     domains: frozenset[str] = frozenset()
+    # per split field: (the labels that must be there, the labels that may be there); a doc's
+    # are the same set twice; None: not compared (a doc written without them)
+    split: tuple[tuple[frozenset[str], frozenset[str]] | None, ...] = (None, None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +148,10 @@ class KeyFields:
             "tags": sorted(self.tags),
             "domains": sorted(self.domains),
             "deleted": self.deleted,
+            **{
+                name: (sorted(pair[0]) if pair else None)
+                for name, pair in zip(SPLIT_FIELDS, self.split, strict=True)
+            },
         }
 
     def key(self) -> bytes | None:
@@ -144,8 +163,11 @@ class KeyFields:
             return None
         fields = [self.version, self.updated_at, self.name, self.fqn, self.description]
         try:
+            split = [None if pair is None else sorted(pair[0]) for pair in self.split]
+            if any(pair is not None and pair[0] != pair[1] for pair in self.split):
+                return None  # a range: only the full comparison can tell
             return orjson.dumps(
-                [*fields, sorted(self.owners), sorted(self.tags), sorted(self.domains), self.deleted]
+                [*fields, sorted(self.owners), sorted(self.tags), sorted(self.domains), self.deleted, split]
             )
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
             return None
@@ -180,6 +202,36 @@ def parse_entity(raw: Any, row_id: str) -> dict[str, Any]:
     return raw
 
 
+def _fqn_hash(fqn: str) -> str:
+    from auditor.platforms.openmetadata.document import split_fqn  # a cycle at import time
+
+    return ".".join(part_hash(p) for p in split_fqn(fqn))
+
+
+def _source_field(label: Any) -> str | None:
+    source = label.get("source") if isinstance(label, Mapping) else None
+    return _SOURCES.get(source.lower() if isinstance(source, str) else source)
+
+
+def _not_tier(fqn: str) -> bool:
+    return fqn.split(".")[0].lower() != "tier"
+
+
+def split_tags(
+    own: Iterable[Any], children: Iterable[Any]
+) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """The row's `classificationTags` and `glossaryTags` as (must hold, may hold): the entity's own
+    labels of each source, and those plus its children's; Tier.* left out."""
+    out = []
+    for name in SPLIT_FIELDS:
+        mine = frozenset(t for t in tag_set(x for x in own if _source_field(x) == name) if _not_tier(t))
+        theirs = frozenset(
+            t for t in tag_set(x for x in children if _source_field(x) == name) if _not_tier(t)
+        )
+        out.append((mine, mine | theirs))
+    return tuple(out)
+
+
 def row_fields(
     entity: Mapping[str, Any],
     owners: Iterable[Any] = (),
@@ -188,6 +240,17 @@ def row_fields(
 ) -> KeyFields:
     """The truth: the entity JSON plus its owner and domain relationships (inherited ones
     included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py)."""
+    tags = list(tags)
+    fqn = entity.get("fullyQualifiedName")
+    own_hash = _fqn_hash(fqn) if isinstance(fqn, str) and fqn else None
+    own = [
+        *_list(entity.get("tags")),
+        *(t for t in tags if not isinstance(t, Mapping) or t.get("target") in (None, own_hash)),
+    ]
+    children = [
+        *inline_child_labels(entity),
+        *(t for t in tags if isinstance(t, Mapping) and t.get("target") not in (None, own_hash)),
+    ]
     return KeyFields(
         version=_number(entity.get("version")),
         updated_at=_int(entity.get("updatedAt")),
@@ -198,6 +261,7 @@ def row_fields(
         tags=tag_set([*_list(entity.get("tags")), *inline_child_labels(entity), *tags]),
         deleted=bool(as_bool(entity.get("deleted"))),
         domains=owner_set([*domain_refs(entity), *domains]),
+        split=split_tags(own, children),
     )
 
 
@@ -214,7 +278,15 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
         tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, Mapping) else [])]),
         deleted=bool(as_bool(source.get("deleted"))),
         domains=owner_set(domain_refs(source)),
+        split=tuple(_doc_split(source.get(name)) for name in SPLIT_FIELDS),
     )
+
+
+def _doc_split(value: Any) -> tuple[frozenset[str], frozenset[str]] | None:
+    if not isinstance(value, list):
+        return None  # written by a release without the field
+    held = frozenset(t for t in tag_set(value) if _not_tier(t))
+    return held, held
 
 
 def _changed_fields(change: Any) -> set[str]:
@@ -254,4 +326,8 @@ def differences(truth: KeyFields, doc: KeyFields) -> list[str]:
         "tags": (truth.tags, doc.tags),
         "domains": (truth.domains, doc.domains),
     }
-    return [name for name in COMPARED if pairs[name][0] != pairs[name][1]]
+    out = [name for name in COMPARED if pairs[name][0] != pairs[name][1]]
+    for name, want, held in zip(SPLIT_FIELDS, truth.split, doc.split, strict=True):
+        if want is not None and held is not None and not (want[0] <= held[0] <= want[1]):
+            out.append(name)
+    return out

@@ -4,10 +4,13 @@
 writes go there (SearchRepository.resolveWriteIndex, PR 27651) and the promotion swaps the
 aliases onto it, a partial one too (promotion/RatioPromotionPolicy: an index holding any
 document is promoted). A running job on a type makes that type's findings in flight (its
-progress and an ETA at its rate so far), unless a failure row says the job failed that entity
-(diverged, its cause in the evidence). The newest finished job with failures names itself and
-the entity's failure row in the evidence of its type's findings. Pure: records in, verdicts out
-(the rows: reindex_rows.py; reading them: reindex_read.py).
+progress and an ETA at its rate so far) where it has yet to reach them: an entity in a
+partition it has completed (or cancelled) keeps the verdict it has without the job, the
+partition named; one in a partition that failed for good is diverged, the failure named; one
+whose place is not known stays in flight (reindex_place.py). A failure row of the job for the
+entity keeps it diverged, its cause in the evidence. The newest finished job with failures
+names itself and the entity's failure row in the evidence of its type's findings. Pure:
+records in, verdicts out (the rows: reindex_rows.py; reading them: reindex_read.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.core.model import Classified, Verdict
+from auditor.core.model import Classified, Finding, Verdict
+from auditor.platforms.openmetadata.reindex_place import Placement
 from auditor.platforms.openmetadata.reindex_rows import (
     IndexFailure,
     ReindexJob,
@@ -39,6 +43,7 @@ class ReindexEvidence:
     # (it has the aliases), `unpromoted` (it exists without one), `gone`
     staged_state: dict[str, str] = field(default_factory=dict)
     unpromoted_agrees: set[str] = field(default_factory=set)  # ids an unpromoted index holds right
+    placements: dict[str, Placement] = field(default_factory=dict)  # id -> its running job's partitions
     now_ms: int = 0
 
     def current(self, entity_type: str) -> ReindexJob | None:
@@ -83,9 +88,13 @@ class ReindexEvidence:
         fqn = str(f.details.get("fqn") or "\x00")
         of_job = [x for x in self.failures if x.job_id == job.id]
         fails = [x for x in of_job if x.entity_id == f.urn or x.entity_fqn == fqn]
-        if c.verdict == Verdict.IN_FLIGHT and not fails:
-            return c  # in flight on stronger evidence already (converged during the scan, a retry)
         p, now, staged = job.of(f.entity_type), self.now_ms, job.staged.get(f.entity_type)
+        placed = self.placements.get(f.urn) if job.running(now) else None
+        behind = (
+            placed is not None and placed.state in ("passed", "failed") and f.urn not in self.staged_agrees
+        )
+        if c.verdict == Verdict.IN_FLIGHT and not fails and not behind:
+            return c  # in flight on stronger evidence already (converged during the scan, a retry)
         info: dict[str, Any] = {
             "job": job.id,
             "status": job.status,
@@ -94,18 +103,23 @@ class ReindexEvidence:
         }
         if staged:
             info["rebuild_index"] = staged
+        if placed is not None:
+            info["place"] = placed.summary()
         if fails:
             info["failures"] = [{"stage": x.stage, "error": x.error, "at": x.at} for x in fails[:3]]
         finding = dataclasses.replace(f, details={**f.details, "reindex": info})
         cause = f"search_index_failures of job {job.id}: {fails[0].said()}" if fails else ""
         head = self._head(job)
+        if job.running(now) and not fails and placed is not None and behind:
+            return self._behind(c, finding, head, placed, staged)
         if job.running(now) and not fails:
+            where = f"; {placed.where()}" if placed is not None else ""
             if f.urn in self.staged_agrees:
                 why = f"the rebuild index {staged} of running {head} holds it as its row says: the promotion"
                 why += f" will serve it ({job.said(f.entity_type, now)})"
             else:
                 into = f" into {staged}" if staged else ""
-                why = f"{head} is reindexing it{into}: {job.said(f.entity_type, now)}"
+                why = f"{head} is reindexing it{into}: {job.said(f.entity_type, now)}{where}"
             eta, rate = job.eta(f.entity_type, now), job.rate(now)
             evidence = dataclasses.replace(c.evidence, reason=why, eta_seconds=eta, rate=rate)
             return Classified(finding, Verdict.IN_FLIGHT, Verdict.IN_FLIGHT.value, evidence)
@@ -114,6 +128,20 @@ class ReindexEvidence:
             return Classified(finding, Verdict.DIVERGED, f.kind.value, evidence)
         why = f"{c.evidence.reason}; {self._left(job, f.entity_type, f.urn)}"
         why += f"; {cause}" if cause else ""
+        return Classified(finding, c.verdict, c.subkind, dataclasses.replace(c.evidence, reason=why))
+
+    @staticmethod
+    def _behind(
+        c: Classified, finding: Finding, head: str, placed: Placement, staged: str | None
+    ) -> Classified:
+        """A running job that is done with the entity's partition will not rewrite it: the verdict
+        it has without the job (a partition failed for good: diverged), the partition named."""
+        served = f"; its rebuild index {staged} does not hold it as its row says" if staged else ""
+        if placed.state == "failed":
+            why = f"{head} failed the partition holding it: {placed.where()}{served}"
+            evidence = dataclasses.replace(c.evidence, reason=why)
+            return Classified(finding, Verdict.DIVERGED, finding.kind.value, evidence)
+        why = f"{c.evidence.reason}; {head} has passed it and will not rewrite it: {placed.where()}{served}"
         return Classified(finding, c.verdict, c.subkind, dataclasses.replace(c.evidence, reason=why))
 
     def warnings(self, entity_types: Iterable[str], aliases: Mapping[str, str]) -> list[str]:
@@ -129,9 +157,17 @@ class ReindexEvidence:
             seen.add(job.id)
             if job.running(self.now_ms):
                 progress = "; ".join(job.said(x, self.now_ms) for x in mine)
-                out.append(
-                    f"search_index_job {job.id} is {job.status}: {progress}; their findings are in flight"
-                )
+                line = f"search_index_job {job.id} is {job.status}: {progress}; their findings are in flight"
+                passed = [
+                    i for i, x in self.placements.items() if x.state in ("passed", "failed")
+                    and x.partitions and x.partitions[0].entity_type in mine and i not in self.staged_agrees
+                ]  # fmt: skip
+                if passed:
+                    line += (f" but for {len(passed)} in partitions it has completed or failed (judged as "
+                             "without it)")  # fmt: skip
+                else:
+                    line += " where it has yet to reach them"
+                out.append(line)
                 for x in (x for x in mine if x in job.staged):
                     out.append(
                         f"2.0 reindex of {x}: live writes go to {job.staged[x]} until its promotion; the "

@@ -1,8 +1,10 @@
 """A scan's reading of OpenMetadata's reindex evidence: the tables (store), the rebuild index (search).
 
 The judgement is reindex.py's; this reads what it rests on: the newest jobs, the failure rows of
-the findings' entities, and for a running 2.0 reindex the findings' documents in its rebuild
-index (by a real-time multi-get), compared with their rows by the scan's own check.
+the findings' entities, for a running job the partitions of the findings' types and where each
+finding's entity stands in the order the job reads them (reindex_place.py), and for a running
+2.0 reindex the findings' documents in its rebuild index (by a real-time multi-get), compared
+with their rows by the scan's own check.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from auditor.core.model import Finding
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.reindex import ReindexEvidence
-from auditor.platforms.openmetadata.reindex_rows import FAILURE_TABLE, JOB_TABLE
+from auditor.platforms.openmetadata.reindex_place import place
+from auditor.platforms.openmetadata.reindex_rows import FAILURE_TABLE, JOB_TABLE, ReindexJob
+
+# a row whose updatedAt is this close before the job's createdAt counts as written since (the
+# servers' clocks, and the partitions counted a moment after the job row was made)
+CLOCK_SKEW_MS = 5_000
 
 
 def read_reindex(
@@ -48,6 +55,7 @@ def read_reindex(
         warnings.append(f"{FAILURE_TABLE}: {why}: the reindex evidence names no failure rows")
     else:
         evidence.failures, evidence.stages = got
+    _place(scanner, entities, findings, evidence, current)
     for t, job in current.items():
         index = job.staged.get(t) if job is not None else None
         ids_of_t = sorted({f.urn for f in findings if f.entity_type == t})
@@ -67,3 +75,29 @@ def read_reindex(
                 if doc is not None and check(entities[t], index, rows.get(entity_id), doc) is None:
                     agrees.add(entity_id)
     return evidence, warnings
+
+
+def _place(
+    scanner: OmScanner,
+    entities: Mapping[str, OmEntity],
+    findings: Sequence[Finding],
+    evidence: ReindexEvidence,
+    current: Mapping[str, ReindexJob | None],
+) -> None:
+    """For each running job, where the findings of its types stand in its partitions."""
+    store, now = scanner.store, evidence.now_ms
+    running: dict[str, list[str]] = {}
+    for t, job in current.items():
+        if job is not None and job.running(now) and any(f.entity_type == t for f in findings):
+            running.setdefault(job.id, []).append(t)
+    for job_id, types in running.items():
+        job = next(j for j in evidence.jobs if j.id == job_id)
+        partitions = store.reindex_partitions(job.id, types)
+        if partitions is None:
+            continue  # no partition table: the job's progress is all there is
+        for t in types:
+            mine = [p for p in partitions if p.entity_type == t]
+            ids = sorted({f.urn for f in findings if f.entity_type == t})
+            order = store.reindex_order(entities[t], ids, job.created_at - CLOCK_SKEW_MS) if mine else None
+            for entity_id in ids:
+                evidence.placements[entity_id] = place(entity_id, mine, order)

@@ -44,7 +44,8 @@ def first_line(message: Any, cap: int = ERROR_CAP) -> str:
     return ""
 
 
-def _int(value: Any) -> int:
+def as_int(value: Any) -> int:
+    """A count as a row gives it (None, a string, a decimal): an int, 0 when it is none."""
     try:
         return int(value or 0)
     except (TypeError, ValueError):
@@ -126,15 +127,15 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
     for name, entry in stats.items():
         if isinstance(entry, Mapping):
             progress[str(name)] = TypeProgress(
-                _int(entry.get("totalRecords")),
-                _int(entry.get("processedRecords")),
-                _int(entry.get("failedRecords")),
+                as_int(entry.get("totalRecords")),
+                as_int(entry.get("processedRecords")),
+                as_int(entry.get("failedRecords")),
             )
     progress.update(partitions or {})  # the partitions move with each batch; the row does not
     types = {str(e) for e in config.get("entities") or () if isinstance(e, str)}
     types |= set(progress) | set(staged)
-    processed = _int(row.get("processedrecords"))
-    failed = _int(row.get("failedrecords"))
+    processed = as_int(row.get("processedrecords"))
+    failed = as_int(row.get("failedrecords"))
     if partitions:
         processed = max(processed, sum(p.processed for p in partitions.values()))
         failed = max(failed, sum(p.failed for p in partitions.values()))
@@ -142,13 +143,13 @@ def job_from_row(row: Mapping[str, Any], partitions: Mapping[str, TypeProgress] 
         id=first_line(row.get("id"), 64),
         status=first_line(row.get("status"), 32).upper(),
         types=frozenset(types),
-        total=_int(row.get("totalrecords")),
+        total=as_int(row.get("totalrecords")),
         processed=processed,
         failed=failed,
-        created_at=_int(row.get("createdat")),
-        started_at=_int(row.get("startedat")) or None,
-        completed_at=_int(row.get("completedat")) or None,
-        updated_at=max(_int(row.get("updatedat")), _int(row.get("partitions_updated"))),
+        created_at=as_int(row.get("createdat")),
+        started_at=as_int(row.get("startedat")) or None,
+        completed_at=as_int(row.get("completedat")) or None,
+        updated_at=max(as_int(row.get("updatedat")), as_int(row.get("partitions_updated"))),
         staged=staged,
         progress=progress,
         error=first_line(row.get("errormessage")),
@@ -179,7 +180,7 @@ def failure_from_row(row: Mapping[str, Any]) -> IndexFailure:
         first_line(row.get("entityfqn"), 300),
         first_line(row.get("failurestage"), 40) or "?",
         first_line(row.get("errormessage")),
-        _int(row.get("timestamp")),
+        as_int(row.get("timestamp")),
     )
 
 

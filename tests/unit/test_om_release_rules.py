@@ -1,0 +1,74 @@
+"""OpenMetadata's derived fields by release (pure): classificationTags / glossaryTags written from
+SPLIT_TAGS_SINCE and compared only where a document holds them; Tier left out of the comparison."""
+
+from __future__ import annotations
+
+from auditor.platforms.openmetadata.document import SPLIT_TAGS_SINCE, build_document, split_by_source
+from auditor.platforms.openmetadata.fields import differences, doc_fields, row_fields
+
+ID = "3f1b8c52-8a6e-4a57-9d1c-0c9e5b7a2f10"
+PII = {"tagFQN": "PII.Sensitive", "source": "Classification"}
+TIER = {"tagFQN": "Tier.Tier1", "source": "Classification"}
+TERM = {"tagFQN": "Glossary.Revenue", "source": "Glossary"}
+
+
+def entity(**more):
+    base = {
+        "id": ID,
+        "name": "orders",
+        "fullyQualifiedName": "svc.db.sch.orders",
+        "version": 0.1,
+        "updatedAt": 1,
+    }
+    return {**base, **more}
+
+
+def test_split_by_source_keeps_a_tier_among_the_classification_tags():
+    assert split_by_source([PII, TIER, TERM]) == {
+        "classificationTags": ["PII.Sensitive", "Tier.Tier1"],
+        "glossaryTags": ["Glossary.Revenue"],
+    }
+
+
+def test_a_repair_writes_them_from_the_release_that_does():
+    row = entity(tags=[PII, TIER, TERM])
+    newest = build_document(row, "table")
+    assert newest["classificationTags"] == ["PII.Sensitive", "Tier.Tier1"]
+    assert newest["glossaryTags"] == ["Glossary.Revenue"] and newest["tier"]["tagFQN"] == "Tier.Tier1"
+    assert build_document(row, "table", release=SPLIT_TAGS_SINCE)["glossaryTags"] == ["Glossary.Revenue"]
+    older = build_document(row, "table", release=(1, 9, 0))
+    assert "classificationTags" not in older and "glossaryTags" not in older
+    assert older["tier"]["tagFQN"] == "Tier.Tier1"  # an object in every release read
+    assert build_document(entity(), "table")["tier"] is None  # TableIndex puts it, null when none
+
+
+def test_a_document_without_them_is_never_a_difference():
+    truth = row_fields(entity(tags=[PII, TERM]))
+    old = doc_fields(entity(tags=[PII, TERM]))
+    assert differences(truth, old) == []
+
+
+def test_compared_where_the_document_holds_them():
+    truth = row_fields(entity(tags=[PII, TERM]))
+    good = doc_fields(
+        entity(
+            tags=[PII, TERM],
+            classificationTags=["PII.Sensitive", "Tier.Tier1"],
+            glossaryTags=["Glossary.Revenue"],
+        )
+    )
+    assert differences(truth, good) == []
+    assert truth.key() == good.key()
+    bad = doc_fields(
+        entity(tags=[PII, TERM], classificationTags=[], glossaryTags=["Glossary.Revenue", "Glossary.Cost"])
+    )
+    assert differences(truth, bad) == ["classificationTags", "glossaryTags"]
+
+
+def test_children_s_tags_may_or_may_not_be_counted():
+    own_hash_child = {"tagFQN": "PII.NonSensitive", "source": 0, "target": "not-the-entity"}
+    truth = row_fields(entity(tags=[PII]), tags=[own_hash_child])
+    for held in (["PII.Sensitive"], ["PII.Sensitive", "PII.NonSensitive"]):
+        seen = doc_fields(entity(tags=[PII, own_hash_child], classificationTags=held, glossaryTags=[]))
+        assert differences(truth, seen) == [], held
+    assert truth.key() is None  # a range: the full comparison decides
