@@ -213,3 +213,19 @@ def test_the_order_is_read_in_the_databases_own_order_by_name_and_id(monkeypatch
     monkeypatch.setattr(bookkeeping, "ORDER_LOOKUPS", 0)
     assert store.reindex_order(ENTITIES["table"], ids, since=50) == counted
     assert store.reindex_partitions("job", ["table"]) is None  # no partition table
+
+
+def test_an_openmetadata_repair_paces_its_writes_at_the_rate_asked() -> None:
+    """--rate on OpenMetadata: at most `rate` entities a second, smoothed (the shared Throttle)."""
+    import time
+
+    from auditor.rebuild.openmetadata import OmRepair
+
+    work = OmRepair(store=None, search=None, writer=None, rate=200.0)  # type: ignore[arg-type]
+    started = time.monotonic()
+    work.pace(41)  # the first goes at once, the next 40 one every 5 ms
+    assert time.monotonic() - started >= 0.2
+    unpaced = OmRepair(store=None, search=None, writer=None)  # type: ignore[arg-type]
+    started = time.monotonic()
+    unpaced.pace(10_000)
+    assert time.monotonic() - started < 0.2
