@@ -10,7 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from auditor.backends.index_writer import BulkItem, IndexWriter, _flat_json, _json, said
+from auditor.backends.bulk_json import _flat_json
+from auditor.backends.bulk_json import dumps as _json
+from auditor.backends.index_writer import BulkItem, IndexWriter, said
 
 
 def _deep(levels: int) -> Any:

@@ -323,7 +323,7 @@ def test_a_reindex_whose_bulk_fails_keeps_the_checkpoint_before_that_batch(tmp_p
 
 
 def test_a_bulk_line_is_valid_utf8_json_also_for_what_orjson_refuses() -> None:
-    from auditor.backends.index_writer import _json
+    from auditor.backends.bulk_json import dumps as _json
 
     plain = {"urn": "urn:li:dataset:é", "n": 1, "f": 0.5}
     assert _json(plain) == '{"urn":"urn:li:dataset:é","n":1,"f":0.5}'.encode()
