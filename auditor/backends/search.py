@@ -11,7 +11,7 @@ from typing import Any
 
 from auditor.backends.protocols import Capability
 from auditor.backends.search_auth import SearchAuth, reason_of, split_userinfo
-from auditor.backends.search_engine import Engine, probe, transport_class
+from auditor.backends.search_engine import Engine, certificate_refusal, probe, transport_class
 from auditor.core.model import Selection
 from auditor.core.records import DYNAMIC
 from auditor.errors import BackendUnavailable, ConfigError
@@ -101,6 +101,20 @@ def _fast_serializer() -> Any:
             return orjson.loads(s)
 
     return OrjsonSerializer()
+
+
+def _chain_text(exc: BaseException) -> str:
+    """An error's text with its causes' (a client's "TLS error" wraps the SSL alert that says
+    which: urllib3's, then ssl's), a few levels deep."""
+    parts: list[str] = []
+    todo: list[Any] = [exc]
+    while todo and len(parts) < 8:
+        e = todo.pop(0)
+        if e is None or not isinstance(e, BaseException):
+            continue
+        parts.append(f"{getattr(e, 'reason', '')} {e}")
+        todo += [e.__cause__, e.__context__, *(getattr(e, "errors", ()) or ())]
+    return " ".join(parts)
 
 
 def _source_of(hit: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +241,9 @@ class SearchIndex:
         status = _status_of(exc)
         if status in (401, 403):
             return self.auth.refused(self.description, what, status, reason_of(exc))
+        refused = certificate_refusal(self.description, self.auth, _chain_text(exc))
+        if refused is not None:  # the TLS handshake refused the client certificate
+            return refused
         return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
 
     # -- cluster ------------------------------------------------------------------------

@@ -153,13 +153,19 @@ def _certificate_refused(url: str, auth: SearchAuth, exc: Exception) -> AccessRe
 
     wrapped = getattr(exc, "reason", None)  # urllib wraps the ssl error in a URLError
     error = wrapped if isinstance(wrapped, ssl.SSLError) else exc
-    reason = getattr(error, "reason", None) or ""
-    if not (auth.client_cert and isinstance(error, ssl.SSLError) and "_ALERT_" in reason):
+    if not isinstance(error, ssl.SSLError):
         return None
-    if not any(word in reason for word in _CERTIFICATE_ALERTS):
+    return certificate_refusal(redact_url(url), auth, f"{getattr(error, 'reason', '')} {error}")
+
+
+def certificate_refusal(where: str, auth: SearchAuth, said: str) -> AccessRefused | None:
+    """A TLS alert in `said` (an error's text) against the client certificate, as the refusal
+    naming it; None when there is no client certificate or no such alert."""
+    if not (auth.client_cert and "_ALERT_" in said and any(word in said for word in _CERTIFICATE_ALERTS)):
         return None
+    alert = next((w for w in said.replace(":", " ").replace("]", " ").split() if "_ALERT_" in w), said)
     return AccessRefused(
-        f"search cluster {redact_url(url)}: the TLS handshake refused {auth.identity()}: {error}",
+        f"search cluster {where}: the TLS handshake refused {auth.identity()}: {alert}",
         hint="check the client certificate is signed by a CA the cluster trusts for clients "
         "(Elasticsearch: xpack.security.http.ssl.certificate_authorities) and has not expired",
     )

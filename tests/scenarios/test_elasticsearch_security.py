@@ -184,9 +184,12 @@ def test_a_client_certificate_alone_scans_and_an_untrusted_one_is_refused(secure
     # the same subject from a CA the node does not trust: the TLS handshake refuses it
     other_cert, other_key = secured.es.untrusted_certificate(PKI_SCANNER)
     untrusted = {"AUDITOR_SEARCH_CLIENT_CERT": str(other_cert), "AUDITOR_SEARCH_CLIENT_KEY": str(other_key)}
-    done = secured.run(untrusted, "scan", "--no-state")
-    assert done.returncode == 3 and done.stderr.startswith("error: "), done.stderr[-2000:]
-    assert f"client certificate {other_cert}" in done.stderr and "CA" in done.stderr, done.stderr
+    # the engine probed first (`GET /`), then told (no probe: the clients' own first request)
+    for kind in ({}, {"AUDITOR_SEARCH_KIND": "elasticsearch"}):
+        done = secured.run({**untrusted, **kind}, "scan", "--no-state")
+        assert done.returncode == 3 and done.stderr.startswith("error: "), done.stderr[-2000:]
+        assert f"client certificate {other_cert}" in done.stderr and "CA" in done.stderr, done.stderr
+        assert "TLS handshake refused" in done.stderr and "Traceback" not in done.stderr, done.stderr
     # a certificate the node trusts whose subject no role mapping names: authenticated, no roles
     unmapped_cert, unmapped_key = secured.es.client_certificate("auditor-pki-unmapped")
     unmapped = {
