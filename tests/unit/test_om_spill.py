@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import auditor.platforms.openmetadata.spill as spill
+from auditor.backends.bulk_json import dumps as bulk_dumps
 from auditor.checks.openmetadata import check, doc_key, row_key
 from auditor.core.model import Kind
 from auditor.errors import BackendUnavailable
@@ -77,6 +78,37 @@ def test_rows_come_back_whole_in_the_order_written() -> None:
         assert again.json["x"] == "\ud800" and again.json["name"] != again.json["name"]  # NaN kept
     finally:
         rows.close()
+
+
+def _nested(levels: int) -> list[object]:
+    """A list `levels` deep, built without recursion."""
+    value: list[object] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [300, 1010])
+def test_rows_and_documents_nested_past_pickles_limit_come_back_whole(levels: int) -> None:
+    """A row decoded 1,010 levels deep (orjson reads 1,024) is put aside while its documents are
+    read, as a slow cluster makes the scan do: pickle alone recurses too far; it comes back the same."""
+    deep = {"id": "d", "extension": {"p": _nested(levels)}}
+    rows, docs = RowFile(), SortedDocs()
+    try:
+        rows.add(OmRow("d", deep, 7, False, ({"id": "u1", "type": "user"},)), b"k")
+        docs.add("d", "idx", None, deep)
+        (row,), (doc,) = list(rows), list(docs.sort())
+        back, source = row.row(), doc.doc().source
+        assert (back.id, back.updated_at, back.deleted, back.owners) == (
+            "d",
+            7,
+            False,
+            ({"id": "u1", "type": "user"},),
+        )
+        assert bulk_dumps(back.json) == bulk_dumps(deep) == bulk_dumps(source)
+    finally:
+        rows.close()
+        docs.close()
 
 
 def test_a_row_and_its_doc_in_agreement_have_one_key_and_no_finding() -> None:

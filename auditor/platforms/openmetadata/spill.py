@@ -23,11 +23,49 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
+from auditor.backends.bulk_json import dumps as json_dumps
+from auditor.core.json_guard import loads as json_loads
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 
 RUN = 5000  # documents sorted in memory at a time (a few MB)
 FAN_IN = 128  # runs merged at once (an open file each); more are merged first, 128 at a time
 PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+class _Deep:
+    """A value nested past pickle's recursion limit (a row may be read up to 1,024 levels deep),
+    kept as its JSON text: written without recursion, read back by the reader that read it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Deep, (self.text,))
+
+
+def encode(record: Any) -> bytes:
+    """A record (a tuple of fields, or one document source) pickled; a part nested too deep for
+    pickle is kept as JSON text instead, so nothing read is refused on its way to disk."""
+    try:
+        return pickle.dumps(record, PROTOCOL)
+    except RecursionError:
+        pass
+    if isinstance(record, tuple):
+        deep = tuple(_Deep(json_dumps(v)) if isinstance(v, dict | list) else v for v in record)
+        return pickle.dumps(deep, PROTOCOL)
+    return pickle.dumps(_Deep(json_dumps(record)), PROTOCOL)
+
+
+def decode(data: bytes) -> Any:
+    """What `encode` was given."""
+    record = pickle.loads(data)  # noqa: S301 (our own file)
+    if isinstance(record, _Deep):
+        return json_loads(record.text)
+    if isinstance(record, tuple):
+        return tuple(json_loads(v.text) if isinstance(v, _Deep) else v for v in record)
+    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +78,10 @@ class Spilled:
     record: bytes
 
     def row(self) -> OmRow:
-        return OmRow(*pickle.loads(self.record))  # noqa: S301 (our own file)
+        return OmRow(*decode(self.record))
 
     def doc(self) -> OmDoc:
-        return OmDoc(self.id, self.index, pickle.loads(self.record))  # noqa: S301
+        return OmDoc(self.id, self.index, decode(self.record))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +162,7 @@ class SortedDocs:
         self.count = 0
 
     def add(self, doc_id: str, index: str, key: bytes | None, source: dict[str, Any]) -> None:
-        self.batch.append((doc_id, index, key, pickle.dumps(source, PROTOCOL)))
+        self.batch.append((doc_id, index, key, encode(source)))
         self.count += 1
         if len(self.batch) >= RUN:
             self.flush()
@@ -180,7 +218,7 @@ class RowFile:
 
     def add(self, row: OmRow, key: bytes | None) -> None:
         record = (row.id, row.json, row.updated_at, row.deleted, row.owners, row.tags, row.domains)
-        pickle.dump((row.id, key, pickle.dumps(record, PROTOCOL)), self.out, PROTOCOL)
+        pickle.dump((row.id, key, encode(record)), self.out, PROTOCOL)
         self.count += 1
 
     def __iter__(self) -> Iterator[Spilled]:
