@@ -2,15 +2,22 @@
 
 This is the one place that imports a platform (by its module path, lazily), so a DataHub
 command never loads OpenMetadata's code and the kernel, the pipelines and the reports never
-import a platform at all (the contracts in pyproject.toml). A new platform adds its home and
-one line to `KNOWN` (docs/adding-a-platform.md); a test registers one with `register`.
+import a platform at all (the contracts in pyproject.toml). A platform registers itself with
+one entry point of the group `auditor.platforms` in its distribution's metadata (DataHub's
+and OpenMetadata's are in this project's pyproject.toml; another distribution installed beside
+it adds its own: docs/adding-a-platform.md); a test registers one with `register`. A platform
+is proven when it is loaded: a capability it declares without the methods that do it is
+refused then (`base.proof`), not when a user reaches it.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -21,12 +28,41 @@ if TYPE_CHECKING:
     from auditor.platforms.base import Platform
 
 DEFAULT = "datahub"
+GROUP = "auditor.platforms"  # the entry points' group
 
-# name -> "module:attribute" of the platform object
-KNOWN: dict[str, str] = {
-    "datahub": "auditor.platforms.datahub.platform:PLATFORM",
-    "openmetadata": "auditor.platforms.openmetadata.platform:PLATFORM",
-}
+
+@dataclass(frozen=True)
+class Entry:
+    """One platform's entry point: where its object lives and the distribution that declares it."""
+
+    value: str  # "module:attribute" of the platform object
+    distribution: str
+
+
+@cache
+def installed() -> dict[str, list[Entry]]:
+    """Name -> the entry points of that name in every installed distribution (read once; more
+    than one is refused when the name is asked for, never settled silently)."""
+    out: dict[str, list[Entry]] = {}
+    for point in importlib.metadata.entry_points(group=GROUP):
+        dist = point.dist.name if point.dist is not None else "?"
+        entry = Entry(point.value, dist)
+        if entry not in out.setdefault(point.name.lower(), []):
+            out[point.name.lower()].append(entry)
+    return out
+
+
+def _entry(name: str) -> Entry | None:
+    entries = installed().get(name)
+    if not entries:
+        return None
+    if len(entries) > 1:
+        which = ", ".join(f"{e.distribution} ({e.value})" for e in entries)
+        raise ConfigError(
+            f"platform {name!r} is registered by more than one distribution: {which}",
+            hint="uninstall one of them (pip uninstall ...)",
+        )
+    return entries[0]
 
 _loaded: dict[str, Platform] = {}
 _registered: dict[str, Callable[[], Platform]] = {}
@@ -45,7 +81,7 @@ def unregister(name: str) -> None:
 
 def names() -> list[str]:
     """Every platform the registry knows, the default first."""
-    return [DEFAULT] + sorted((set(KNOWN) | set(_registered)) - {DEFAULT})
+    return [DEFAULT] + sorted((set(installed()) | set(_registered)) - {DEFAULT})
 
 
 def get(name: str | None) -> Platform:
@@ -53,15 +89,47 @@ def get(name: str | None) -> Platform:
     key = (name or DEFAULT).strip().lower()
     if key in _loaded:
         return _loaded[key]
+    entry = None if key in _registered else _entry(key)
     if key in _registered:
         platform = _registered[key]()
-    elif key in KNOWN:
-        module, _, attribute = KNOWN[key].partition(":")
-        platform = getattr(importlib.import_module(module), attribute)
+    elif entry is not None:
+        platform = _load(key, entry)
     else:
-        raise ConfigError(f"unknown platform {name!r}", hint="one of: " + ", ".join(names()))
+        hint = "one of: " + ", ".join(names())
+        if not installed():
+            hint = "no platform is registered: is the auditor installed (pip install -e .)?"
+        raise ConfigError(f"unknown platform {name!r}", hint=hint)
+    missing = base_proof(platform)
+    if missing:
+        origin = f" (from {entry.distribution})" if entry is not None else ""
+        raise ConfigError(
+            f"platform {key!r}{origin} {'; '.join(missing)}",
+            hint="a capability is declared only with the methods that do it (docs/adding-a-platform.md)",
+        )
     _loaded[key] = platform
     return platform
+
+
+def _load(key: str, entry: Entry) -> Platform:
+    module, _, attribute = entry.value.partition(":")
+    try:
+        platform = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"platform {key!r} (from {entry.distribution}) cannot be loaded: {type(exc).__name__}: {exc}",
+            hint=f"its entry point names {entry.value}",
+        ) from None
+    from auditor.platforms.base import Platform
+
+    if not isinstance(platform, Platform):
+        raise ConfigError(f"platform {key!r} (from {entry.distribution}): {entry.value} is not a Platform")
+    return platform
+
+
+def base_proof(platform: Platform) -> list[str]:
+    from auditor.platforms.base import proof
+
+    return proof(platform)
 
 
 def setting_owners() -> dict[str, set[str]]:
@@ -76,10 +144,14 @@ def setting_owners() -> dict[str, set[str]]:
 
 
 def _environment(name: str) -> ModuleType | None:
-    if name not in KNOWN:
+    entries = installed().get(name)
+    if not entries or len(entries) > 1:
         return None
-    module = KNOWN[name].partition(":")[0].rpartition(".")[0] + ".environment"
-    return importlib.import_module(module) if importlib.util.find_spec(module) is not None else None
+    module = entries[0].value.partition(":")[0].rpartition(".")[0] + ".environment"
+    try:
+        return importlib.import_module(module) if importlib.util.find_spec(module) is not None else None
+    except ImportError:  # a plug-in's package that cannot be imported: refused when it is asked for
+        return None
 
 
 def environments() -> list[ModuleType]:

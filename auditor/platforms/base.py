@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from auditor.core.model import Section
-from auditor.core.repairs import Executors, Renderer
+from auditor.core.repairs import Executors, Mode, Renderer
 from auditor.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -69,10 +69,43 @@ class Capability(StrEnum):
     WATCH = "the freshness watch (auditor watch)"
     PROBE = "the canary probe (auditor probe)"
     TRIAGE = "triage of one entity (auditor triage)"
+    SERVE = "the resident console (auditor serve)"
     AFTER_RESTORE = "the after-restore repair (rebuild after-restore)"
     URN_PATTERN = "a urn pattern (--urn-like)"
     TIME_WINDOW = "a time window (--since / --until)"
     ASPECT_FILTER = "an aspect filter (--aspect)"
+
+
+# the methods a platform must provide (override) for each capability it declares: a declaration
+# without them is refused when the registry loads the platform (`proof`), not when a user hits it
+PARTS: dict[Capability, tuple[str, ...]] = {
+    Capability.SHARD_PLAN: ("plan_shards",),
+    Capability.FEDERATION: ("holders",),
+    Capability.WATCH: ("open_watch",),
+    Capability.PROBE: ("open_canary", "probe"),
+    Capability.SERVE: ("open_resident", "readiness"),
+    Capability.AFTER_RESTORE: ("restore_window",),
+}
+
+
+def proof(platform: Platform) -> list[str]:
+    """What `platform` declares and does not provide, one line each (none: every declaration is
+    backed by its methods and its repair modes)."""
+    missing: list[str] = []
+    for capability, methods in PARTS.items():
+        if capability not in platform.capabilities:
+            continue
+        for method in methods:
+            if getattr(type(platform), method, None) is getattr(Platform, method):
+                missing.append(f"declares {capability.value} but provides no `{method}`")
+    if Capability.SERVE in platform.capabilities and Capability.TRIAGE not in platform.capabilities:
+        missing.append(f"declares {Capability.SERVE.value} but not {Capability.TRIAGE.value}")
+    replays = Mode.REPLAY in platform.executors.modes
+    if Capability.REPLAY in platform.capabilities and not replays:
+        missing.append(f"declares {Capability.REPLAY.value} but no executor of `rebuild replay`")
+    if replays and Capability.REPLAY not in platform.capabilities:
+        missing.append(f"has an executor of `rebuild replay` but does not declare {Capability.REPLAY.value}")
+    return missing
 
 
 # a scan's and a repair's knobs: the field, its flag and its default (auditor.scan.options.ScanOptions,

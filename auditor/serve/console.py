@@ -90,7 +90,7 @@ class Console:
     def __post_init__(self) -> None:
         self.pool = Sessions(self.settings, self.sessions)
         self.of = platforms.get(self.settings.platform)
-        self.of.require(Capability.TRIAGE)
+        self.of.require(Capability.SERVE)
 
     @property
     def platform(self) -> str:

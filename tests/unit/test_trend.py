@@ -10,9 +10,10 @@ from pathlib import Path
 from auditor.backends import state as state_module
 from auditor.backends.state import ScanState
 from auditor.core.model import Report, RunSummary, Selection
-from auditor.platforms.datahub.scan.run import record_trend, scope_key
 from auditor.reports import RENDERERS
 from auditor.reports.merge import from_dict, merged_trend
+from auditor.scan.finish import scope_key
+from auditor.scan.memory import record_trend, trend_key
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -64,11 +65,24 @@ def test_record_trend_counts_verdicts_and_reads_back(tmp_path: Path) -> None:
             ("tag", "diverged", "b"): i,
             ("tag", "in_flight", "c"): 1,
         }
-        record_trend(state, report)
+        record_trend(state, report, None)
     assert [r.verdicts["diverged"] for r in report.trend] == [2, 3, 4]
     assert report.trend[-1] == RunSummary(report.started_at, 10, {"diverged": 4, "in_flight": 1}, 1)
     back = from_dict(json.loads(RENDERERS["json"](report)))
     assert back.trend == report.trend
+
+
+def test_each_platform_has_its_own_trend_of_a_scope_and_datahubs_key_is_unchanged(tmp_path: Path) -> None:
+    state = ScanState(tmp_path / "s.sqlite")
+    for name, diverged in ((None, 1), ("openmetadata", 2), ("toy", 3)):
+        report = Report(
+            started_at=T0, entities={"dataset": 1}, counts={("dataset", "diverged", "x"): diverged}
+        )
+        record_trend(state, report, name)
+        assert [r.verdicts["diverged"] for r in report.trend] == [diverged]
+    plain = Report(started_at=T0)
+    assert trend_key(plain, None) == scope_key(plain.scope)  # the state files written before
+    assert trend_key(plain, "toy") == "platform=toy;" + scope_key(plain.scope)
 
 
 def test_shards_trends_add_run_by_run_newest_aligned() -> None:

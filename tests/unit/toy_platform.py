@@ -10,10 +10,12 @@ a writer (the `World`), a check (`check`), triage steps and its repair commands.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from auditor.backends.connect import open_state
 from auditor.core.classify import classify
 from auditor.core.model import Finding, Kind, RepairKind, Report, Selection
 from auditor.core.plan import RebuildOutcome, RepairAction, plan
@@ -22,6 +24,7 @@ from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
 from auditor.scan.finish import finish
+from auditor.scan.memory import record_trend, remember
 
 NAME = "toy"
 CHECK = "toy.document"
@@ -111,16 +114,25 @@ class Toy(Platform):
         w = world_of(settings)
         report = Report(started_at=datetime.now(UTC), scope=selection, sources={"platform": NAME})
         grace = settings.grace_seconds if options.grace is None else options.grace
-        now = datetime.now(UTC)
         found = [
             f for i in sorted(set(w.rows) | set(w.docs)) if (f := check(i, w.rows.get(i), w.docs.get(i)))
         ]
-        classified = [
-            classify(f, now, grace=grace, settle=0.0, position=None, kafka=None, history=None) for f in found
-        ]
-        report.entities = {"thing": len(w.rows)}
-        report.documents = {"things": len(w.docs)}
-        finish(report, classified, options.max_findings)
+        with closing(open_state(settings, options.use_state)) as state:  # a second sight: persistent
+            history = state.history(f.key for f in found)
+            now = datetime.now(UTC)
+            classified = [
+                classify(
+                    f, now, grace=grace, settle=0.0, position=None, kafka=None, history=history.get(f.key)
+                )
+                for f in found
+            ]
+            report.entities = {"thing": len(w.rows)}
+            report.documents = {"things": len(w.docs)}
+            if options.use_state:
+                remember(state, found, report, ("thing",))
+            finish(report, classified, options.max_findings)
+            if options.use_state:
+                record_trend(state, report, NAME)
         return report
 
     def triage(

@@ -40,7 +40,7 @@ SELECT_BY = "select with --entity-type and --urn (an id or an FQN)"
 class OpenMetadata(Platform):
     name = "openmetadata"
     title = "OpenMetadata"
-    capabilities = frozenset({Capability.STAGED_REINDEX, Capability.TRIAGE})
+    capabilities = frozenset({Capability.STAGED_REINDEX, Capability.TRIAGE, Capability.SERVE})
     paste_hint = "an OpenMetadata FQN, entity id or entity page URL"
     executors = EXECUTORS
     renderer = commands.RENDERER

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
 from auditor.core.classify import History, classify, in_flight
-from auditor.core.model import Classified, Evidence, Finding, Observation, Report, RunSummary, Verdict
+from auditor.core.model import Classified, Evidence, Finding, Observation, Report, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
@@ -24,7 +24,8 @@ from auditor.platforms.openmetadata.reindex_read import read_reindex
 from auditor.platforms.openmetadata.reindex_rows import first_line
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
-from auditor.scan.finish import finish, scope_key
+from auditor.scan.finish import finish
+from auditor.scan.memory import record_trend, remember
 
 NO_KAFKA = (
     "OpenMetadata writes search synchronously and has no change log: verdicts rest on time and "
@@ -221,14 +222,8 @@ def run_om_scan(
     if options.use_state:
         still = findings + [f for f, _ in seen.unsettled]
         types = tuple(e.entity_type for e in entities)
-        state.record_findings(still, report.started_at, types, forget_unseen=not ids)
+        remember(state, still, report, types)
     finish(report, classified, options.max_findings)
     if options.use_state:
-        verdicts: dict[str, int] = {}
-        for (_, verdict, _), n in report.counts.items():
-            verdicts[verdict] = verdicts.get(verdict, 0) + n
-        run = RunSummary(report.started_at, sum(report.entities.values()), verdicts, report.exit_code)
-        key = "platform=openmetadata;" + scope_key(report.scope)
-        state.record_run(key, run)
-        report.trend = state.runs(key)
+        record_trend(state, report, "openmetadata")
     return report

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events, Search, State, Store
-from auditor.core.model import Report, RunSummary, Selection
+from auditor.core.model import Report
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.platforms.datahub.registry.registry import Registry
@@ -23,7 +23,8 @@ from auditor.platforms.datahub.sections import outdated, outdated_groups, reinde
 from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
 from auditor.platforms.datahub.versions.view import IndexRules
-from auditor.scan.finish import finish, scope_key
+from auditor.scan.finish import finish
+from auditor.scan.memory import record_trend, remember
 from auditor.scan.options import ScanOptions
 
 
@@ -96,7 +97,8 @@ def run_scan(
     if options.confirm > 0:
         classified = confirm(classified, options.confirm, scanner, report)
     if options.use_state:
-        record_findings(backends.state, seen, selection, report)
+        still = [o.finding for o in seen.observed + seen.unsettled]
+        remember(backends.state, still, report, selection.entity_types)
     events = backends.events
     if events is not None and events.decode_failures:
         why = events.decode_error or "unknown error"
@@ -128,7 +130,7 @@ def run_scan(
     finish(report, classified, options.max_findings)
     hold_for_catch_up(report)
     if options.use_state:
-        record_trend(backends.state, report)
+        record_trend(backends.state, report, None)  # DataHub's trend keys carry no platform
     return report
 
 
@@ -246,22 +248,3 @@ def record_reobservation(report: Report, seen: Reobservation, observer: Observer
     if kafka is not None:
         report.partitions = sorted(kafka.view.positions.values(), key=lambda p: (p.topic, p.partition))
         state.record_samples(kafka.view.group, kafka.view.last)
-
-
-def record_findings(state: State, seen: Reobservation, selection: Selection, report: Report) -> None:
-    """Remember what is still wrong; forget the unseen only when whole types were scanned."""
-    still = [o.finding for o in seen.observed + seen.unsettled]
-    state.record_findings(
-        still, report.started_at, selection.entity_types, forget_unseen=not selection.narrowed
-    )
-
-
-def record_trend(state: State, report: Report) -> None:
-    """Remember this scan's totals, then read the scope's recent scans (this one last)."""
-    verdicts: dict[str, int] = {}
-    for (_, verdict, _), n in report.counts.items():
-        verdicts[verdict] = verdicts.get(verdict, 0) + n
-    run = RunSummary(report.started_at, sum(report.entities.values()), verdicts, report.exit_code)
-    key = scope_key(report.scope)
-    state.record_run(key, run)
-    report.trend = state.runs(key) or [run]
