@@ -19,6 +19,7 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     from auditor.api import rebuild
     from auditor.errors import AuditorError
+    from auditor.exit_codes import ExitCode
     from auditor.reports.escape import visible
     from auditor.reports.rebuild_report import to_json
 
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
             "usage: python -m auditor.shard_child OUTCOME.json (settings and request on stdin)",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.USAGE
     settings, request = pickle.load(sys.stdin.buffer)
     try:
         outcome = rebuild(settings, request)
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
         for line in traceback.format_exc().splitlines():
             print(visible(line), file=sys.stderr)
         print(f"error: {visible(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
-        return 3
+        return ExitCode.INCOMPLETE
     Path(argv[1]).write_text(to_json(outcome) + "\n", encoding="utf-8")
     return outcome.exit_code
 

@@ -11,13 +11,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import AuditorError, ConfigError
+from auditor.errors import ConfigError, TargetLocked
 
 
-class LockHeld(AuditorError):
-    """Another repair holds the target."""
-
-    exit_code = 2
+class LockHeld(TargetLocked):
+    """Another repair holds the target's lock file (exit 6, not a usage error: run again later)."""
 
 
 def target_key(store: str, index_prefix: str, topic: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.protocols import Capability, require
 from auditor.errors import AuditorError
+from auditor.exit_codes import ExitCode
 
 log = logging.getLogger(__name__)
 ROUNDS = 3
@@ -35,7 +36,7 @@ SKEW = timedelta(seconds=5)  # a catch-up starts this much before the instant it
 class NotPromoted(AuditorError):
     """The fresh index was not swapped in (it is kept or dropped, as the platform does)."""
 
-    exit_code = 3
+    exit_code = ExitCode.INCOMPLETE
 
 
 @dataclass

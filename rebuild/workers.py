@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditor.exit_codes import ExitCode
+
 # an exit code a child could not have chosen (killed by a signal, or a crash): "could not complete"
-INCOMPLETE = 3
+INCOMPLETE = ExitCode.INCOMPLETE
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from auditor.exit_codes import ExitCode, worst
 from auditor.reports.escape import console_markup, console_text
 
 
@@ -20,18 +21,20 @@ def _sum(parts: Sequence[dict[str, Any]], key: str) -> dict[str, int]:
 
 def merge_outcomes(parts: Sequence[dict[str, Any]], shards: int | None = None) -> dict[str, Any]:
     """The shards' outcomes as one: counts and rows summed, failures and what is still wrong
-    listed, each shard's exit code kept. Exit code: the worst of the shards (3 a shard could not
-    complete, 2 one was refused, 1 one is still wrong, 0 all applied and verified clean); a shard
-    missing from `shards` expected is incomplete (3)."""
+    listed, each shard's exit code kept. Exit code: the worst of the shards (`exit_codes.worst`:
+    3 a shard could not complete, 2 one was refused, 6 one found the target locked, 7 an unknown
+    urn, 1 one is still wrong, 0 all applied and verified clean); a shard missing from `shards`
+    expected is incomplete (3)."""
     done = [p for p in parts if "error" not in p]
     seen = {str(p.get("shard")) for p in parts}
     missing = [f"{i}/{shards}" for i in range(shards or 0) if f"{i}/{shards}" not in seen]
-    codes = [int(p.get("exit_code", 3)) for p in parts] + [3] * len(missing)
+    incomplete = ExitCode.INCOMPLETE
+    codes = [int(p.get("exit_code", incomplete)) for p in parts] + [incomplete] * len(missing)
     caught = [p.get("consumer_caught_up") for p in done if p.get("consumer_caught_up") is not None]
     return {
         "mode": next((p.get("mode") for p in done), None),
         "applied": any(p.get("applied") for p in done),
-        "exit_code": max(codes, default=3),
+        "exit_code": int(worst(codes)),
         "shards": [
             {
                 k: p.get(k)

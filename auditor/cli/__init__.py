@@ -7,12 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from auditor import __version__
-from auditor.cli.common import EXIT_CODES
+from auditor.cli.exits import paragraph
+from auditor.exit_codes import ExitCode
 
 app = typer.Typer(
     help="Keeps DataHub honest: audits the search indices and the MAE consumer against the "
     "aspect table (metadata_aspect_v2) and tells propagation delay from persistent divergence.\n\n"
-    + EXIT_CODES,
+    + paragraph(dict.fromkeys(ExitCode), "Exit codes (each command's --help lists those it returns):"),
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,

@@ -12,14 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from auditor.errors import AuditorError, ConfigError
+from auditor.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-EXIT_CODES = """Exit codes: 0 no persistent divergence (in-flight findings allowed); 1 persistent
-divergence (or unreadable rows) found; 2 usage or configuration error; 3 could not complete (a
-backend down or failing); 4 the MAE consumer is stalled (findings wait on it, none diverged); 5
-documents an older release of the platform wrote, nothing worse (a reindex is due)."""
 
 
 class _Stderr:
@@ -141,7 +137,7 @@ def run(debug: bool, fn: Any) -> None:
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err.print("[red]interrupted[/]")
-        raise typer.Exit(3) from None
+        raise typer.Exit(ExitCode.INCOMPLETE) from None
     raise typer.Exit(code)
 
 

@@ -12,7 +12,9 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import DebugOpt, PlatformOpt, run
+from auditor.cli.exits import exits
 from auditor.errors import ConfigError
+from auditor.exit_codes import ExitCode
 
 config_app = typer.Typer(help="Write configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -46,6 +48,7 @@ def _write(path: Path, text: str, force: bool) -> None:
 
 
 @config_app.command("init")
+@exits({ExitCode.OK: "written", ExitCode.USAGE: "the file exists, or a variable cannot be read"})
 def config_init(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Write the configuration here ('-': stdout).")
@@ -65,7 +68,7 @@ def config_init(
 
     Passwords are never written: the file names the variables read at run time
     (EBEAN_DATASOURCE_PASSWORD, ELASTICSEARCH_PASSWORD, ...). An existing file is kept unless
-    --force. Exit codes: 0 written; 2 the file exists, or a variable cannot be read.
+    --force.
 
     With --platform openmetadata: the server's DB_SCHEME, DB_HOST, DB_PORT, OM_DATABASE, DB_PARAMS
     (awsRegion there: RDS IAM), DB_USER, ELASTICSEARCH_SCHEME / _HOST / _PORT / _USER /

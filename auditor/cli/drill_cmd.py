@@ -10,6 +10,16 @@ import typer
 
 from auditor.cli import app
 from auditor.cli.common import DebugOpt, Format, err, run, stdout_console, write
+from auditor.cli.exits import exits
+from auditor.exit_codes import ExitCode
+
+CODES = {
+    ExitCode.OK: "PASS",
+    ExitCode.PERSISTENT: "FAIL (differences past the thresholds)",
+    ExitCode.USAGE: None,
+    ExitCode.INCOMPLETE: "could not complete (a server unreachable or lost mid-run: named, and "
+    "the bundle's RESULT says INCOMPLETE)",
+}
 
 drill_app = typer.Typer(
     help="Restore drills: compare two environments after a restore test (read-only on both).",
@@ -49,6 +59,7 @@ def _limits(values: list[str]) -> dict[str, int]:
 
 
 @drill_app.command()
+@exits(CODES)
 def compare(
     source: Annotated[
         str, typer.Argument(help="The environment restored from: a TOML config file or a store URL.")
@@ -124,8 +135,6 @@ def compare(
     search URLs the documents per index and the graph's edges per relationshipType.
 
     PASS when every table's row differences and every count's |delta| are within the thresholds.
-    Exit codes: 0 PASS; 1 FAIL (differences past the thresholds); 2 usage; 3 could not complete
-    (a server unreachable or lost mid-run: named, and the bundle's RESULT says INCOMPLETE).
     """
 
     def go() -> int:

@@ -18,10 +18,20 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
+from auditor.cli.exits import exits
 from auditor.cli.options import DEBUG, PROBING, settings_of, with_options
+from auditor.exit_codes import ExitCode
+
+CODES = {
+    ExitCode.OK: "the canary showed within --slo",
+    ExitCode.PERSISTENT: "over the SLO (late or not at all)",
+    ExitCode.USAGE: None,
+    ExitCode.INCOMPLETE: "could not complete (a write or a backend failed)",
+}
 
 
 @app.command()
+@exits(CODES, "Exit codes (for a CronJob):")
 @with_options(PROBING, DEBUG)
 def probe(
     apply: Annotated[
@@ -62,9 +72,6 @@ def probe(
     Writes through GMS (`POST /aspects?action=ingestProposal`) with --gms-url; with --via-store
     (no GMS, e.g. the sandbox) it writes the row and produces the MCL itself. Nothing is
     written without --apply.
-
-    Exit codes (for a CronJob): 0 the canary showed within --slo; 1 over the SLO (late or not
-    at all); 2 usage error; 3 could not complete (a write or a backend failed).
     """
 
     def go() -> int:

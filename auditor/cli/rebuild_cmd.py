@@ -22,15 +22,15 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
+from auditor.cli.exits import exits
 from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
 from auditor.errors import ConfigError
+from auditor.exit_codes import ExitCode
 
 rebuild_app = typer.Typer(
     help="Repair what a scan found: replay MCLs through DataHub's own consumer, or reindex "
     "straight from the database. Dry-run by default (prints the plan); writes only with --apply. "
-    "Exit codes: 0 applied and verified clean (or a dry run), 1 still wrong after verification, "
-    "2 usage/configuration (or the target is locked), 3 could not complete (checkpoint kept: "
-    "--resume continues).",
+    "Each command's --help lists its exit codes.",
     no_args_is_help=True,
 )
 app.add_typer(rebuild_app, name="rebuild")
@@ -78,6 +78,19 @@ Workers = Annotated[
     ),
 ]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the outcome here.")]
+
+# what each command can return (--workers: the worst shard's); an unknown --urn is OpenMetadata's
+# (DataHub's repair of a urn without rows has nothing to do)
+UNKNOWN = {ExitCode.UNKNOWN_URN: "unknown urn: no entity has an --urn (an id or fully qualified name)"}
+PLAN = {ExitCode.OK: "the plan printed", ExitCode.USAGE: None, ExitCode.INCOMPLETE: None, **UNKNOWN}
+WRITES = {
+    ExitCode.OK: "applied and verified clean (or a dry run)",
+    ExitCode.PERSISTENT: "still wrong after verification, or writes that failed for good (listed)",
+    ExitCode.USAGE: None,
+    ExitCode.INCOMPLETE: "could not complete: a backend down or failing (the checkpoint is kept: "
+    "--resume continues)",
+    ExitCode.LOCKED: None,
+}
 
 
 def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]]:
@@ -198,6 +211,7 @@ def _as_json(opts: dict[str, Any]) -> bool:
 
 
 @rebuild_app.command("plan")
+@exits(PLAN)
 @with_options(SELECTION, {"rate": (Rate, None)}, OUTCOME, CONNECTION, DEBUG)
 def plan_cmd(**opts: Any) -> None:
     """What would be done, where and how many (nothing is written)."""
@@ -205,6 +219,7 @@ def plan_cmd(**opts: Any) -> None:
 
 
 @rebuild_app.command("replay")
+@exits(WRITES)
 @with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
 def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> None:
     """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.
@@ -217,6 +232,7 @@ def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> Non
 
 
 @rebuild_app.command("reindex")
+@exits({**WRITES, **UNKNOWN})
 @with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
 def reindex_cmd(
     batch_size: Batch = 500,
@@ -247,6 +263,15 @@ def reindex_cmd(
 
 
 @rebuild_app.command("after-restore")
+@exits(
+    {
+        ExitCode.OK: "nothing behind, a dry run, or repaired and the final scan clean",
+        ExitCode.PERSISTENT: "the repair or the final scan left something wrong",
+        ExitCode.USAGE: None,
+        ExitCode.INCOMPLETE: None,
+        ExitCode.LOCKED: None,
+    }
+)
 @with_options(CONNECTION)
 def after_restore_cmd(
     mode: Annotated[str, typer.Option(help="replay (through DataHub's consumer) or reindex.")] = "replay",
@@ -312,6 +337,15 @@ def _in_shards(settings: Any, request: Any, opts: dict[str, Any]) -> int:
 
 
 @rebuild_app.command("merge")
+@exits(
+    {
+        ExitCode.OK: "every shard applied and verified clean",
+        ExitCode.PERSISTENT: "a shard still wrong after verification",
+        ExitCode.USAGE: "a file is not a rebuild outcome, or a usage error",
+        ExitCode.INCOMPLETE: "a shard could not complete, or has no outcome",
+    },
+    "Exit codes (the worst shard's):",
+)
 def merge_cmd(
     outcomes: Annotated[
         list[Path], typer.Argument(help="The --json outcomes of `rebuild replay|reindex --shard i/N`.")
@@ -324,11 +358,7 @@ def merge_cmd(
     output: Output = None,
     debug: DebugOpt = False,
 ) -> None:
-    """One outcome from a sharded repair's: counts summed, what is still wrong listed per urn.
-
-    Exit code: the worst shard's (3 a shard could not complete or is missing, 2 refused, 1 still
-    wrong after verification, 0 every shard applied and verified clean).
-    """
+    """One outcome from a sharded repair's: counts summed, what is still wrong listed per urn."""
 
     def go() -> int:
         from auditor.reports.rebuild_merge import merge_outcomes, render_console

@@ -10,9 +10,12 @@ from auditor.cli import app
 from auditor.cli.common import (
     run,
 )
+from auditor.cli.exits import exits
+from auditor.exit_codes import ExitCode
 
 
 @app.command()
+@exits({ExitCode.OK: "listed", ExitCode.USAGE: "an entity type the schemas do not define"})
 def registry(
     entity_type: Annotated[
         str | None, typer.Argument(help="Show this entity's aspects and searchable fields.")

@@ -15,10 +15,16 @@ from auditor.cli.common import (
     emit,
     run,
 )
+from auditor.cli.exits import SCAN, exits
 from auditor.errors import ConfigError
+from auditor.exit_codes import ExitCode
+
+# the scan's codes, the report's own; 2 also when a file is not a report
+REPORT = {**SCAN, ExitCode.USAGE: "a file is not a scan's JSON report, or a usage error"}
 
 
 @report_app.command("merge")
+@exits(REPORT, "Exit codes (as one scan of every shard's entities):")
 def report_merge(
     reports: Annotated[
         list[Path], typer.Argument(help="JSON reports of `auditor scan --shard i/N -f json`.")
@@ -28,7 +34,7 @@ def report_merge(
     metrics_file: Annotated[Path | None, typer.Option(help="Also write a Prometheus textfile here.")] = None,
     debug: DebugOpt = False,
 ) -> None:
-    """Combine the JSON reports of sharded scans into one report (same exit codes as scan)."""
+    """Combine the JSON reports of sharded scans into one report."""
 
     def go() -> int:
         from auditor.reports.merge import merge
@@ -41,6 +47,7 @@ def report_merge(
 
 
 @report_app.command("render")
+@exits(REPORT, "Exit codes (as the scan that wrote the report):")
 def report_render(
     report: Annotated[Path, typer.Argument(help="A JSON report of `auditor scan -f json`.")],
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.html,
@@ -49,8 +56,6 @@ def report_render(
     debug: DebugOpt = False,
 ) -> None:
     """Render a saved JSON report again, as HTML (the default), Markdown or a console table.
-
-    Exit code as the scan that wrote it (0, 1, 3 or 4); 2 when the file is not a report.
 
     \b
     Example:

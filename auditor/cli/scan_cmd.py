@@ -19,12 +19,14 @@ from auditor.cli.common import (
     shard_of,
     since_of,
 )
+from auditor.cli.exits import SCAN, exits
 from auditor.cli.options import CONNECTION, settings_of, with_options
 
 __all__ = ["ClusterAliasOpt", "PlatformOpt", "scan"]  # the OpenMetadata options, as B's modules import them
 
 
 @app.command()
+@exits(SCAN)
 @with_options(CONNECTION)
 def scan(
     entity_type: Annotated[
@@ -83,10 +85,6 @@ def scan(
     move), diverged (will not converge; subkind says why, the report says what to run),
     invalid (a row that cannot be read) or outdated (written by an older release of the
     platform, judged by the release the data names: --platform-version, docs/versions.md).
-
-    Exit codes: 0 no persistent divergence (in-flight allowed); 1 persistent divergence or
-    unreadable rows; 2 usage or configuration error; 3 could not complete; 4 the MAE consumer
-    is stalled; 5 only documents an older release wrote (a reindex of their types is due).
 
     \b
     Examples:

@@ -12,10 +12,19 @@ from auditor.cli.common import (
     DebugOpt,
     run,
 )
+from auditor.cli.exits import exits
 from auditor.cli.options import CONNECTION, settings_of, with_options
+from auditor.exit_codes import ExitCode
+
+CODES = {
+    ExitCode.OK: "stopped (SIGTERM, Ctrl-C)",
+    ExitCode.USAGE: "usage or configuration error (nothing listened)",
+    ExitCode.INCOMPLETE: "a backend failed at start",
+}
 
 
 @app.command()
+@exits(CODES)
 @with_options(CONNECTION)
 def serve(
     host: Annotated[
@@ -68,9 +77,6 @@ def serve(
     Read-only: no endpoint writes (repairs stay with `auditor rebuild ... --apply`). Listens on
     127.0.0.1 unless --host says otherwise; then every client but a loopback one needs the
     bearer token (AUDITOR_SERVE_TOKEN or --token-file) or the trusted proxy's header.
-
-    Exit codes: 0 stopped (SIGTERM, Ctrl-C); 2 configuration error (nothing listened);
-    3 a backend failed at start.
     """
 
     def go() -> int:

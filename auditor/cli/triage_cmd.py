@@ -15,10 +15,23 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
+from auditor.cli.exits import exits
 from auditor.cli.options import CONNECTION, settings_of, with_options
+from auditor.exit_codes import ExitCode
+
+CODES = {
+    ExitCode.OK: "consistent or in flight",
+    ExitCode.PERSISTENT: "diverged or unreadable rows",
+    ExitCode.USAGE: "not a urn, or a usage or configuration error",
+    ExitCode.INCOMPLETE: None,
+    ExitCode.STALLED: "the consumer is stalled",
+    ExitCode.UNKNOWN_URN: "unknown urn: neither the table nor the index knows it (near matches "
+    "are shown; OpenMetadata: nothing has that name or id)",
+}
 
 
 @app.command()
+@exits(CODES)
 @with_options(CONNECTION)
 def triage(
     urn: Annotated[
@@ -60,9 +73,6 @@ def triage(
 
     OpenMetadata (--platform openmetadata): the entity by its fully qualified name or id; its
     row, the server's search_index_retry_queue, its document (docs/openmetadata.md).
-
-    Exit codes: 0 consistent or in flight; 1 diverged or unreadable rows; 2 not a urn, or a
-    urn neither the table nor the index knows; 3 a backend failed; 4 the consumer is stalled.
     """
 
     def go() -> int:

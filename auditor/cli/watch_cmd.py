@@ -19,10 +19,20 @@ from auditor.cli.common import (
     stdout_console,
     write,
 )
+from auditor.cli.exits import exits
 from auditor.cli.options import DEBUG, SOURCES, settings_of, with_options
+from auditor.exit_codes import ExitCode
+
+CODES = {
+    ExitCode.OK: "no burn-rate alert firing",
+    ExitCode.PERSISTENT: "a burn-rate alert is firing",
+    ExitCode.USAGE: "usage or configuration error (the MAE group as --group, say)",
+    ExitCode.INCOMPLETE: "a backend failed",
+}
 
 
 @app.command()
+@exits(CODES, "Exit codes (with --duration, or on Ctrl-C):")
 @with_options(SOURCES, DEBUG)
 def watch(
     group: Annotated[
@@ -88,9 +98,6 @@ def watch(
     1x over 3 d and 6 h). Offsets are committed only once the events below are settled: a
     restart resumes without losing or double-counting. An MCL never published is not seen
     here: `auditor scan` reports it (event_never_published). See docs/watch.md.
-
-    Exit codes (with --duration, or on Ctrl-C): 0 no burn-rate alert firing; 1 one is firing;
-    2 usage error (the MAE group as --group, say); 3 a backend failed.
     """
 
     def go() -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from auditor.errors import AuditorError
+from auditor.exit_codes import ExitCode
 
 T = TypeVar("T")
 _DONE = object()
@@ -16,7 +17,7 @@ _DONE = object()
 class JoinOrderError(AuditorError):
     """A stream was not sorted as the join needs: going on would report false differences."""
 
-    exit_code = 3  # the scan could not complete (it is not a divergence)
+    exit_code = ExitCode.INCOMPLETE  # the scan could not complete (it is not a divergence)
 
 
 def _out_of_order(name: str, key: str, last: str) -> JoinOrderError:

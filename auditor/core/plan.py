@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from auditor.core.model import Cause, Classified, RepairKind, Verdict
+from auditor.exit_codes import ExitCode
 
 # actions that write to the index, in the order a repair runs them
 WRITES = (
@@ -161,9 +162,9 @@ class RebuildOutcome:
     urn_range: tuple[str | None, str | None] | None = None  # its shard plan's range [lo, hi)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """0 done and verified clean (or a dry run), 1 still wrong after verification."""
-        return 1 if self.applied and (self.still_wrong or self.failed) else 0
+        return ExitCode.PERSISTENT if self.applied and (self.still_wrong or self.failed) else ExitCode.OK
 
 
 @dataclass

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from auditor.core.model import Cause, Classified, Kind, Verdict
+from auditor.exit_codes import ExitCode
 
 
 class Boundary(StrEnum):
@@ -106,14 +107,14 @@ class TriageResult:
         return None
 
     @property
-    def exit_code(self) -> int:
-        """As the scan: 0 nothing persistent, 1 divergence, 4 consumer stalled; 2 unknown urn."""
+    def exit_code(self) -> ExitCode:
+        """As the scan: 0 nothing persistent, 1 divergence, 4 consumer stalled; 7 unknown urn."""
         if not self.findings:
-            return 0 if self.known else 2
+            return ExitCode.OK if self.known else ExitCode.UNKNOWN_URN
         verdicts = {c.verdict for c in self.findings}
         if verdicts & {Verdict.DIVERGED, Verdict.INVALID}:
-            return 1
-        return 4 if Verdict.STALLED in verdicts else 0
+            return ExitCode.PERSISTENT
+        return ExitCode.STALLED if Verdict.STALLED in verdicts else ExitCode.OK
 
 
 DOCUMENT_KINDS = frozenset(

@@ -9,9 +9,10 @@ must be a folder every worker sees, and the state file's folder (checkpoints, lo
 retry may land on another worker.
 
 Exit codes and Airflow. A shard task succeeds when its repair wrote its outcome (rebuild exit 0
-or 1: the merge judges) and fails on 2 (configuration, or the target locked) or 3 (could not
-complete). A retry runs with --resume: it continues after the last confirmed batch. The merge
-task fails the run on 1 (still wrong after verification) or 3 (a shard incomplete or missing).
+or 1: the merge judges) and fails on 2 (configuration), 6 (the target locked by another repair)
+or 3 (could not complete). A retry runs with --resume: it continues after the last confirmed
+batch. The merge task fails the run on 1 (still wrong after verification) or 3 (a shard
+incomplete or missing).
 
 The commands are plain functions of this module (plan_command, rebuild_command, merge_command),
 so tests read this file with `ast` and check every `auditor` invocation against the real

@@ -18,7 +18,7 @@ from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
 from auditor.core.model import Classified, Evidence, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
-from auditor.errors import ConfigError
+from auditor.errors import ConfigError, UnknownUrn
 from auditor.platforms.openmetadata.document import build_document, split_fqn
 from auditor.platforms.openmetadata.fields import BadRow, parse_entity
 from auditor.platforms.openmetadata.join import OmScanner
@@ -219,7 +219,7 @@ def resolve_ids(store: OmStore, entities: list[OmEntity], given: tuple[str, ...]
         found.update(store.find_by_fqn(entity, names))
     unknown = [n for n in names if n not in found]
     if unknown:
-        raise ConfigError(
+        raise UnknownUrn(
             f"no entity has the id or fully qualified name {unknown[0]!r}",
             hint="pass an entity's id (a UUID) or its fullyQualifiedName; --entity-type narrows the lookup",
         )

@@ -152,7 +152,7 @@ def test_a_replay_killed_mid_run_resumes_with_no_gap(tmp_path: Path) -> None:
         killed = json.loads(checkpoints[0].read_text())
         assert killed["last_urn"] and not killed["done"] and killed["counts"]["produced"] >= 20
         refused = subprocess.run([*args, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True)
-        assert refused.returncode == 2 and "stale" in refused.stderr, refused.stderr  # the lock
+        assert refused.returncode == 6 and "stale" in refused.stderr, refused.stderr  # the lock
         outcome, after = resumed_clean(world, args, env)
     finally:
         world.close()

@@ -128,7 +128,7 @@ def test_triage_names_the_boundary_verdict_and_repair_of_each_state(pair: str, t
         assert name is not None and name != name.upper()
         wrong = healthy.replace(f",{name},", f",{name.upper()},")
         code, out = triage(world, wrong)
-        assert code == 2 and out["verdict"] == "unknown", out
+        assert code == 7 and out["verdict"] == "unknown", out
         assert healthy in [m["urn"] for m in out["near_matches"]], out["near_matches"]
 
         # the same healthy urn as pasted from a browser: URL-encoded, quoted, with spaces

@@ -159,8 +159,9 @@ def test_the_checkpoint_moves_only_past_confirmed_batches(tmp_path: Path) -> Non
 def test_a_lock_refuses_a_second_repair_and_a_stale_one_is_cleared(tmp_path: Path) -> None:
     first = Lock(tmp_path, "target")
     first.acquire()
-    with pytest.raises(LockHeld, match="held"):
+    with pytest.raises(LockHeld, match="held") as held:
         Lock(tmp_path, "target").acquire()
+    assert held.value.exit_code == 6  # locked: run again later (not 2, a usage error)
     first.release()
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True

@@ -149,6 +149,9 @@ def test_the_merge_sums_and_takes_the_worst_exit_code() -> None:
     wrong = merge_outcomes([part(0, 0), part(1, 1, still_wrong=[{"urn": "u", "subkind": "stale_fields"}])], 3)
     assert wrong["exit_code"] == 3 and wrong["missing_shards"] == ["2/3"]  # a shard missing: incomplete
     assert merge_outcomes([part(0, 0), part(1, 1), part(2, 0)], 3)["exit_code"] == 1
+    locked = {"shard": "2/3", "exit_code": 6, "error": "error: a repair of this target is running"}
+    assert merge_outcomes([part(0, 1), part(1, 0), locked], 3)["exit_code"] == 6  # not max(): 6 > 3
+    assert merge_outcomes([part(0, 3), part(1, 6), part(2, 2)], 3)["exit_code"] == 3
     assert merge_outcomes([part(0, 0, consumer_caught_up=False)])["consumer_caught_up"] is False
 
 

@@ -66,7 +66,7 @@ def test_variants_cover_whitespace_encoding_and_case() -> None:
 def judged(
     kind: Kind, verdict: Verdict, subkind: str | None = None, mcl_found: bool | None = None
 ) -> Classified:
-    f = Finding("c", kind, URN, "dataset")
+    f = Finding("c", kind, URN, "dataset", details={"platform": "datahub"})
     return Classified(f, verdict, subkind or kind.value, Evidence("r", mcl_found=mcl_found))
 
 
@@ -95,7 +95,7 @@ def test_the_verdict_and_exit_code_follow_the_worst_finding() -> None:
         0,
     )
     unknown = TriageResult("x", URN, steps=[Step(Boundary.ROWS, Status.INFO, "", {"present": False})])
-    assert (unknown.verdict, unknown.exit_code) == ("unknown", 2)
+    assert (unknown.verdict, unknown.exit_code) == ("unknown", 7)  # its own code, not a usage error
     stalled = judged(Kind.STALE_FIELDS, Verdict.STALLED, "stalled", True)
     diverged = judged(Kind.ORPHAN_EDGE, Verdict.DIVERGED)
     assert TriageResult("x", URN, steps=[rows], findings=[stalled]).exit_code == 4

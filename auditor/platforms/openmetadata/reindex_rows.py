@@ -22,6 +22,7 @@ from typing import Any
 
 from auditor.core.json_guard import load_object
 from auditor.errors import AuditorError
+from auditor.exit_codes import ExitCode
 
 JOB_TABLE, PARTITION_TABLE, FAILURE_TABLE = (
     "search_index_job",
@@ -192,7 +193,7 @@ def iso(ms: int) -> str:
 class OmReindexRunning(AuditorError):
     """A `--full` rebuild that would race OpenMetadata's own reindex job of the same types."""
 
-    exit_code = 3
+    exit_code = ExitCode.INCOMPLETE
 
 
 def refuse_full(jobs: Sequence[ReindexJob] | None, entity_types: Sequence[str], now_ms: int) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from auditor.core.model import Report, Verdict
 from auditor.errors import AuditorError
+from auditor.exit_codes import ExitCode
 from auditor.platforms.datahub.naming import entity_index, prefixed
 
 STATE_URN_LIKE = "urn:li:dataHubUpgrade:%"
@@ -42,7 +43,7 @@ _VERSIONED = r"_.+_\d{13}$"  # `<alias>_<version>_<epoch ms>` (the auditor's own
 class DataHubReindexRunning(AuditorError):
     """A repair that would race DataHub's own reindex of the same alias."""
 
-    exit_code = 3
+    exit_code = ExitCode.INCOMPLETE
 
 
 @dataclass(frozen=True)
