@@ -3,7 +3,7 @@
 One renderer for every platform, dispatching on the action's type: the platform's `Executors`
 say which mode of `auditor rebuild` writes each kind of action (so which `auditor rebuild` line
 repairs it), its `Renderer` spells each kind with the platform's own tools. A finding names its
-platform (`details.platform`; DataHub's name none); the registry gives that platform.
+platform (`details.platform`); the registry gives that platform.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ PER_URN = 5  # urns named on one line; past it, the report is the input
 
 
 def _platform(c: Classified) -> Platform:
-    return platforms.get(platforms.name_of_finding(c.finding.details))
+    return platforms.get(c.finding.platform)
 
 
 def finding_commands(c: Classified, *, group: str, until: datetime | None = None) -> list[str]:

@@ -1,4 +1,5 @@
-"""The JSON report: every finding with its evidence, in a stable, documented schema (v1)."""
+"""The JSON report: every finding with its evidence, in a stable, documented schema (v2:
+docs/report.md; v1 differed only in DataHub's findings naming no platform)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from auditor import platforms
 from auditor.core.model import Classified, PartitionPosition, Report
 from auditor.reports.commands import finding_commands, finding_rebuild
 
-SCHEMA_VERSION = 1
+# 2: every finding names its platform (`details.platform`); 1: DataHub's named none
+SCHEMA_VERSION = 2
 
 
 def plain(value: Any) -> Any:
@@ -32,7 +34,7 @@ def plain(value: Any) -> Any:
 def finding_json(c: Classified, report: Report) -> dict[str, Any]:
     f = c.finding
     commands = finding_commands(c, group=report.consumer_group, until=report.started_at)
-    platform = platforms.get(platforms.name_of_finding(f.details))
+    platform = platforms.get(f.platform)
     return {
         "key": f.key,
         "check": f.check,

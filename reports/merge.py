@@ -21,6 +21,7 @@ from auditor.core.model import (
     Selection,
     Verdict,
 )
+from auditor.reports.json_report import SCHEMA_VERSION
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -35,9 +36,12 @@ def _stores(f: dict[str, Any]) -> tuple[str, ...]:
 
 
 def from_dict(data: dict[str, Any]) -> Report:
-    """A report back from its JSON form (schema_version 1)."""
-    if data.get("schema_version") != 1:
-        raise ValueError(f"unsupported report schema_version {data.get('schema_version')!r}")
+    """A report back from its JSON form (schema_version 2, or 1: written before every finding
+    named its platform, a DataHub finding's platform is the report's, `sources.platform`, or
+    DataHub's). A finding of a version-2 report that names no platform is refused (ValueError)."""
+    version = data.get("schema_version")
+    if version not in (1, SCHEMA_VERSION):
+        raise ValueError(f"unsupported report schema_version {version!r}")
     scope = data.get("scope") or {}
     report = Report(
         started_at=_dt(data["started_at"]) or datetime.now(),
@@ -70,7 +74,8 @@ def from_dict(data: dict[str, Any]) -> Report:
     for row in data.get("counts") or []:
         report.counts[(row["entity_type"], row["verdict"], row["subkind"])] = int(row["count"])
     report.partitions = [_partition(p) for p in data.get("partitions") or []]
-    report.findings = [_finding(f) for f in data.get("findings") or []]
+    unnamed = str(report.sources.get("platform") or platforms.DEFAULT) if version == 1 else None
+    report.findings = [_finding(f, unnamed) for f in data.get("findings") or []]
     for name in platforms.of_report(report.sources).report_sections:
         if data.get(name) is not None:
             report.sections[name] = data[name]
@@ -112,7 +117,21 @@ def _evidence(data: dict[str, Any]) -> Evidence:
     return Evidence(**ev)
 
 
-def _finding(f: dict[str, Any]) -> Classified:
+def _details(f: dict[str, Any], unnamed: str | None) -> dict[str, Any]:
+    """A finding's details, naming its platform: as written, or `unnamed` (a version-1 report's
+    DataHub findings named none); a finding that names none where every finding must is refused."""
+    details = dict(f.get("details") or {})
+    if details.get("platform"):
+        return details
+    if unnamed is None:
+        raise ValueError(
+            f"finding {f.get('key') or f.get('urn')!r} names no platform (details.platform): "
+            f"every finding of a schema_version {SCHEMA_VERSION} report does"
+        )
+    return {"platform": unnamed, **details}
+
+
+def _finding(f: dict[str, Any], unnamed: str | None) -> Classified:
     finding = Finding(
         check=f["check"],
         kind=Kind(f["kind"]),
@@ -121,7 +140,7 @@ def _finding(f: dict[str, Any]) -> Classified:
         index=f.get("index"),
         aspect=f.get("aspect"),
         changed_at=_dt(f.get("changed_at")),
-        details=f.get("details") or {},
+        details=_details(f, unnamed),
         repairs=tuple(RepairKind(k) for k in f.get("repairs") or ()),
         stores=_stores(f),
     )

@@ -109,6 +109,16 @@ class Finding:
         """Stable identity across scans (for the state file)."""
         return f"{self.check}|{self.index or ''}|{self.urn}|{self.aspect or ''}"
 
+    @property
+    def platform(self) -> str:
+        """The platform the finding belongs to: `details.platform`, which every platform's findings
+        carry (a report written before DataHub's did has it filled in when read). None is an
+        error, never a default: the reports, the repairs and the triage ask the platform it names."""
+        name = self.details.get("platform")
+        if not name:
+            raise ValueError(f"finding {self.key!r} names no platform (details.platform)")
+        return str(name)
+
 
 @dataclass(frozen=True)
 class PartitionPosition:

@@ -64,6 +64,7 @@ def _entry(name: str) -> Entry | None:
         )
     return entries[0]
 
+
 _loaded: dict[str, Platform] = {}
 _registered: dict[str, Callable[[], Platform]] = {}
 
@@ -162,20 +163,16 @@ def environments() -> list[ModuleType]:
     return [m for m in (_environment(name) for name in names()) if m is not None]
 
 
-def name_of_finding(details: Mapping[str, object]) -> str:
-    """The platform a finding belongs to, as its details say (DataHub's carry none)."""
-    return str(details.get("platform") or DEFAULT)
-
-
 def of_report(sources: Mapping[str, object]) -> Platform:
     """The platform a report is of, as its sources say (DataHub's say none: the default)."""
     return get(str(sources.get("platform") or "") or None)
 
 
 def of_findings(findings: Iterable[Classified]) -> Platform:
-    """The platform of a set of judged findings (the first that names one; the default else)."""
+    """The platform of a set of judged findings, as each names it (`Finding.platform`: never
+    assumed): the first that is not the default; the default when all are its, or none."""
     for c in findings:
-        name = name_of_finding(c.finding.details)
+        name = c.finding.platform
         if name != DEFAULT:
             return get(name)
     return get(DEFAULT)

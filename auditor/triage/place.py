@@ -41,7 +41,7 @@ def _tail(c: Classified) -> str:
 def what(c: Classified, all_findings: list[Classified]) -> str:
     """What exactly is wrong, from the finding's details."""
     f = c.finding
-    own = platforms.get(platforms.name_of_finding(f.details)).describe(c)
+    own = platforms.get(f.platform).describe(c)
     if own is not None:  # the platform words its own findings
         return own
     out = ""

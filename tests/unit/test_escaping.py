@@ -47,6 +47,7 @@ SUBKIND = 'sub"kind\\|[bold]\n# Heading'
 TOPIC = "MetadataChangeLog_Versioned_v1|[bold]\x1b[31m\n# Heading"
 FORGED = "# Title\n- forged"
 ERROR = "search said: <script>alert(1)</script> | `x` \x1b[31m[bold]red[/bold] :smile:\n# Heading"
+DATAHUB = {"platform": "datahub"}  # a DataHub finding names its platform, as its scan writes it
 
 
 def _quoted(text: str) -> str:  # one shell word in single quotes, as the repair lines quote data
@@ -64,15 +65,15 @@ def hostile() -> Report:
     r.counts = {(ETYPE, "diverged", "event_never_published"): 1, ("dataset", "diverged", SUBKIND): 2}
     missing = Finding(
         "index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", "datasetindex_v2",
-        repairs=(RepairKind.REPLAY_ASPECT,),
+        details=DATAHUB, repairs=(RepairKind.REPLAY_ASPECT,),
     )  # fmt: skip
     stale = Finding(
         "index.stale-fields", Kind.STALE_FIELDS, URN, "dataset", f"idx{EVIL}", f"aspect{EVIL}", T0,
-        {"fields": [{"field": f"name{EVIL}", "expected": EVIL, "actual": "y"}]},
+        {**DATAHUB, "fields": [{"field": f"name{EVIL}", "expected": EVIL, "actual": "y"}]},
     )  # fmt: skip
     edge = Finding(
         "graph.missing-edge", Kind.MISSING_EDGE, URN, "dataset", None, None, T0,
-        {"relationship": f"Down{EVIL}", "destination": URN},
+        {**DATAHUB, "relationship": f"Down{EVIL}", "destination": URN},
     )  # fmt: skip
     r.findings = [
         Classified(missing, Verdict.DIVERGED, SUBKIND, Evidence(f"no MCL for {URN}")),
@@ -240,7 +241,7 @@ def test_many_urns_restore_by_type_in_one_quoted_word() -> None:
     for n in range(6):
         f = Finding(
             "index.missing-document", Kind.MISSING_DOCUMENT, f"urn:li:x:{n}", etype,
-            repairs=(RepairKind.REPLAY_ASPECT,),
+            details=DATAHUB, repairs=(RepairKind.REPLAY_ASPECT,),
         )  # fmt: skip
         r.findings.append(Classified(f, Verdict.DIVERGED, "event_never_published", Evidence("")))
     (rebuild, _, command) = repair_commands(r)
@@ -256,8 +257,9 @@ def test_triage_and_errors_print_the_data_literally(monkeypatch: pytest.MonkeyPa
     from auditor.errors import ConfigError
 
     finding = Finding(
-        "index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", repairs=(RepairKind.REPLAY_ASPECT,)
-    )
+        "index.missing-document", Kind.MISSING_DOCUMENT, URN, "dataset", details=DATAHUB,
+        repairs=(RepairKind.REPLAY_ASPECT,),
+    )  # fmt: skip
     found = Classified(finding, Verdict.DIVERGED, "event_never_published", Evidence(ERROR))
     steps = [
         Step(Boundary.ROWS, Status.OK, f"rows of {ETYPE}", {"present": True}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -17,6 +18,7 @@ from auditor.errors import ConfigError
 from auditor.platforms.datahub.backends.federated import FederatedRows, FederationUnsupported, merge_stores
 from auditor.platforms.datahub.documents.entity import JoinedEntity
 from auditor.platforms.datahub.scan.federation import conflict_finding, conflict_verdict, federate
+from auditor.platforms.datahub.scan.join import owned
 from auditor.reports import RENDERERS
 from auditor.reports.merge import from_dict
 from auditor.scan.finish import tally
@@ -162,9 +164,16 @@ def test_a_conflict_is_diverged_and_its_reason_names_every_store() -> None:
 def test_every_renderer_shows_the_store_and_json_reads_it_back() -> None:
     import json
 
-    c = _conflict_classified()
-    missing = Classified(
+    conflict = _conflict_classified()
+    found = [
+        conflict.finding,
         Finding("presence", Kind.MISSING_DOCUMENT, "urn:li:tag:u", "tag", stores=("teamb",)),
+    ]
+    owned(found, 0)  # as the join names DataHub on every finding it returns
+    c = replace(conflict, finding=found[0])
+    assert c.finding.details["platform"] == "datahub" and c.finding.details["compared"] == "a"
+    missing = Classified(
+        found[1],
         Verdict.DIVERGED,
         "missing_document",
         Evidence("consumed but not applied"),

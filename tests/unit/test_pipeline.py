@@ -20,6 +20,7 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan import reobserve
 from auditor.platforms.datahub.scan.join import Scanner
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
+from auditor.reports import RENDERERS
 
 INDEX = "tagindex_v2"
 A, B, C = "urn:li:tag:a", "urn:li:tag:b", "urn:li:tag:c"
@@ -52,6 +53,28 @@ def test_the_join_finds_missing_and_orphan_documents(registry: Registry) -> None
     assert kinds == {(B, Kind.MISSING_DOCUMENT), (C, Kind.ORPHAN_DOCUMENT)}
     repairs = {f.urn: f.repairs for f in found.findings}
     assert repairs == {B: (RepairKind.REPLAY_ASPECT,), C: (RepairKind.DELETE_DOCUMENT,)}
+
+
+def test_every_finding_of_the_join_and_the_scan_names_datahub_first(registry: Registry) -> None:
+    """`details.platform`, on each finding the join returns (a custom check's too): the reports,
+    the repairs and the triage ask the platform it names, never assume DataHub's."""
+    store = FakeStore([rows(A, tag("a", "new")), rows(B, tag("b"))])
+    stale = doc(registry, A, tag("a", "old"))
+    search = FakeSearch({INDEX: {document_id(A): stale, document_id(C): {"urn": C}}})
+    joined = Scanner(store, search, registry).run(Selection())
+    assert {f.kind for f in joined.findings} == {
+        Kind.MISSING_DOCUMENT,
+        Kind.ORPHAN_DOCUMENT,
+        Kind.STALE_FIELDS,
+    }
+    for f in joined.findings:
+        assert next(iter(f.details)) == "platform" and f.platform == "datahub", f
+    report = scan(store, search, None, registry)
+    assert report.findings and {c.finding.platform for c in report.findings} == {"datahub"}
+    found = next(c.finding for c in report.findings if c.finding.kind == Kind.STALE_FIELDS)
+    assert found.details["fields"]  # the check's own details beside it
+    data = json.loads(RENDERERS["json"](report))
+    assert data["schema_version"] == 2 and {f["details"]["platform"] for f in data["findings"]} == {"datahub"}
 
 
 def test_an_unsorted_store_stops_the_scan_with_exit_code_3(registry: Registry) -> None:

@@ -104,8 +104,9 @@ def test_a_shard_child_reads_its_request_on_stdin_and_says_its_error(tmp_path: P
     settings hold credentials, so nothing on a command line); a refusal is its one error line."""
     settings = load_settings(env={}, store_url="mysql+pymysql://u:secret-pw@127.0.0.1:1/x")
     federated = Finding(
-        "missing_document", Kind.MISSING_DOCUMENT, "urn:li:corpuser:a", "corpuser", stores=("east", "west")
-    )
+        "missing_document", Kind.MISSING_DOCUMENT, "urn:li:corpuser:a", "corpuser",
+        details={"platform": "datahub"}, stores=("east", "west"),
+    )  # fmt: skip
     c = Classified(federated, Verdict.DIVERGED, "missing_document", Evidence("x"))
     request = RebuildRequest("reindex", findings=[c], apply=True, shard=(0, 2))
     outcome = tmp_path / "out.json"

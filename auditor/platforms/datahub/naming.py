@@ -11,6 +11,9 @@ from auditor.settings import MAE_CONSUMER_GROUP as MAE_CONSUMER_GROUP
 from auditor.settings import MCL_TIMESERIES_TOPIC as MCL_TIMESERIES_TOPIC
 from auditor.settings import MCL_VERSIONED_TOPIC as MCL_VERSIONED_TOPIC
 
+# the platform's name, as its findings carry it (`details.platform`) and `--platform` spells it
+PLATFORM = "datahub"
+
 ENTITY_INDEX_SUFFIX = "index_v2"
 SYSTEM_METADATA_INDEX = "system_metadata_service_v1"
 GRAPH_INDEX = "graph_service_v1"

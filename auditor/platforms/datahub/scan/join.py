@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,12 +16,23 @@ from auditor.core.model import Finding, Selection
 from auditor.core.records import EntityRows, SearchDoc
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.documents.entity import JoinedEntity
-from auditor.platforms.datahub.naming import entity_index, graph_index, system_metadata_index
+from auditor.platforms.datahub.naming import PLATFORM, entity_index, graph_index, system_metadata_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.federation import federate
 from auditor.platforms.datahub.urns import UrnError, entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan.options import Progress
+
+
+def owned(findings: list[Finding], start: int) -> None:
+    """DataHub's name on the findings from `start` on (`details.platform`, first, as every
+    platform's findings carry it): the one place its checks' findings leave for the scan, the
+    re-observation, the triage and a repair's verification, a custom check's included."""
+    for i in range(start, len(findings)):
+        f = findings[i]
+        if f.details.get("platform") != PLATFORM:
+            details = {"platform": PLATFORM, **{k: v for k, v in f.details.items() if k != "platform"}}
+            findings[i] = replace(f, details=details)
 
 
 @dataclass
@@ -252,6 +263,7 @@ class Scanner:
                 result.findings.extend(check.run(entity, self.ctx))
             if result.stores:
                 federate(entity, result.findings, start, result.stores)
+            owned(result.findings, start)
             seen += 1
             if progress is not None and seen % 1000 == 0:
                 progress(seen)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from auditor.core.lag_table import GroupStatus
 from auditor.core.model import Classified, Evidence, Finding, Kind, PartitionHealth, Verdict
 from auditor.core.records import OffsetSample
-from auditor.platforms.datahub.naming import entity_index, system_metadata_index
+from auditor.platforms.datahub.naming import PLATFORM, entity_index, system_metadata_index
 from auditor.platforms.datahub.watch.reflect import Reflection, WatchedEvent
 
 CHECK_ID = "watch.propagation"
@@ -53,6 +53,7 @@ def late_finding(
         aspect=event.aspect,
         changed_at=datetime.fromtimestamp(event.produced_at, tz=UTC),
         details={
+            "platform": PLATFORM,
             "topic": event.topic,
             "partition": event.partition,
             "offset": event.offset,
