@@ -63,7 +63,7 @@ def copy(src: Engine, dst: Engine) -> None:
 
 
 def drill(source: str, target: str) -> tuple[float, int, int]:
-    options = DrillOptions(tables=table_specs(TABLES), counts=False)
+    options = DrillOptions(tables=table_specs(TABLES, "openmetadata"), counts=False)
     started = time.monotonic()
     result = Drill(
         load_settings(None, env={}, store_url=source), load_settings(None, env={}, store_url=target), options
@@ -78,7 +78,11 @@ def raw_read(source: str, target: str) -> float:
     try:
         futures = [
             s.submit(
-                lambda s=s: sum(len(p) for spec in table_specs(TABLES) for p in s.stream_rows(spec, {}, 2000))
+                lambda s=s: sum(
+                    len(p)
+                    for spec in table_specs(TABLES, "openmetadata")
+                    for p in s.stream_rows(spec, {}, 2000)
+                )
             )
             for s in sides
         ]

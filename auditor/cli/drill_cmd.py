@@ -28,13 +28,25 @@ drill_app = typer.Typer(
 app.add_typer(drill_app, name="drill")
 
 
-def _side(role: str, value: str, search: str | None, kafka: str | None, prefix: str | None) -> Any:
+def _side(
+    role: str,
+    value: str,
+    search: str | None,
+    kafka: str | None,
+    prefix: str | None,
+    platform: str | None = None,
+) -> Any:
     """A side from a TOML file (`auditor scan --config`'s format) or a store URL; the process's
     environment is not read (it would apply the same AUDITOR_* values to both sides)."""
     from auditor.errors import ConfigError
     from auditor.settings import load_settings
 
-    flags: dict[str, Any] = {"search_url": search, "kafka_bootstrap": kafka, "index_prefix": prefix}
+    flags: dict[str, Any] = {
+        "search_url": search,
+        "kafka_bootstrap": kafka,
+        "index_prefix": prefix,
+        "platform": platform,
+    }
     flags = {k: v for k, v in flags.items() if v is not None}
     if "://" in value:
         return load_settings(None, env={}, store_url=value, **flags)
@@ -119,9 +131,17 @@ def compare(
     table: Annotated[
         list[str] | None,
         typer.Option(
-            help="Table to compare (repeatable): metadata_aspect_v2 (default), an OpenMetadata entity "
-            "table such as table_entity, or openmetadata for all of them (across engines their JSON "
-            "is compared by value, outside the databases)."
+            help="Table of the platform's to compare (repeatable; default: all of them): DataHub's "
+            "metadata_aspect_v2; with --platform openmetadata an entity table such as table_entity, "
+            "or openmetadata for all of them (across engines their JSON is compared by value, "
+            "outside the databases)."
+        ),
+    ] = None,
+    platform: Annotated[
+        str | None,
+        typer.Option(
+            help="datahub (default) or openmetadata: whose tables --table names and whose search "
+            "counts are made (both sides' files may name it instead)."
         ),
     ] = None,
     no_counts: Annotated[
@@ -140,18 +160,18 @@ def compare(
     def go() -> int:
         from auditor.core.drill import Thresholds
         from auditor.drill.bisect import BisectOptions
-        from auditor.drill.run import Drill, DrillOptions
+        from auditor.drill.run import Drill, DrillOptions, drill_platform
         from auditor.drill.spec import table_specs
         from auditor.errors import AuditorError
         from auditor.reports import drill_report
         from auditor.reports.escape import console_markup
 
         sides = (
-            _side("source", source, source_search, source_kafka, source_prefix),
-            _side("target", target, target_search, target_kafka, target_prefix),
+            _side("source", source, source_search, source_kafka, source_prefix, platform),
+            _side("target", target, target_search, target_kafka, target_prefix, platform),
         )
         options = DrillOptions(
-            tables=table_specs(table or []),
+            tables=table_specs(table or [], drill_platform(*sides)),
             thresholds=Thresholds(max_row_diffs, max_count_delta, _limits(max_delta or [])),
             bisect=BisectOptions(segment_rows=segment_rows, threshold=threshold),
             workers=workers,

@@ -30,6 +30,18 @@ class DrillOptions:
     counts: bool = True  # entity / aspect / lineage counts from the aspect table
 
 
+def drill_platform(source: Settings, target: Settings) -> str:
+    """The platform a drill compares (its tables, its search counts): both sides' (`--platform`,
+    or each side's configuration file; DataHub by default). Two different ones are refused."""
+    if source.platform != target.platform:
+        raise ConfigError(
+            f"the source is {source.platform} and the target {target.platform}: a drill compares "
+            "two environments of one platform",
+            hint="name the same platform in both files (platform = ...), or give --platform",
+        )
+    return source.platform
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 

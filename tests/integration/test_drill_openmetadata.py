@@ -68,7 +68,7 @@ def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Engine, Engine]]:
 
 def _drill(source: str, target: str, tables: list[str] | None = None) -> Drill:
     options = DrillOptions(
-        tables=table_specs(tables or ["table_entity"]),
+        tables=table_specs(tables or ["table_entity"], "openmetadata"),
         bisect=BisectOptions(segment_rows=100, factor=4, threshold=10),
     )
     return Drill(
