@@ -99,6 +99,8 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
 
     A report's findings name their platform; the settings name it for a repair by filters."""
     platform = _repairing(settings, request)
+    if request.state_dir == Path("."):  # locks and checkpoints beside the state file, every platform
+        request.state_dir = Path(settings.state_file).parent
     if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
         from auditor.rebuild.federation import rebuild_federation
 
@@ -111,10 +113,8 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
 def _repairing(settings: Settings, request: RebuildRequest) -> Platform:
     """The platform a repair runs on, with what the request asks of it that it cannot do refused."""
     platform = platforms.get(settings.platform)
-    if request.findings:
-        found = platforms.of_findings(request.findings)
-        if found.name != platforms.DEFAULT:
-            platform = found
+    if request.findings:  # every finding names its platform (DataHub's too)
+        platform = platforms.of_findings(request.findings)
         stores = sorted({n for c in request.findings for n in c.finding.stores})
         if stores and not settings.stores:  # each row lives in one of several stores: name them
             raise ConfigError(

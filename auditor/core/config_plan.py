@@ -64,6 +64,27 @@ class Planning:
     def plan(self) -> Plan:
         return Plan(self.sections, self.secrets, self.warnings)
 
+    def region(
+        self,
+        names: tuple[str, ...],
+        *,
+        needed: bool,
+        unset: str,
+        fallback: str | None = None,
+        fallback_from: str = "",
+    ) -> str | None:
+        """[aws] region, when something needs one or one is set: from the first of `names` set
+        (the platform's own order), else `fallback` (said to come from `fallback_from`), else
+        commented out with `unset` as what to do. Returns the variable read ("" for the
+        fallback or none; None when no entry was written)."""
+        var = next((n for n in names if self.get(n)), None)
+        if not (needed or var or fallback):
+            return None
+        value = self.get(var) if var else fallback
+        said = var or (fallback_from if fallback else unset)
+        self.sections["aws"].append(Entry("region", value, said, example="us-east-1"))
+        return var or ""
+
     def search_tls(self, truststore_var: str) -> None:
         """[search] over https: certificates verified, the CA file to give (a Java truststore the
         server is given is named: its CA must be exported as PEM)."""

@@ -86,6 +86,9 @@ class DataHubStage:
     """One entity type's steps for the engine: DataHub's projection, written by the Reindexer."""
 
     keep_unpromoted = True  # an index that was not promoted is kept to look at
+    # the verification counts only the findings of the new index (V3's scan pass); V2's counts
+    # every finding of the type's scan
+    own_index_only = False
 
     def __init__(self, full: FullRebuild, entity_type: str) -> None:
         self.full, self.entity_type = full, entity_type
@@ -106,19 +109,31 @@ class DataHubStage:
             )
         return old, is_alias
 
+    @property
+    def types(self) -> list[str]:
+        """The entity types the index holds (one in V2)."""
+        return [self.entity_type]
+
     def load(self, index: str, since: datetime | None = None) -> int:
-        selection = Selection(entity_types=(self.entity_type,), since=since)
+        selection = Selection(entity_types=tuple(self.types), since=since)
         urns = list(RowSource(self.full.backends.store, selection).urns())  # type: ignore[arg-type]
         return self._write(index, urns)
 
     def rewrite(self, index: str, ids: list[str]) -> None:
         self._write(index, ids)
 
+    def written_as(self, index: str) -> dict[str, Any]:
+        """The Reindexer's options that write into `index` (V2: the type's index renamed)."""
+        return {"entity_indices": {self.entity_type: index} if index != self.live else {}}
+
+    def verified_as(self, index: str) -> dict[str, Any]:
+        """The scan target's fields that read `index` in the verification scan."""
+        return {"entity_indices": ((self.entity_type, index),)}
+
     def _write(self, index: str, urns: list[str]) -> int:
         if not urns:
             return 0
         full = self.full
-        overrides = {self.entity_type: index} if index != self.live else {}
         done = Reindexer(
             full.backends.store,
             full.backends.search,
@@ -127,9 +142,9 @@ class DataHubStage:
             Checkpoint("full", index, track_touched=False),
             full.state_dir / f"rebuild-full-{index}.json",
             index_prefix=full.target.index_prefix,
-            entity_indices=overrides,
             rate=full.rate,
             versions=full.versions,
+            **self.written_as(index),
         ).run(urns)
         if done.failed:
             raise NotPromoted(
@@ -141,8 +156,8 @@ class DataHubStage:
     def still_wrong(self, index: str, before: datetime) -> list[str]:
         """A scan of the new index. An entity written since `before` differs because the live
         consumer applied that write to the old index: the catch-up after the swap writes it."""
-        target = ScanTarget(**{**self.full.target.__dict__, "entity_indices": ((self.entity_type, index),)})
-        report = Report(started_at=datetime.now(UTC), scope=Selection(entity_types=(self.entity_type,)))
+        target = ScanTarget(**{**self.full.target.__dict__, **self.verified_as(index)})
+        report = Report(started_at=datetime.now(UTC), scope=Selection(entity_types=tuple(self.types)))
         options = ScanOptions(sample_window=0, use_state=False, settle=0.0)
         run_scan(self.full.backends, self.full.registry, report, options, target)
         if not report.complete:
@@ -152,6 +167,7 @@ class DataHubStage:
                 c.finding.urn
                 for c in report.findings
                 if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)
+                and (not self.own_index_only or c.finding.index == index)
                 and not (c.finding.changed_at is not None and c.finding.changed_at >= before)
             }
         )
@@ -170,58 +186,18 @@ class DataHubV3Stage(DataHubStage):
     """One V3 index's steps: every entity type it holds loaded from the rows, the V3 documents
     only (`_id` the urn's SHA-256, `_entityType` set), verified by the scan's V3 pass."""
 
+    own_index_only = True
+
     def __init__(self, full: FullRebuild, live: str, entity_types: list[str]) -> None:
-        self.full, self.live, self.types = full, live, entity_types
+        self.full, self.live, self.held = full, live, entity_types
         self.entity_type = entity_types[0]
 
-    def load(self, index: str, since: datetime | None = None) -> int:
-        selection = Selection(entity_types=tuple(self.types), since=since)
-        urns = list(RowSource(self.full.backends.store, selection).urns())  # type: ignore[arg-type]
-        return self._write(index, urns)
+    @property
+    def types(self) -> list[str]:
+        return self.held
 
-    def _write(self, index: str, urns: list[str]) -> int:
-        if not urns:
-            return 0
-        full = self.full
-        done = Reindexer(
-            full.backends.store,
-            full.backends.search,
-            full.writer,
-            full.registry,
-            Checkpoint("full", index, track_touched=False),
-            full.state_dir / f"rebuild-full-{index}.json",
-            index_prefix=full.target.index_prefix,
-            rate=full.rate,
-            versions=full.versions,
-            v3=dict.fromkeys(self.types, index),
-            v3_only=True,
-        ).run(urns)
-        if done.failed:
-            raise NotPromoted(
-                f"{index}: {len(done.failed)} entities failed to load (e.g. {done.failed[0]}); not promoted"
-            )
-        full.writer.refresh(index)
-        return len(urns)
+    def written_as(self, index: str) -> dict[str, Any]:
+        return {"v3": dict.fromkeys(self.held, index), "v3_only": True}
 
-    def still_wrong(self, index: str, before: datetime) -> list[str]:
-        target = ScanTarget(
-            **{
-                **self.full.target.__dict__,
-                "entity_indices": tuple((t, index) for t in self.types),
-                "type_field": V3_TYPE_FIELD,
-            }
-        )
-        report = Report(started_at=datetime.now(UTC), scope=Selection(entity_types=tuple(self.types)))
-        options = ScanOptions(sample_window=0, use_state=False, settle=0.0)
-        run_scan(self.full.backends, self.full.registry, report, options, target)
-        if not report.complete:
-            raise BackendUnavailable(f"the verification scan of {index} did not complete")
-        return sorted(
-            {
-                c.finding.urn
-                for c in report.findings
-                if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)
-                and c.finding.index == index
-                and not (c.finding.changed_at is not None and c.finding.changed_at >= before)
-            }
-        )
+    def verified_as(self, index: str) -> dict[str, Any]:
+        return {"entity_indices": tuple((t, index) for t in self.held), "type_field": V3_TYPE_FIELD}

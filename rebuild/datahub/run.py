@@ -21,12 +21,13 @@ from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.reindex import refuse_full, reindex_mirrors
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.v3 import v3_indices
-from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
+from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.full import FullRebuild
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
+from auditor.rebuild.guard import guarded, locked
 from auditor.rebuild.request import RebuildRequest
 
 
@@ -98,20 +99,11 @@ def rebuild(
                 hint="drop --shard/--workers (a targeted reindex shards: --all or --entity-type)",
             )
         return _full(backends, registry, target, request, outcome)
-    lock = Lock(
-        request.state_dir,
-        target_key(backends.description, target.index_prefix, target.versioned_topic),
-        request.shard,
-    )
-    lock.acquire(request.break_stale_lock)
-    try:
-        walked = scope_fingerprint(request.mode, [s.__dict__ for s in selections])
-        path = request.state_dir / f"rebuild-{walked}{shard_suffix(request.shard)}.json"
-        checkpoint = (Checkpoint.load(path) if request.resume else None) or Checkpoint(
-            request.mode, path.stem
-        )
+    walked = [s.__dict__ for s in selections]
+    described = (backends.description, target.index_prefix, target.versioned_topic)
+    with guarded(request, outcome, walked, *described) as guard:
+        checkpoint, path = guard.checkpoint, guard.path
         checkpoint.track_touched = request.selection is None or bool(request.selection.urns)
-        outcome.checkpoint = str(path)
         if request.mode == "replay":
             _replay(backends, request, selections, checkpoint, path)
         else:
@@ -120,11 +112,7 @@ def rebuild(
         outcome.why = dict(checkpoint.why)
         if request.verify:
             _verify(backends, registry, target, request, checkpoint, outcome, selections)
-        if not outcome.still_wrong and not outcome.failed:
-            path.unlink(missing_ok=True)  # done and verified: nothing to resume
-            outcome.checkpoint = None
-    finally:
-        lock.release()
+        guard.finish(outcome)
     return outcome
 
 
@@ -263,11 +251,7 @@ def _full(
     )
     live = [entity_index(registry.entity(name).name, target.index_prefix) for name in types]
     refuse_full(backends.scan.store, backends.scan.search, target.index_prefix, live)
-    lock = Lock(
-        request.state_dir, target_key(backends.description, target.index_prefix, target.versioned_topic)
-    )
-    lock.acquire(request.break_stale_lock)
-    try:
+    with locked(request, backends.description, target.index_prefix, target.versioned_topic):
         writer = backends.open_writer()
         full = FullRebuild(
             backends.scan,
@@ -296,6 +280,4 @@ def _full(
             verified = f"verified in {swapped.rounds} round(s)"
             outcome.notes.append(f"{swapped.live} (V3: {', '.join(held)}) -> {swapped.fresh} ({verified})")
             outcome.notes += swapped.notes
-    finally:
-        lock.release()
     return outcome

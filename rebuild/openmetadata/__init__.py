@@ -4,8 +4,11 @@ Each document is the auditor's own projection of the entity's row (auditor/core/
 with its owners and tags; an orphan's document is deleted only after its row is re-read and
 found gone. Ordering guard: a document newer than the row just read is left alone, and the rows
 are read again after each batch is written: an entity the server wrote meanwhile is written
-again from its newer row, so an older state never stays over a newer one. Writes are
-idempotent: a killed run is simply run again (no checkpoint needed).
+again from its newer row, so an older state never stays over a newer one. The repair runs under
+the shared guard (auditor/rebuild/guard.py): one repair at a time per database and cluster alias,
+a checkpoint after each confirmed batch (entity types in name order, ids in byte order), and
+`--resume` starts after the last confirmed id. Writes are idempotent: a run again without
+`--resume` rewrites everything it covers.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from auditor.platforms.openmetadata.scan import reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.platforms.openmetadata.version import migration_level, release_key
+from auditor.rebuild.guard import Guarded, guarded
+from auditor.rebuild.request import RebuildRequest
 from auditor.rebuild.throttle import Throttle
 
 GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
@@ -54,6 +59,8 @@ class OmRepairRequest:
     progress: Callable[[str, int], None] | None = None
     release: str | None = None  # --platform-version: the release whose documents to write
     rate: float | None = None  # --rate: entities per second
+    # the repair as asked: its lock, checkpoint, --resume and --break-stale-lock (rebuild/guard.py)
+    guard: RebuildRequest = field(default_factory=lambda: RebuildRequest("reindex"))
 
 
 @dataclass
@@ -245,22 +252,56 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     for action in repairs.actions:
         if action.kind in EXECUTORS.kinds(Mode.REINDEX) and action.urn:
             touched.setdefault(action.entity_type or "", []).append(action.urn)
-    names: dict[str, str] = {}
-    for entity_type, ids in touched.items():
-        entity = by_type.get(entity_type)
-        if entity is None:
+    for entity_type in touched:
+        if entity_type not in by_type:
             raise ConfigError(f"the report names an entity type {entity_type!r} outside this repair's scope")
-        read_name, _ = search.resolve(entity)
-        names[entity_type] = read_name or entity.index_name(search.cluster_alias)
-        index = work.write_index(entity, read_name)
-        for i in range(0, len(ids), request.batch):
-            work.rewrite(entity, index, ids[i : i + request.batch])
-            if request.progress:
-                request.progress(f"{entity_type} entities", min(i + request.batch, len(ids)))
-    writer.refresh_written()
-    outcome.counts, outcome.failed, outcome.why = work.counts, sorted(work.failed), dict(work.failed)
-    verify(scanner, request, touched, names, outcome)
+    with guarded(
+        request.guard, outcome, _scope(request, chosen), store.description, search.cluster_alias
+    ) as guard:
+        work.counts.update(guard.checkpoint.counts)  # a resumed run's counts go on
+        work.failed.update(guard.checkpoint.why)
+        names = _walk(work, request, touched, guard)
+        writer.refresh_written()
+        outcome.counts, outcome.failed, outcome.why = work.counts, sorted(work.failed), dict(work.failed)
+        verify(scanner, request, touched, names, outcome)
+        guard.finish(outcome)
     return outcome
+
+
+def _scope(request: OmRepairRequest, chosen: Sequence[Classified]) -> dict[str, Any]:
+    """What the repair covers, for its checkpoint's name: a report's findings, or the selection
+    (a resumed selection finds only what is still wrong, and starts after the last confirmed id)."""
+    types = sorted(e.entity_type for e in request.entities)
+    if request.findings is not None:
+        return {"types": types, "report": sorted(f"{c.finding.entity_type}/{c.finding.urn}" for c in chosen)}
+    return {"types": types, "ids": sorted(request.ids)}
+
+
+def _walk(
+    work: OmRepair, request: OmRepairRequest, touched: dict[str, list[str]], guard: Guarded
+) -> dict[str, str]:
+    """Rewrite the touched entities type by type (name order), ids in byte order, batch by batch,
+    the checkpoint saved after each; a resumed walk skips what an earlier run confirmed."""
+    names: dict[str, str] = {}
+    by_type = {e.entity_type: e for e in request.entities}
+    for part, entity_type in enumerate(sorted(touched)):
+        entity = by_type[entity_type]
+        read_name, _ = work.search.resolve(entity)
+        names[entity_type] = read_name or entity.index_name(work.search.cluster_alias)
+        ids = sorted(set(touched[entity_type]), key=lambda i: i.encode())
+        todo = [i for i in ids if not guard.past(part, i)]
+        if len(todo) < len(ids):
+            work.add("skipped (confirmed by the run resumed)", len(ids) - len(todo))
+        index = work.write_index(entity, read_name) if todo else ""
+        for start in range(0, len(todo), request.batch):
+            batch = todo[start : start + request.batch]
+            work.rewrite(entity, index, batch)
+            c = guard.checkpoint
+            c.counts, c.failed, c.why = dict(work.counts), sorted(work.failed), dict(work.failed)
+            guard.confirm(part, batch[-1])
+            if request.progress:
+                request.progress(f"{entity_type} entities", len(ids) - len(todo) + start + len(batch))
+    return names
 
 
 def verify(

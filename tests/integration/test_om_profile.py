@@ -182,9 +182,9 @@ def test_an_unknown_entity_table_is_a_usage_error_naming_it(world: World) -> Non
     assert "Traceback" not in done.stderr and "datahub" not in done.stderr
 
 
-def _cli(w: World, *args: str, alias: str | None = "") -> subprocess.CompletedProcess[str]:
-    """The CLI in a child process; `alias`: the cluster alias to set ("" the world's, None none)."""
-    env = {
+def cli_env(w: World, alias: str | None = "") -> dict[str, str]:
+    """The environment of a CLI child process; `alias`: the cluster alias ("" the world's, None none)."""
+    return {
         **os.environ,
         "AUDITOR_STORE_URL": w.store_url,
         "AUDITOR_SEARCH_URL": w.search_url,
@@ -193,11 +193,15 @@ def _cli(w: World, *args: str, alias: str | None = "") -> subprocess.CompletedPr
         "AUDITOR_STATE_FILE": str(w.state),
         "AUDITOR_INDEX_VISIBILITY_SECONDS": "1.5",
     }
+
+
+def _cli(w: World, *args: str, alias: str | None = "") -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process; `alias`: the cluster alias to set ("" the world's, None none)."""
     return subprocess.run(
         [sys.executable, "-m", "auditor.cli", *args],
         capture_output=True,
         text=True,
-        env=env,
+        env=cli_env(w, alias),
         cwd=ROOT,
         timeout=600,
     )

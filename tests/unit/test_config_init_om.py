@@ -91,6 +91,40 @@ def test_rds_iam_from_db_params_and_sigv4_search(tmp_path: Path) -> None:
     assert any("assumeRoleArn" in w for w in role.warnings)
 
 
+@pytest.mark.parametrize(
+    ("more", "region"),
+    [
+        ({"AWS_REGION": "us-west-2"}, "us-west-2"),
+        ({"AWS_REGION": "us-west-2", "AWS_DEFAULT_REGION": "ca-central-1"}, "ca-central-1"),  # its first
+        ({"AWS_DEFAULT_REGION": "eu-west-1"}, "eu-west-1"),
+        ({}, "eu-west-1"),  # only the database's region: it serves both
+    ],
+)
+def test_the_aws_region_is_read_in_openmetadata_s_order(
+    tmp_path: Path, more: dict[str, str], region: str
+) -> None:
+    env = {"DB_SCHEME": "postgresql", "DB_HOST": "om.rds", "DB_USER": "om",
+           "DB_PARAMS": "awsRegion=eu-west-1", **more}  # fmt: skip
+    p = plan(env)
+    assert settings_of(env, tmp_path).aws_region == region
+    said = [w for w in p.warnings if "one [aws] region serves both" in w]
+    if region == "eu-west-1":
+        assert said == []
+    else:  # the database's region and the environment's differ: said, naming both
+        assert len(said) == 1 and region in said[0] and "awsRegion=eu-west-1" in said[0], p.warnings
+
+
+def test_sigv4_search_without_any_region_is_said_and_the_entry_left_commented(tmp_path: Path) -> None:
+    env = {
+        "ELASTICSEARCH_SCHEME": "https",
+        "ELASTICSEARCH_PORT": "443",
+        "SEARCH_AWS_IAM_AUTH_ENABLED": "true",
+    }
+    p = plan(env)
+    assert "SEARCH_AWS_IAM_AUTH_ENABLED is on but AWS_DEFAULT_REGION is not set" in p.warnings
+    assert "# region = " in render(p) and "AWS_DEFAULT_REGION unset: set it" in render(p)
+
+
 def test_a_port_that_is_not_a_number_is_refused() -> None:
     with pytest.raises(ConfigError, match="DB_PORT"):
         plan({"DB_PORT": "33o6"})

@@ -13,7 +13,6 @@ import pytest
 from auditor import api
 from auditor.core.model import Selection
 from auditor.errors import ConfigError
-from auditor.rebuild.request import RebuildRequest
 from auditor.scan.options import ScanOptions
 from auditor.settings import load_settings
 
@@ -119,13 +118,14 @@ def test_scan_knobs_openmetadata_does_not_honour_are_refused(options: ScanOption
     assert str(refused.value) == f"{flag} is not supported on OpenMetadata" and refused.value.hint
 
 
-@pytest.mark.parametrize(
-    ("knob", "flag"), [({"resume": True}, "--resume"), ({"break_stale_lock": True}, "--break-stale-lock")]
-)
-def test_repair_knobs_openmetadata_does_not_honour_are_refused(knob: dict[str, bool], flag: str) -> None:
-    request = RebuildRequest("reindex", selection=Selection(entity_types=("table",)), apply=True, **knob)
-    with pytest.raises(ConfigError, match=f"^{flag} is not supported on OpenMetadata"):
-        api.rebuild(om(), request)
+def test_every_platform_honours_the_repair_knobs_its_guard_gives() -> None:
+    """Lock, checkpoint, --resume and --break-stale-lock are the shared guard's (rebuild/guard.py),
+    OpenMetadata's repair included (tests/integration/test_om_repair_guard.py)."""
+    from auditor import platforms
+    from auditor.platforms.base import REPAIR_KNOBS
+
+    for name in ("datahub", "openmetadata"):
+        assert platforms.get(name).repair_knobs == frozenset(REPAIR_KNOBS), name
 
 
 def test_the_command_line_refuses_before_connecting() -> None:

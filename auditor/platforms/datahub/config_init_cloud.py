@@ -108,14 +108,7 @@ def cloud(b: _Planning) -> None:
         )
         b.secrets[:] = [s for s in b.secrets if s.var != "EBEAN_DATASOURCE_PASSWORD"]
 
-    if needs_region or region_var:
-        b.sections["aws"].append(
-            Entry(
-                "region",
-                b.get(region_var) if region_var else None,
-                region_var or "AWS_REGION unset: set it (one region for every AWS service)",
-                example="us-east-1",
-            )  # fmt: skip
-        )
+    unset = "AWS_REGION unset: set it (one region for every AWS service)"
+    if b.region(("AWS_REGION", "AWS_DEFAULT_REGION"), needed=needs_region, unset=unset) is not None:
         if needs_region and not region_var:
             b.warnings.append("AWS IAM is on but AWS_REGION is not set: [aws] region is commented out")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.backends.connect import open_search, open_state
@@ -97,8 +96,6 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
             lambda: IndexWriter(search),
             f"{store.description} {search.description}",
         )
-        if request.state_dir == Path("."):
-            request.state_dir = Path(settings.state_file).parent
         outcome = run_rebuild(backends, Registry.load(), scan_target(settings), request, EXECUTORS)
     outcome.warnings = warnings + outcome.warnings
     return outcome

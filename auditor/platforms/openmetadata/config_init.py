@@ -37,6 +37,7 @@ NAMES = JdbcNames(
 )
 DEFAULT_PARAMS = "allowPublicKeyRetrieval=true&useSSL={ssl}&serverTimezone=UTC"
 DEFAULT_PORTS = {"mysql": "3306", "postgresql": "5432"}
+REGION_VARS = ("AWS_DEFAULT_REGION", "AWS_REGION")  # the order OpenMetadata's AWS clients read them
 IAM_PARAMS = ("awsregion", "assumerolearn")  # OpenMetadata's own: not JDBC driver properties
 CHAIN = "the standard AWS credential chain at run time (IRSA, instance role, profile, environment)"
 SECTIONS = ("", "aws", "store", "search")
@@ -151,7 +152,6 @@ def _search(b: Planning, store_region: str | None) -> None:
         )
     if scheme == "https":
         b.search_tls("ELASTICSEARCH_TRUST_STORE_PATH")
-    region_var = next((n for n in ("AWS_DEFAULT_REGION", "AWS_REGION") if b.get(n)), None)
     if iam:
         service = b.get("SEARCH_AWS_SERVICE_NAME") or "es"
         b.sections["search"].append(
@@ -168,19 +168,17 @@ def _search(b: Planning, store_region: str | None) -> None:
                 else "unset: es (aoss for Serverless)",
             )
         )
-    region = b.get(region_var) if region_var else store_region
-    if iam or store_region or region_var:
-        said = region_var or ("DB_PARAMS awsRegion" if store_region else "")
-        b.sections["aws"].append(
-            Entry("region", region, said or "AWS_DEFAULT_REGION unset: set it", example="us-east-1")
+    unset = "AWS_DEFAULT_REGION unset: set it"
+    said = b.region(
+        REGION_VARS, needed=bool(iam), unset=unset, fallback=store_region, fallback_from="DB_PARAMS awsRegion"
+    )
+    if said and store_region and b.get(said) != store_region:
+        b.warnings.append(
+            f"DB_PARAMS awsRegion={store_region} and {said}={b.get(said)}: one [aws] region "
+            "serves both; the database's is in the URL's host when it is an RDS name"
         )
-        if store_region and region_var and b.get(region_var) != store_region:
-            b.warnings.append(
-                f"DB_PARAMS awsRegion={store_region} and {region_var}={b.get(region_var)}: one [aws] region "
-                "serves both; the database's is in the URL's host when it is an RDS name"
-            )
-        if region is None:
-            b.warnings.append("SEARCH_AWS_IAM_AUTH_ENABLED is on but AWS_DEFAULT_REGION is not set")
+    if iam and not said and not store_region:
+        b.warnings.append("SEARCH_AWS_IAM_AUTH_ENABLED is on but AWS_DEFAULT_REGION is not set")
 
 
 def render(p: Plan, now: datetime | None = None) -> str:

@@ -45,13 +45,11 @@ class OpenMetadata(Platform):
     executors = EXECUTORS
     renderer = commands.RENDERER
     scan_knobs = frozenset()  # no change log: nothing to settle, sample or confirm against
-    repair_knobs = frozenset({"rate"})
+    repair_knobs = frozenset({"rate", "resume", "break_stale_lock"})
     knobs_instead: ClassVar[dict[str, str]] = {
         "--settle": "OpenMetadata has no change log: a change is judged by its age (--grace) and history",
         "--sample-window": "OpenMetadata has no consumer offsets to sample",
         "--confirm": "scan again later: a finding seen twice is judged by its history",
-        "--resume": "OpenMetadata's repair keeps no checkpoint: run it again (it rewrites from the rows)",
-        "--break-stale-lock": "OpenMetadata's repair takes no lock",
     }
     weak_evidence = (
         "OpenMetadata writes search synchronously (no Kafka): verdicts rest on its retry "
@@ -213,6 +211,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
     from auditor.backends.index_writer import IndexWriter
     from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
     from auditor.platforms.openmetadata.naming import entities
+    from auditor.rebuild.guard import locked
     from auditor.rebuild.openmetadata import OmRepairRequest, chosen_findings, repair, resolve_ids
     from auditor.rebuild.openmetadata.full import FullRebuild
 
@@ -243,8 +242,9 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
             now_ms = int(datetime.now(UTC).timestamp() * 1000)
             refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
             full = FullRebuild(store, search, writer, settings.platform_version, rate=request.rate)
-            for entity in chosen_types:
-                full.run(entity)
+            with locked(request, store.description, search.cluster_alias):  # one repair at a time
+                for entity in chosen_types:
+                    full.run(entity)
             outcome = RebuildOutcome("reindex", True, plan([]), notes=full.notes)
             outcome.counts, outcome.failed = full.work.counts, sorted(full.work.failed)
             outcome.why = dict(full.work.failed)
@@ -261,6 +261,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
             progress=request.progress,
             release=settings.platform_version,
             rate=request.rate,
+            guard=request,
         )
         return repair(store, search, writer, om_request)
 
