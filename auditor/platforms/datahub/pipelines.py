@@ -16,6 +16,7 @@ from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.platforms.datahub.backends.connect import open_events, open_store
 from auditor.platforms.datahub.modes import EXECUTORS
+from auditor.platforms.datahub.naming import PLATFORM
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.join import Progress
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions
@@ -41,7 +42,7 @@ def scan(
         scope=selection,
         index_prefix=settings.index_prefix,
         consumer_group=settings.mae_consumer_group,
-        sources=settings.describe(),
+        sources={"platform": PLATFORM, **settings.describe()},  # every platform's report names it
     )
     if settings.kafka_bootstrap or settings.transport == "pgqueue":  # a repair defaults to them
         report.sources["versioned_topic"] = settings.mcl_versioned_topic
