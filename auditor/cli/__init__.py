@@ -66,6 +66,7 @@ from auditor.cli import scan_cmd  # noqa: E402, F401
 from auditor.cli import report_cmd  # noqa: E402, F401
 from auditor.cli import triage_cmd  # noqa: E402, F401
 from auditor.cli import registry_cmd  # noqa: E402, F401
+from auditor.cli import platforms_cmd  # noqa: E402, F401
 from auditor.cli import rebuild_cmd  # noqa: E402, F401
 from auditor.cli import config_cmd  # noqa: E402, F401
 from auditor.cli import drill_cmd  # noqa: E402, F401

@@ -7,6 +7,7 @@ distributions claim, an entry point that does not load."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,8 +17,10 @@ from types import ModuleType
 import pytest
 from plugin import build_wheel, install, toy_source
 from suite import Broken, run_suite
+from typer.testing import CliRunner
 
 from auditor import platforms
+from auditor.cli import app
 from auditor.errors import ConfigError
 from auditor.settings import Settings, load_settings
 
@@ -102,6 +105,10 @@ def test_a_platform_from_another_distribution_conforms(site: Path, tmp_path: Pat
     assert [e.distribution for e in platforms.installed()["acme"]] == ["acme-catalog"]
     module = importlib.import_module("acme_catalog.platform")
     assert platforms.get("acme") is module.PLATFORM and platforms.get("acme").title == "Acme"
+    listed = CliRunner().invoke(app, ["platforms", "-f", "json"])
+    assert listed.exit_code == 0, listed.output
+    assert {"name": "acme", "distribution": "acme-catalog", "title": "Acme", "capabilities": ["triage"],
+            "refused": None} in json.loads(listed.stdout)  # fmt: skip
     d = ToyDeployment(module, "acme", tmp_path)
     try:
         run_suite(d)
@@ -138,6 +145,12 @@ def test_a_declaration_without_its_methods_is_refused_when_loaded(site: Path, tm
     assert "from acme-catalog" in said
     assert "the freshness watch (auditor watch) but provides no `open_watch`" in said
     assert "the resident console (auditor serve) but provides no `open_resident`" in said
+    listed = CliRunner().invoke(app, ["platforms", "--json"])  # what an operator runs after installing
+    assert listed.exit_code == 2, listed.output
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["half"]["refused"] and "open_watch" in rows["half"]["refused"]
+    assert rows["half"]["distribution"] == "acme-catalog"
+    assert rows["openmetadata"]["refused"] is None and "serve" in rows["openmetadata"]["capabilities"]
 
 
 def test_a_name_two_distributions_claim_and_a_broken_entry_point_are_refused(

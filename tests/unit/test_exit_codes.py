@@ -29,6 +29,7 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("report", "render"): SCAN,
     ("triage",): {0, 1, 2, 3, 4, 7},
     ("registry",): {0, 2},
+    ("platforms",): {0, 2},
     ("rebuild", "plan"): {0, 2, 3, 7},
     ("rebuild", "replay"): {0, 1, 2, 3, 6},
     ("rebuild", "reindex"): {0, 1, 2, 3, 6, 7},
