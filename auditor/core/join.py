@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, TypeVar
 
 from auditor.errors import AuditorError
@@ -20,21 +20,27 @@ class JoinOrderError(AuditorError):
     exit_code = ExitCode.INCOMPLETE  # the scan could not complete (it is not a divergence)
 
 
-def _out_of_order(name: str, key: str, last: str) -> JoinOrderError:
+URN_ORDER = (
+    'check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) and that `urn` is a keyword field'
+)
+
+
+def _out_of_order(name: str, key: str, last: str, what: str = "urn", hint: str = URN_ORDER) -> JoinOrderError:
     return JoinOrderError(
-        f"{name} is not in urn byte order ({key!r} after {last!r}): the scan stopped",
-        hint='check the collation (binary on MySQL, COLLATE "C" on PostgreSQL) '
-        "and that `urn` is a keyword field",
+        f"{name} is not in {what} byte order ({key!r} after {last!r}): the scan stopped", hint=hint
     )
 
 
-def ordered(stream: Iterable[T], key: Callable[[T], str], name: str) -> Iterator[T]:
-    """Pass items through, failing loudly if their keys ever go backwards."""
+def ordered(
+    stream: Iterable[T], key: Callable[[T], str], name: str, *, what: str = "urn", hint: str = URN_ORDER
+) -> Iterator[T]:
+    """Pass items through, failing loudly if their keys ever go backwards (`what` the key is and
+    `hint`, what to check, as the platform names them)."""
     last: str | None = None
     for item in stream:
         k = key(item)
         if last is not None and k < last:
-            raise _out_of_order(name, k, last)
+            raise _out_of_order(name, k, last, what, hint)
         last = k
         yield item
 
@@ -81,7 +87,34 @@ def merge_join(streams: dict[str, Iterator[tuple[str, Any]]]) -> Iterator[tuple[
         yield key, row
 
 
-def prefetch(stream: Iterable[T], depth: int = 8, chunk: int = 1000) -> Iterator[T]:
+L = TypeVar("L")
+R = TypeVar("R")
+
+
+def outer_pairs(
+    left: Iterable[L], right: Iterable[R], key_left: Callable[[L], str], key_right: Callable[[R], str]
+) -> Iterator[tuple[L | None, R | None]]:
+    """Full outer join of two key-ordered streams (check their order with `ordered`): the left's
+    keys unique, any number of right items per key, each paired with its left item (a document
+    under two indices meets its row twice). Lean: two streams, no grouping (the scan's hot loop)."""
+    lefts, rights = iter(left), iter(right)
+    a, b = next(lefts, None), next(rights, None)
+    paired = False  # the current left item met a right one already
+    while a is not None or b is not None:
+        if b is None or (a is not None and key_left(a) < key_right(b)):
+            if not paired:
+                yield a, None
+            a, paired = next(lefts, None), False
+        elif a is None or key_right(b) < key_left(a):
+            yield None, b
+            b = next(rights, None)
+        else:
+            yield a, b
+            paired = True
+            b = next(rights, None)
+
+
+def prefetch(stream: Iterable[T], depth: int = 8, chunk: int = 1000) -> Generator[T, None, None]:
     """Run `stream` in a thread so its I/O overlaps the consumer's work; errors re-raised here."""
     buffer: queue.Queue[Any] = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -101,6 +134,10 @@ def prefetch(stream: Iterable[T], depth: int = 8, chunk: int = 1000) -> Iterator
             buffer.put(_DONE)
         except BaseException as exc:  # handed over to the consumer
             buffer.put(exc)
+        finally:  # a generator holding a cursor is closed by the thread that runs it, at once
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
 
     thread = threading.Thread(target=pump, daemon=True, name="prefetch")
     thread.start()

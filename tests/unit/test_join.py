@@ -73,3 +73,24 @@ def test_prefetch_keeps_order_and_reraises() -> None:
 
     with pytest.raises(RuntimeError, match="server went away"):
         list(prefetch(broken()))
+
+
+def test_prefetch_closes_its_source_when_read_whole_or_left_early() -> None:
+    """The source (a generator holding a database cursor, say) is closed by the thread that runs
+    it: at its end, and when the reader stops early (its cursor not left open until GC)."""
+    import threading
+
+    closed: list[str] = []
+
+    def source(n: int) -> object:
+        try:
+            yield from range(n)
+        finally:
+            closed.append(threading.current_thread().name)
+
+    assert list(prefetch(source(5), depth=1, chunk=2)) == [0, 1, 2, 3, 4]
+    assert closed == ["prefetch"]
+    early = prefetch(source(10_000), depth=1, chunk=10)
+    assert [next(early) for _ in range(3)] == [0, 1, 2]
+    early.close()
+    assert closed == ["prefetch", "prefetch"]

@@ -8,8 +8,8 @@ import pytest
 
 from auditor.checks.openmetadata import check
 from auditor.core.classify import History
+from auditor.core.join import JoinOrderError
 from auditor.core.model import Kind, Verdict
-from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.join import OmScanner, merge
 from auditor.platforms.openmetadata.naming import entity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
@@ -46,8 +46,11 @@ def test_merge_is_a_full_outer_join_and_refuses_a_stream_out_of_order() -> None:
     # a doc under two indices (an alias over both) meets its row twice
     twice = list(merge([row(A)], [doc(A), doc(A)]))
     assert len(twice) == 2 and all(r is not None for r, _ in twice)
-    with pytest.raises(BackendUnavailable, match="id byte order"):
+    with pytest.raises(JoinOrderError, match="the entity rows is not in id byte order") as refused:
         list(merge([row(C), row(A)], []))
+    assert refused.value.exit_code == 3 and "UUID" in (refused.value.hint or "")  # not DataHub's urn hint
+    with pytest.raises(JoinOrderError, match="the documents is not in id byte order"):
+        list(merge([], [doc(C), doc(A)]))
 
 
 @pytest.mark.parametrize(

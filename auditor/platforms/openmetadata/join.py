@@ -10,17 +10,15 @@ in full) only when they differ (auditor/platforms/openmetadata/spill.py).
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
 
 from auditor.checks.openmetadata import check, doc_key, row_key
+from auditor.core.join import ordered, outer_pairs, prefetch
 from auditor.core.model import Finding
-from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 from auditor.platforms.openmetadata.search import OmSearch
@@ -42,37 +40,19 @@ class OmJoinResult:
     names: dict[str, str] = field(default_factory=dict)  # entity type -> the name its docs were read through
 
 
-def _ordered(items: Iterable[Item], what: str) -> Iterator[Item]:
-    last: str | None = None
-    for item in items:
-        if last is not None and item.id < last:
-            raise BackendUnavailable(
-                f"{what} did not arrive in id byte order ({item.id!r} after {last!r}): "
-                "the join would report false differences"
-            )
-        last = item.id
-        yield item
+ID_ORDER = "the entity tables' ids and the documents' _id must arrive in byte order (a UUID always does)"
 
 
 def merge(rows: Iterable[Item], docs: Iterable[Item]) -> Iterator[tuple[Item | None, Item | None]]:
-    """Full outer join of two id-ordered streams; a doc under two indices pairs with its row twice."""
-    row_it = _ordered(rows, "the entity rows")
-    doc_it = _ordered(docs, "the documents")
-    row = next(row_it, None)
-    doc = next(doc_it, None)
-    paired = False  # the current row met a doc already
-    while row is not None or doc is not None:
-        if doc is None or (row is not None and row.id < doc.id):
-            if not paired:
-                yield row, None  # type: ignore[misc]
-            row, paired = next(row_it, None), False  # type: ignore[assignment]
-        elif row is None or doc.id < row.id:
-            yield None, doc  # type: ignore[misc]
-            doc = next(doc_it, None)  # type: ignore[assignment]
-        else:
-            yield row, doc  # type: ignore[misc]
-            paired = True
-            doc = next(doc_it, None)  # type: ignore[assignment]
+    """Full outer join of two id-ordered streams (the kernel's, order checked); a doc under two
+    indices (an alias over both) pairs with its row twice."""
+    by_row = ordered(rows, _id, "the entity rows", what="id", hint=ID_ORDER)
+    by_doc = ordered(docs, _id, "the documents", what="id", hint=ID_ORDER)
+    return outer_pairs(by_row, by_doc, _id, _id)
+
+
+def _id(item: Item) -> str:
+    return item.id
 
 
 def _agree(row: Item | None, doc: Item | None) -> bool:
@@ -87,56 +67,6 @@ def _row(item: Item | None) -> OmRow | None:
 
 def _doc(item: Item | None) -> OmDoc | None:
     return item.doc() if isinstance(item, Spilled) else item  # type: ignore[return-value]
-
-
-class _Ahead:
-    """Items read by a thread of their own, a few batches ahead of the consumer: the rows' reads
-    wait for the database while this thread works (memory: at most `depth` batches)."""
-
-    END = object()
-
-    def __init__(self, items: Iterator[OmRow], batch: int = 200, depth: int = 2) -> None:
-        self.queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(items, batch), name="auditor-om-rows")
-        self.thread.start()
-
-    def _run(self, items: Iterator[OmRow], batch: int) -> None:
-        try:
-            chunk: list[OmRow] = []
-            for item in items:
-                chunk.append(item)
-                if len(chunk) >= batch:
-                    if not self._put(chunk):
-                        return
-                    chunk = []
-            self._put(chunk)
-            self._put(self.END)
-        except BaseException as exc:  # raised again in the consumer's thread
-            self._put(exc)
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    def _put(self, item: Any) -> bool:
-        while not self.stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def __iter__(self) -> Iterator[OmRow]:
-        while (got := self.queue.get()) is not self.END:
-            if isinstance(got, BaseException):
-                raise got
-            yield from got
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join()
 
 
 class OmScanner:
@@ -198,7 +128,7 @@ class OmScanner:
             tags = self.store.tag_spill([entity for entity, _ in plans])  # the children's labels, once
             for entity, name in plans:
                 rows = RowFile(self.search.spill_dir)
-                ahead = _Ahead(self.store.stream(entity, tags=tags))
+                ahead = prefetch(self.store.stream(entity, tags=tags), depth=2, chunk=200)
                 try:
                     live = iter(ahead)
                     ready = (lambda: True) if not name else spills[entity.entity_type].done
@@ -210,7 +140,7 @@ class OmScanner:
                     keyed = (Keyed(row.id, row_key(row), row) for row in live)
                     self._tally(out, entity, merge(chain(rows, keyed), docs), progress)
                 finally:
-                    ahead.close()
+                    ahead.close()  # the read thread stopped, the rows' cursor closed
                     rows.close()
                     if name and spills[entity.entity_type].done():
                         _close(spills[entity.entity_type])
