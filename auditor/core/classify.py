@@ -237,6 +237,32 @@ def in_flight(
     return Classified(finding, Verdict.IN_FLIGHT, Verdict.IN_FLIGHT.value, evidence)
 
 
+def diverged(
+    finding: Finding, reason: str, observed: Observation | None = None, *, kafka: bool = False
+) -> Classified:
+    """A finding whose own evidence is the verdict (a conflict between federated stores, what a
+    repair's verification still sees): diverged, its subkind its kind. `kafka`: whether the
+    change log was among the evidence."""
+    evidence = Evidence(reason, observed=observed, kafka=kafka)
+    return Classified(finding, Verdict.DIVERGED, finding.kind.value, evidence)
+
+
+def decided(
+    c: Classified, verdict: Verdict, evidence: Evidence, finding: Finding | None = None
+) -> Classified:
+    """A verdict a platform's own evidence decides over the first one (OpenMetadata's retry queue
+    or its reindex job): the kernel names its subkind, `in_flight` for a delay and the finding's
+    kind for a divergence. `finding`: the finding with what that evidence adds to its details."""
+    f = finding or c.finding
+    subkind = Verdict.IN_FLIGHT.value if verdict == Verdict.IN_FLIGHT else f.kind.value
+    return Classified(f, verdict, subkind, evidence)
+
+
+def explained(c: Classified, reason: str, finding: Finding | None = None) -> Classified:
+    """The same verdict, its reason told with what a platform's evidence adds."""
+    return Classified(finding or c.finding, c.verdict, c.subkind, replace(c.evidence, reason=reason))
+
+
 def mark_restores(
     classified: Sequence[Classified], changed_since: dict[str, tuple[datetime, int]]
 ) -> list[Classified]:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
-from auditor.core.model import Classified, Evidence, Verdict
+from auditor.core.classify import decided, diverged
+from auditor.core.model import Classified, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
 from auditor.errors import ConfigError, UnknownUrn
@@ -202,7 +203,7 @@ def chosen_findings(findings: Sequence[Classified], include: frozenset[Verdict])
         if c.verdict not in include:
             continue
         if c.verdict == Verdict.IN_FLIGHT:
-            c = Classified(c.finding, Verdict.DIVERGED, c.finding.kind.value, c.evidence)
+            c = decided(c, Verdict.DIVERGED, c.evidence)
         out.append(c)
     return out
 
@@ -210,10 +211,7 @@ def chosen_findings(findings: Sequence[Classified], include: frozenset[Verdict])
 def selected_findings(scanner: OmScanner, request: OmRepairRequest) -> list[Classified]:
     """Without a report: what the join finds now over the selection, each to be repaired."""
     joined = scanner.run(request.entities, request.ids)
-    return [
-        Classified(f, Verdict.DIVERGED, f.kind.value, Evidence("selected for repair", kafka=False))
-        for f in joined.findings
-    ]
+    return [diverged(f, "selected for repair") for f in joined.findings]
 
 
 def resolve_ids(store: OmStore, entities: list[OmEntity], given: tuple[str, ...]) -> tuple[str, ...]:
@@ -319,8 +317,5 @@ def verify(
     joined = scanner.run(entities, ids)
     seen = reobserve(scanner, {e.entity_type: e for e in entities}, names, joined.findings,
                      visibility=request.visibility)  # fmt: skip
-    outcome.still_wrong = [
-        Classified(f, Verdict.DIVERGED, f.kind.value, Evidence("still differs after the repair", kafka=False))
-        for f, _ in seen.observed
-    ]
+    outcome.still_wrong = [diverged(f, "still differs after the repair") for f, _ in seen.observed]
     outcome.verified_urns = len(ids)

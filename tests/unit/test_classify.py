@@ -229,3 +229,30 @@ def test_a_quiet_partition_of_a_busy_member_is_lagging_not_stalled() -> None:
     assert quiet.health == PartitionHealth.LAGGING and quiet.rate == pytest.approx(1.0)
     alone = position(first[("t", 1)], last[1], None, NOW, None)
     assert alone.health == PartitionHealth.STALLED
+
+
+def test_the_kernel_names_the_subkind_of_a_verdict_a_platform_s_evidence_decides() -> None:
+    """A platform brings evidence (OpenMetadata's retry queue, its reindex job, a federation's
+    conflict); the verdict's subkind is the kernel's rule, never the platform's."""
+    from dataclasses import replace
+
+    from auditor.core.classify import decided, diverged, explained
+    from auditor.core.model import Classified, Evidence
+
+    stale = Finding("om.document", Kind.STALE_FIELDS, "u", "table", "idx", None, None, {"platform": "x"})
+    first = Classified(stale, Verdict.DIVERGED, "index_behind_restore", Evidence("first", kafka=False))
+    pending = decided(first, Verdict.IN_FLIGHT, Evidence("the retry worker will rewrite it", kafka=False))
+    assert (pending.verdict, pending.subkind, pending.evidence.reason) == (
+        Verdict.IN_FLIGHT, "in_flight", "the retry worker will rewrite it"
+    )  # fmt: skip
+    richer = replace(stale, details={**stale.details, "reindex": {"job": 1}})
+    failed = decided(pending, Verdict.DIVERGED, Evidence("the job failed it", kafka=False), richer)
+    assert (failed.verdict, failed.subkind, failed.finding.details["reindex"]) == (
+        Verdict.DIVERGED, "stale_fields", {"job": 1}
+    )  # fmt: skip
+    told = explained(first, "first; the job has passed it")
+    assert (told.verdict, told.subkind, told.evidence.reason) == (
+        Verdict.DIVERGED, "index_behind_restore", "first; the job has passed it"
+    )  # fmt: skip
+    alone = diverged(stale, "still differs after the repair")
+    assert (alone.verdict, alone.subkind, alone.evidence.kafka) == (Verdict.DIVERGED, "stale_fields", False)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.core.classify import decided, explained
 from auditor.core.model import Classified, Finding, Verdict
 from auditor.platforms.openmetadata.reindex_place import Placement
 from auditor.platforms.openmetadata.reindex_rows import (
@@ -122,13 +123,13 @@ class ReindexEvidence:
                 why = f"{head} is reindexing it{into}: {job.said(f.entity_type, now)}{where}"
             eta, rate = job.eta(f.entity_type, now), job.rate(now)
             evidence = dataclasses.replace(c.evidence, reason=why, eta_seconds=eta, rate=rate)
-            return Classified(finding, Verdict.IN_FLIGHT, Verdict.IN_FLIGHT.value, evidence)
+            return decided(c, Verdict.IN_FLIGHT, evidence, finding)
         if job.running(now):  # it failed this entity: the promotion will not serve it
             evidence = dataclasses.replace(c.evidence, reason=f"{head} failed to index it; {cause}")
-            return Classified(finding, Verdict.DIVERGED, f.kind.value, evidence)
+            return decided(c, Verdict.DIVERGED, evidence, finding)
         why = f"{c.evidence.reason}; {self._left(job, f.entity_type, f.urn)}"
         why += f"; {cause}" if cause else ""
-        return Classified(finding, c.verdict, c.subkind, dataclasses.replace(c.evidence, reason=why))
+        return explained(c, why, finding)
 
     @staticmethod
     def _behind(
@@ -140,9 +141,9 @@ class ReindexEvidence:
         if placed.state == "failed":
             why = f"{head} failed the partition holding it: {placed.where()}{served}"
             evidence = dataclasses.replace(c.evidence, reason=why)
-            return Classified(finding, Verdict.DIVERGED, finding.kind.value, evidence)
+            return decided(c, Verdict.DIVERGED, evidence, finding)
         why = f"{c.evidence.reason}; {head} has passed it and will not rewrite it: {placed.where()}{served}"
-        return Classified(finding, c.verdict, c.subkind, dataclasses.replace(c.evidence, reason=why))
+        return explained(c, why, finding)
 
     def warnings(self, entity_types: Iterable[str], aliases: Mapping[str, str]) -> list[str]:
         """One line per job that bears on the scanned types: running, stalled, or ended partial."""

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
-from auditor.core.classify import History, classify, in_flight
+from auditor.core.classify import History, classify, decided, in_flight
 from auditor.core.model import Classified, Evidence, Finding, Observation, Report, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
@@ -138,14 +138,14 @@ def retry_verdict(c: Classified, retry: RetryRow) -> Classified:
         why = f"{base}: the server's retry worker will rewrite it (pending work)"
         evidence = Evidence(why, seen_before=old.seen_before, first_seen=old.first_seen, kafka=False,
                             observed=old.observed)  # fmt: skip
-        return Classified(c.finding, Verdict.IN_FLIGHT, Verdict.IN_FLIGHT.value, evidence)
+        return decided(c, Verdict.IN_FLIGHT, evidence)
     if retry.status == RETRY_FAILED:
         said = first_line(retry.failure_reason)  # never its stack trace
         reason = f" ({said})" if said else ""
         why = f"{base}: the server gave up on it{reason}"
         evidence = Evidence(why, seen_before=old.seen_before, first_seen=old.first_seen, kafka=False,
                             observed=old.observed)  # fmt: skip
-        return Classified(c.finding, Verdict.DIVERGED, c.finding.kind.value, evidence)
+        return decided(c, Verdict.DIVERGED, evidence)
     return c
 
 

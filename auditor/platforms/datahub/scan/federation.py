@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from auditor.core.model import Classified, Evidence, Finding, Kind, Observation, RepairKind, Verdict
+from auditor.core.classify import diverged
+from auditor.core.model import Classified, Finding, Kind, Observation, RepairKind
 from auditor.platforms.datahub.backends.federated import FederatedRows
 from auditor.platforms.datahub.documents.entity import JoinedEntity
 
@@ -64,6 +65,4 @@ def conflict_verdict(finding: Finding, observation: Observation) -> Classified:
         f"held by {len(held)} stores: {said}; the index shows whichever wrote last "
         f"(compared with {finding.details.get('compared')}'s rows): fix the rows so one store owns it"
     )
-    return Classified(
-        finding, Verdict.DIVERGED, Kind.STORE_CONFLICT.value, Evidence(reason, observed=observation)
-    )
+    return diverged(finding, reason, observation, kafka=True)  # its kind: store_conflict
