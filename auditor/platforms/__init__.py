@@ -115,7 +115,7 @@ def _load(key: str, entry: Entry) -> Platform:
     module, _, attribute = entry.value.partition(":")
     try:
         platform = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # a plug-in's import may fail any way: said, never a traceback
         raise ConfigError(
             f"platform {key!r} (from {entry.distribution}) cannot be loaded: {type(exc).__name__}: {exc}",
             hint=f"its entry point names {entry.value}",
@@ -151,7 +151,8 @@ def _environment(name: str) -> ModuleType | None:
     module = entries[0].value.partition(":")[0].rpartition(".")[0] + ".environment"
     try:
         return importlib.import_module(module) if importlib.util.find_spec(module) is not None else None
-    except ImportError:  # a plug-in's package that cannot be imported: refused when it is asked for
+    except Exception:  # a plug-in's package that cannot be imported: refused when it is asked for,
+        # never breaking another platform's commands (every command reads every environment module)
         return None
 
 

@@ -80,11 +80,11 @@ def site(tmp_path: Path) -> Iterator[Path]:
     platforms.installed.cache_clear()
     yield folder
     sys.path.remove(str(folder))
-    for name in [m for m in sys.modules if m.split(".")[0] in {"acme_catalog", "bad_catalog", "fork"}]:
+    for name in [m for m in sys.modules if m.split(".")[0] in {"acme_catalog", "boom", "fork"}]:
         del sys.modules[name]
     importlib.invalidate_caches()
     platforms.installed.cache_clear()
-    for name in ("acme", "half", "datahub", "broken"):
+    for name in ("acme", "half", "datahub", "broken", "boom"):
         platforms._loaded.pop(name, None)
 
 
@@ -166,6 +166,23 @@ def test_a_name_two_distributions_claim_and_a_broken_entry_point_are_refused(
     assert "datahub-auditor" in str(twice.value) and "fork (fork.platform:PLATFORM)" in str(twice.value)
     with pytest.raises(ConfigError, match="'broken' \\(from fork\\) cannot be loaded: ModuleNotFoundError"):
         platforms.get("broken")
+
+
+def test_a_plug_in_that_fails_on_import_is_refused_and_breaks_no_other_platform(
+    site: Path, tmp_path: Path
+) -> None:
+    """Its platform module and its environment module raise at import: asked for, it is refused
+    with the error named (never a traceback); DataHub's settings and commands go on as before."""
+    boom = "raise RuntimeError('kaboom at import')\n"
+    files = {"__init__.py": "", "platform.py": boom, "environment.py": boom}
+    install(build_wheel(tmp_path, "boom", "boom", {"boom": "boom.platform:PLATFORM"}, files), site)
+    with pytest.raises(ConfigError, match="'boom' \\(from boom\\) cannot be loaded: RuntimeError: kaboom"):
+        platforms.get("boom")
+    assert load_settings(env={}, store_url="postgresql://x@h/db").platform == "datahub"
+    listed = CliRunner().invoke(app, ["platforms", "--json"])
+    assert listed.exit_code == 2, listed.output
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert "kaboom" in rows["boom"]["refused"] and rows["datahub"]["refused"] is None
 
 
 def test_the_real_platforms_are_registered_by_this_distributions_entry_points() -> None:
