@@ -130,6 +130,11 @@ def _repairing(settings: Settings, request: RebuildRequest) -> Platform:
         platform.require(Capability.REPLAY, "rebuild replay")
     if request.full and request.apply:
         platform.require(Capability.STAGED_REINDEX, "--full")
+    if request.full and request.resume:  # it would be accepted and do nothing, on every platform
+        raise ConfigError(
+            "--resume continues a targeted repair from its checkpoint; --full keeps none",
+            hint="run --full again (a failed step deletes its staged index and leaves the live one)",
+        )
     if request.shard is not None:
         platform.require(Capability.SHARD_PLAN, "--shard")
     return platform

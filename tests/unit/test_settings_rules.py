@@ -13,6 +13,7 @@ import pytest
 from auditor import api
 from auditor.core.model import Selection
 from auditor.errors import ConfigError
+from auditor.rebuild.request import RebuildRequest
 from auditor.scan.options import ScanOptions
 from auditor.settings import load_settings
 
@@ -135,3 +136,13 @@ def test_the_command_line_refuses_before_connecting() -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin"})
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: kafka_bootstrap (the command line) is a setting of datahub")
+
+
+@pytest.mark.parametrize("platform", ["datahub", "openmetadata"])
+def test_resume_with_full_is_refused_rather_than_ignored(platform: str) -> None:
+    """--full builds a fresh index each run and keeps no checkpoint: --resume would do nothing."""
+    settings = load_settings(env={}, platform=platform, **NOWHERE)
+    request = RebuildRequest("reindex", selection=Selection(entity_types=("dataset",)), apply=True, full=True,
+                             resume=True)  # fmt: skip
+    with pytest.raises(ConfigError, match="^--resume continues a targeted repair"):
+        api.rebuild(settings, request)
