@@ -317,5 +317,5 @@ def verify(
     joined = scanner.run(entities, ids)
     seen = reobserve(scanner, {e.entity_type: e for e in entities}, names, joined.findings,
                      visibility=request.visibility)  # fmt: skip
-    outcome.still_wrong = [diverged(f, "still differs after the repair") for f, _ in seen.observed]
+    outcome.still_wrong = [diverged(o.finding, "still differs after the repair") for o in seen.observed]
     outcome.verified_urns = len(ids)

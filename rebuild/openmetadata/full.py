@@ -132,7 +132,7 @@ class OmStage:
         refused = self.refused()
         return [
             f.urn
-            for f, _ in seen.observed
+            for f in (o.finding for o in seen.observed)
             if f.kind != Kind.MALFORMED_ASPECT
             and not (f.changed_at is not None and f.changed_at >= before)
             and f.urn not in refused

@@ -143,7 +143,7 @@ def test_a_fresh_change_is_in_flight_an_old_one_diverged_without_kafka() -> None
 
 def test_seen_again_past_the_grace_is_diverged_even_when_fresh() -> None:
     seen = _observed(now_ms())
-    key = seen.observed[0][0].key
+    key = seen.observed[0].finding.key
     earlier = History(datetime.now(UTC) - timedelta(seconds=400), 1)
     again = judge(seen, {key: earlier}, None, grace=300)[0]
     assert again.verdict == Verdict.DIVERGED and again.evidence.seen_before == 1

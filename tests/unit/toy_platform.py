@@ -23,8 +23,8 @@ from auditor.core.repairs import Executors, Mode, Renderer
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability, Platform
-from auditor.scan.finish import finish
-from auditor.scan.memory import record_trend, remember
+from auditor.scan import engine
+from auditor.scan.engine import Joined, Judging, Parts
 
 NAME = "toy"
 CHECK = "toy.document"
@@ -80,6 +80,26 @@ def check(entity_id: str, row: Row | None, doc: dict[str, Any] | None) -> Findin
                    {**base, "fields": fields}, (RepairKind.REWRITE_DOCUMENT,))  # fmt: skip
 
 
+class ToyParts(Parts):
+    """What the toy brings to the scan engine: its join, nothing else (no re-reads, no change
+    log: the engine's defaults judge by time and history)."""
+
+    platform = NAME
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def types(self, selection: Selection) -> tuple[str, ...]:
+        return ("thing",)
+
+    def join(self, selection: Selection, progress: Any = None) -> Joined:
+        w = self.world
+        found = [
+            f for i in sorted(set(w.rows) | set(w.docs)) if (f := check(i, w.rows.get(i), w.docs.get(i)))
+        ]
+        return Joined(found, {"thing": len(w.rows)}, {"things": len(w.docs)})
+
+
 TOYCTL = Renderer("toyctl")
 
 
@@ -111,29 +131,11 @@ class Toy(Platform):
         log: Callable[[str], None] | None = None,
     ) -> Report:
         self.require_selection(selection)
-        w = world_of(settings)
         report = Report(started_at=datetime.now(UTC), scope=selection, sources={"platform": NAME})
         grace = settings.grace_seconds if options.grace is None else options.grace
-        found = [
-            f for i in sorted(set(w.rows) | set(w.docs)) if (f := check(i, w.rows.get(i), w.docs.get(i)))
-        ]
+        judging = Judging(grace=grace, max_findings=options.max_findings, use_state=options.use_state)
         with closing(open_state(settings, options.use_state)) as state:  # a second sight: persistent
-            history = state.history(f.key for f in found)
-            now = datetime.now(UTC)
-            classified = [
-                classify(
-                    f, now, grace=grace, settle=0.0, position=None, kafka=None, history=history.get(f.key)
-                )
-                for f in found
-            ]
-            report.entities = {"thing": len(w.rows)}
-            report.documents = {"things": len(w.docs)}
-            if options.use_state:
-                remember(state, found, report, ("thing",))
-            finish(report, classified, options.max_findings)
-            if options.use_state:
-                record_trend(state, report, NAME)
-        return report
+            return engine.run(ToyParts(world_of(settings)), state, report, judging, progress)
 
     def triage(
         self,

@@ -9,14 +9,14 @@ against the grace, and the state file (a finding seen again past its grace: dive
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
-from auditor.core.classify import History, classify, decided, in_flight
-from auditor.core.model import Classified, Evidence, Finding, Observation, Report, Verdict
+from auditor.core.classify import History, decided
+from auditor.core.model import Classified, Evidence, Finding, Observation, Report, Selection, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
@@ -24,8 +24,8 @@ from auditor.platforms.openmetadata.reindex_read import read_reindex
 from auditor.platforms.openmetadata.reindex_rows import first_line
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
-from auditor.scan.finish import finish
-from auditor.scan.memory import record_trend, remember
+from auditor.scan import engine
+from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 
 NO_KAFKA = (
     "OpenMetadata writes search synchronously and has no change log: verdicts rest on time and "
@@ -46,17 +46,6 @@ class OmScanOptions:
     use_state: bool = True
 
 
-@dataclass
-class Seen:
-    """The candidates after re-observation."""
-
-    observed: list[tuple[Finding, Observation]] = field(default_factory=list)
-    converged: list[tuple[Finding, Observation]] = field(default_factory=list)
-    unsettled: list[tuple[Finding, Observation]] = field(default_factory=list)
-    rounds: int = 0
-    seconds: float = 0.0
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -75,7 +64,7 @@ def reobserve(
 
     A row that changed between the two reads was written meanwhile: read again next round. A
     candidate whose row held still and whose doc now agrees converged during the scan."""
-    seen = Seen()
+    seen = Seen(candidates=len(candidates), entities=len({f.urn for f in candidates}))
     started = time.monotonic()
     pending = {f.urn: f for f in candidates}
     for n in range(1, rounds + 1):
@@ -103,13 +92,13 @@ def reobserve(
                     changed[entity_id] = pending[entity_id]
                     if n == rounds:
                         unsettled = Observation(rows_at, None, docs_at, again_at, rounds=n, settled=False)
-                        seen.unsettled.append((pending[entity_id], unsettled))
+                        seen.unsettled.append(Observed(pending[entity_id], unsettled))
                     continue
                 now_found = check(entities[t], names[t], after, docs[t].get(entity_id))
                 if now_found is None:
-                    seen.converged.append((pending[entity_id], observation))
+                    seen.converged.append(Observed(pending[entity_id], observation))
                 else:
-                    seen.observed.append((now_found, observation))
+                    seen.observed.append(Observed(now_found, observation))
         pending = changed
     seen.seconds = time.monotonic() - started
     return seen
@@ -149,32 +138,76 @@ def retry_verdict(c: Classified, retry: RetryRow) -> Classified:
     return c
 
 
-def judge(
-    seen: Seen, history: dict[str, History], retries: dict[str, RetryRow] | None, *, grace: float
+def weigh_retries(
+    judged: list[tuple[Observed, Classified]], retries: dict[str, RetryRow] | None
 ) -> list[Classified]:
-    """One verdict per re-observed candidate: the retry queue first, then age and history."""
-    now = _now()
-    out: list[Classified] = []
-    for f, observation in seen.observed:
-        c = classify(
-            f, now, grace=grace, settle=0.0, position=None, kafka=None,
-            history=history.get(f.key), observed=observation,
-        )  # fmt: skip
-        retry = None
+    """The retry queue's word on each verdict (by id, or by fully qualified name)."""
+    out = []
+    for o, c in judged:
+        f, retry = o.finding, None
         if retries and c.verdict != Verdict.INVALID:
             retry = retries.get(f.urn) or retries.get(str(f.details.get("fqn") or "\x00"))
         out.append(retry_verdict(c, retry) if retry is not None else c)
-    for f, observation in seen.converged:
-        at = observation.docs_read_at.isoformat(timespec="seconds")
-        why = f"converged during the scan: the re-read at {at} agrees"
-        out.append(in_flight(f, why, observation, 0.0))
-    for f, observation in seen.unsettled:
-        why = (
-            f"its row changed during each of {observation.rounds} re-reads (live writes): "
-            "judged again next scan"
-        )
-        out.append(in_flight(f, why, observation))
     return out
+
+
+def judge(
+    seen: Seen, history: dict[str, History], retries: dict[str, RetryRow] | None, *, grace: float
+) -> list[Classified]:
+    """One verdict per re-observed candidate (the kernel's), the retry queue's word first."""
+    return engine.judge(seen, history, Judging(grace=grace), lambda judged: weigh_retries(judged, retries))
+
+
+class OmParts(Parts):
+    """What OpenMetadata brings to the scan engine: its join of entity tables and indices, its
+    re-reads (row, doc, row: it has no change log), the retry queue and its own reindex jobs."""
+
+    platform = "openmetadata"
+
+    def __init__(self, store: OmStore, search: OmSearch, entities: list[OmEntity], report: Report,
+                 options: OmScanOptions) -> None:  # fmt: skip
+        self.scanner = OmScanner(store, search)
+        self.store = store
+        self.entities = entities
+        self.by_type = {e.entity_type: e for e in entities}
+        self.report = report
+        self.options = options
+        self.names: dict[str, str] = {}
+        self.seen = Seen()
+
+    def types(self, selection: Selection) -> tuple[str, ...]:
+        return tuple(self.by_type)
+
+    def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
+        joined = self.scanner.run(self.entities, selection.urns, progress)
+        self.names = joined.names
+        return Joined(joined.findings, joined.entities, joined.documents, warnings=joined.warnings)
+
+    def reobserve(self, candidates: Sequence[Finding]) -> Seen:
+        self.seen = reobserve(self.scanner, self.by_type, self.names, list(candidates),
+                              visibility=self.options.visibility, rounds=self.options.rounds)  # fmt: skip
+        return self.seen
+
+    def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
+        findings = [o.finding for o, _ in judged]
+        retries = self.store.retry_queue(
+            sorted({f.urn for f in findings}),
+            sorted({str(f.details["fqn"]) for f in findings if f.details.get("fqn")}),
+        )
+        if retries is None:
+            self.report.warnings.append(
+                "no search_index_retry_queue table (an older OpenMetadata): no retry evidence"
+            )
+        return weigh_retries(judged, retries)
+
+    def review(self, classified: list[Classified]) -> list[Classified]:
+        reindex, said = read_reindex(self.scanner, self.by_type, self.seen.still)
+        self.report.warnings += said
+        if reindex is None:
+            return classified
+        # OpenMetadata's own reindex (1.12+): its jobs and failure rows
+        self.report.warnings += reindex.warnings(self.by_type, self.names)
+        return [reindex.judge(c) for c in classified]
 
 
 def run_om_scan(
@@ -186,44 +219,7 @@ def run_om_scan(
     options: OmScanOptions,
     progress: Progress | None = None,
 ) -> Report:
-    """Scan the entity types (or `report.scope.urns`): candidates re-observed, then judged."""
-    scanner = OmScanner(store, search)
-    ids = report.scope.urns
-    joined = scanner.run(entities, ids, progress)
-    report.entities, report.documents = joined.entities, joined.documents
-    report.warnings += joined.warnings
-    report.read = {"rows": sum(joined.entities.values()), "documents": sum(joined.documents.values())}
-    by_type = {e.entity_type: e for e in entities}
-    seen = reobserve(
-        scanner, by_type, joined.names, joined.findings, visibility=options.visibility, rounds=options.rounds
-    )
-    report.reobserved = {
-        "candidates": len(joined.findings),
-        "entities": len({f.urn for f in joined.findings}),
-        "converged": len(seen.converged),
-        "unsettled": len(seen.unsettled),
-        "rounds": seen.rounds,
-        "seconds": round(seen.seconds, 3),
-    }
-    findings = [f for f, _ in seen.observed]
-    history = state.history(f.key for f in findings)
-    retries = store.retry_queue(
-        sorted({f.urn for f in findings}),
-        sorted({str(f.details["fqn"]) for f in findings if f.details.get("fqn")}),
-    )
-    if retries is None:
-        report.warnings.append("no search_index_retry_queue table (an older OpenMetadata): no retry evidence")
-    classified = judge(seen, history, retries, grace=options.grace)
-    reindex, said = read_reindex(scanner, by_type, findings + [f for f, _ in seen.unsettled])
-    report.warnings += said
-    if reindex is not None:  # OpenMetadata's own reindex (1.12+): its jobs and failure rows
-        classified = [reindex.judge(c) for c in classified]
-        report.warnings += reindex.warnings(by_type, joined.names)
-    if options.use_state:
-        still = findings + [f for f, _ in seen.unsettled]
-        types = tuple(e.entity_type for e in entities)
-        remember(state, still, report, types)
-    finish(report, classified, options.max_findings)
-    if options.use_state:
-        record_trend(state, report, "openmetadata")
-    return report
+    """Scan the entity types (or `report.scope.urns`) on the scan engine."""
+    parts = OmParts(store, search, entities, report, options)
+    judging = Judging(grace=options.grace, max_findings=options.max_findings, use_state=options.use_state)
+    return engine.run(parts, state, report, judging, progress)

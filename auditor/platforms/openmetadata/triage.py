@@ -105,7 +105,7 @@ def om_walk(
             visibility=options.visibility,
             rounds=options.rounds,
         )
-        history = state.history(f.key for f, _ in seen.observed)
+        history = state.history(f.key for f in seen.still)
         out.findings = judge(seen, history, retries, grace=options.grace)
         reindex, said = read_reindex(OmScanner(store, search), {entity.entity_type: entity}, [found])
         out.unchecked += [f"reindex: {w}" for w in said]

@@ -54,7 +54,7 @@ def federate(
         findings.append(conflict_finding(entity, rows))
 
 
-def conflict_verdict(finding: Finding, observation: Observation) -> Classified:
+def conflict_verdict(finding: Finding, observation: Observation | None) -> Classified:
     """A conflict never converges by itself: diverged, whatever the consumer does."""
     held = finding.details.get("stores", {})
     said = ", ".join(

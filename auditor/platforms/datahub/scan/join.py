@@ -21,6 +21,7 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.federation import federate
 from auditor.platforms.datahub.urns import UrnError, entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
+from auditor.scan.engine import Joined
 from auditor.scan.options import Progress
 
 
@@ -48,18 +49,6 @@ class ScanPlan:
     warnings: list[str] = field(default_factory=list)
     # index -> ids of documents without a string urn (not DataHub's), skipped by the join
     misshapen: dict[str, list[str]] = field(default_factory=dict)
-
-
-@dataclass
-class JoinResult:
-    """What the join saw, besides findings."""
-
-    findings: list[Finding] = field(default_factory=list)
-    entities: dict[str, int] = field(default_factory=dict)
-    documents: dict[str, int] = field(default_factory=dict)
-    unknown: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    stores: dict[str, dict[str, int]] = field(default_factory=dict)  # a federation: per store
 
 
 def _type_order(types: list[str]) -> list[str]:
@@ -212,7 +201,7 @@ class Scanner:
             )
         return streams
 
-    def run(self, selection: Selection, progress: Progress | None = None) -> JoinResult:
+    def run(self, selection: Selection, progress: Progress | None = None) -> Joined:
         """Stream the rows and every projection of `selection` at once, join them, run the checks."""
         plan = self.plan(selection)
         streams = {"rows": self.row_stream(plan), **self.projection_streams(plan)}
@@ -220,10 +209,10 @@ class Scanner:
 
     def join(
         self, plan: ScanPlan, streams: dict[str, Iterator[tuple[str, Any]]], progress: Progress | None = None
-    ) -> JoinResult:
+    ) -> Joined:
         """Merge-join the streams by urn and run the checks on every joined entity."""
         selection, indices = plan.selection, plan.indices
-        result = JoinResult(warnings=list(plan.warnings))
+        result = Joined(warnings=list(plan.warnings))
         for name in indices.values():
             result.documents[name] = 0
         for store in getattr(self.store, "names", ()):  # a federation: every store, even empty

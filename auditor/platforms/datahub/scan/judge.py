@@ -1,52 +1,28 @@
-"""Judging the re-observed findings: one verdict each, restores recognised, in-flight confirmed."""
+"""DataHub's evidence on the engine's verdicts: store conflicts, restores recognised, in flight confirmed."""
 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 
-from auditor.backends.protocols import State, Store
-from auditor.core.classify import classify, in_flight, restore_candidates
+from auditor.backends.protocols import Store
 from auditor.core.classify import mark_restores as relabel_restores
+from auditor.core.classify import restore_candidates
 from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.errors import AuditorError
 from auditor.platforms.datahub.naming import entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.federation import conflict_verdict
 from auditor.platforms.datahub.scan.join import Scanner
-from auditor.platforms.datahub.scan.reobserve import Reobservation
+from auditor.scan.engine import Observed
 
 
-def judge(seen: Reobservation, state: State, *, grace: float, settle: float) -> list[Classified]:
-    """One verdict per re-observed finding; converged and unsettled candidates stay in flight."""
-    now = datetime.now(UTC)
-    history = state.history(o.finding.key for o in seen.observed + seen.unsettled)
-    out = [
-        conflict_verdict(o.finding, o.observation)
-        if o.finding.kind == Kind.STORE_CONFLICT
-        else classify(
-            o.finding,
-            now,
-            grace=grace,
-            settle=settle,
-            position=o.position,
-            kafka=o.kafka if o.position is not None else None,
-            history=history.get(o.finding.key),
-            observed=o.observation,
-        )
-        for o in seen.observed
+def weigh(judged: list[tuple[Observed, Classified]]) -> list[Classified]:
+    """DataHub's evidence on the kernel's verdicts: a urn held by several stores of a federation is
+    diverged whatever the consumer does."""
+    return [
+        conflict_verdict(o.finding, o.observation) if o.finding.kind == Kind.STORE_CONFLICT else c
+        for o, c in judged
     ]
-    for o in seen.converged:
-        at = o.observation.docs_read_at.isoformat(timespec="seconds")
-        reason = f"converged during the scan: the re-read at {at} agrees"
-        out.append(in_flight(o.finding, reason, o.observation, eta_seconds=0.0))
-    for o in seen.unsettled:
-        reason = (
-            f"its rows changed during each of {o.observation.rounds} re-reads (live writes): "
-            "judged again by the next scan"
-        )
-        out.append(in_flight(o.finding, reason, o.observation))
-    return out
 
 
 def mark_restores(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,7 @@ from auditor.core.records import EntityRows, OffsetSample
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.scan.evidence import ConsumerView, close_window, gather, partition_of
 from auditor.platforms.datahub.scan.join import Scanner
+from auditor.scan.engine import Observed, Seen
 
 BATCH = 1000  # candidate urns re-read together (one IN list / terms query per 1000 urns)
 # how far back the broker's log of the group's commits is read, and the clock difference between
@@ -45,29 +46,6 @@ BATCH = 1000  # candidate urns re-read together (one IN list / terms query per 1
 COMMIT_LOOKBACK = 30.0
 COMMIT_CLOCK_MARGIN = 1.0
 MAX_ROUNDS = 3  # re-reads of an entity whose rows keep changing before it is left in flight
-
-
-@dataclass(frozen=True)
-class Observed:
-    """A finding from an ordered re-observation, with the Kafka evidence sampled inside it."""
-
-    finding: Finding
-    observation: Observation
-    position: PartitionPosition | None = None
-    kafka: KafkaEvidence | None = None
-
-
-@dataclass
-class Reobservation:
-    """What the re-observation of the candidates found."""
-
-    observed: list[Observed] = field(default_factory=list)  # still wrong, read in causal order
-    converged: list[Observed] = field(default_factory=list)  # candidates that agree now
-    unsettled: list[Observed] = field(default_factory=list)  # rows changed in every round
-    candidates: int = 0  # findings of the join
-    entities: int = 0  # their entities
-    rounds: int = 0  # rounds run over all batches
-    seconds: float = 0.0  # time the re-observation took
 
 
 @dataclass
@@ -152,8 +130,8 @@ class Observer:
             k.closed = True
             close_window(k.events, k.view, k.topics, k.min_window, k.previous, k.max_window, k.watch)
 
-    def run(self, candidates: Sequence[Finding]) -> Reobservation:
-        out = Reobservation()
+    def run(self, candidates: Sequence[Finding]) -> Seen:
+        out = Seen()
         began = self.clock()
         by_urn: dict[str, list[Finding]] = {}
         for f in candidates:
@@ -171,7 +149,7 @@ class Observer:
         return out
 
     # -- one batch, round by round ----------------------------------------------------------
-    def _batch(self, urns: list[str], by_urn: dict[str, list[Finding]], out: Reobservation) -> None:
+    def _batch(self, urns: list[str], by_urn: dict[str, list[Finding]], out: Seen) -> None:
         pending = urns
         first = 1
         if self.kafka is not None:
@@ -214,7 +192,7 @@ class Observer:
         by_urn: dict[str, list[Finding]],
         observation: Observation,
         evidence: dict[str, tuple[Any, Any]],
-        out: Reobservation,
+        out: Seen,
     ) -> None:
         """The settled entities' findings are observed; their other candidates converged."""
         for urn in settled:

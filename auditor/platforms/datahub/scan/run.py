@@ -1,30 +1,30 @@
-"""The scan pipeline over given backends: sample -> join -> re-observe -> judge -> record."""
+"""DataHub on the scan engine: sample the offsets -> join -> re-observe in causal order -> its evidence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events, Search, State, Store
-from auditor.core.model import Report
+from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.evidence import partition_of, start_window
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
-from auditor.platforms.datahub.scan.join import JoinResult, Progress, Scanner
-from auditor.platforms.datahub.scan.judge import confirm, judge, mark_restores
+from auditor.platforms.datahub.scan.join import Progress, Scanner
+from auditor.platforms.datahub.scan.judge import confirm, mark_restores, weigh
 from auditor.platforms.datahub.scan.reindex import detect as detect_datahub_reindex
 from auditor.platforms.datahub.scan.reindex import hold_for_catch_up
-from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer, Reobservation
+from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer
 from auditor.platforms.datahub.sections import outdated, outdated_groups, reindexes
 from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
 from auditor.platforms.datahub.versions.view import IndexRules
-from auditor.scan.finish import finish
-from auditor.scan.memory import record_trend, remember
+from auditor.scan import engine
+from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from auditor.scan.options import ScanOptions
 
 
@@ -69,69 +69,99 @@ def run_scan(
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Report:
-    """Scan `report.scope`: the join's findings are candidates, re-observed in causal order."""
-    selection = report.scope
-    target = with_hook_group(backends.events, target, report)
-    kafka = open_window(backends, options, target, report.warnings, selection.urns)
-    versions = deployment_rules(backends, registry, target, report)
-    scanner = scanner_for(backends, registry, target, report.started_at, versions)
-    note_datahub_reindex(report, backends, scanner)
-    rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
-    joined = scanner.run(selection, progress)
-    report.read = {  # what the join fetched (re-observation reads a few entities again: not counted)
-        "rows": backends.store.rows_read - rows,
-        "documents": backends.search.docs_read - docs,
-    }
-    record_join(report, joined)
-    if newer := versions.newer_warning():
-        report.warnings.append(newer)
-    if log and joined.findings:
-        log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
-    visibility = target.visibility if options.visibility is None else options.visibility
-    observer = Observer(scanner, kafka, visibility=visibility)
-    seen = observer.run(joined.findings)
-    record_reobservation(report, seen, observer, backends.state)
+    """Scan `report.scope` on the scan engine: the join's findings are candidates, re-observed in
+    causal order (rows, the consumer's offsets, documents, rows)."""
     grace = target.grace if options.grace is None else options.grace
-    classified = judge(seen, backends.state, grace=grace, settle=options.settle)
-    classified = mark_restores(classified, backends.store, registry, target.index_prefix)
-    if options.confirm > 0:
-        classified = confirm(classified, options.confirm, scanner, report)
-    if options.use_state:
-        still = [o.finding for o in seen.observed + seen.unsettled]
-        remember(backends.state, still, report, selection.entity_types)
+    judging = Judging(grace, options.settle, options.max_findings, options.use_state)
+    parts = DataHubParts(backends, registry, report, options, target)
+    return engine.run(parts, backends.state, report, judging, progress, log)
+
+
+class DataHubParts(Parts):
+    """What DataHub brings to the scan engine: its join of the aspect table with the entity,
+    system-metadata and graph indices; its causal re-reads with the MAE consumer's offsets and
+    the change log's MCLs; its evidence (a federation's conflicts, restores, DataHub's own
+    reindexes, a confirmation wait)."""
+
+    platform = None  # DataHub's trend keys carry no platform (written before there was another)
+
+    def __init__(self, backends: ScanBackends, registry: Registry, report: Report, options: ScanOptions,
+                 target: ScanTarget) -> None:  # fmt: skip
+        self.backends, self.registry, self.report, self.options = backends, registry, report, options
+        self.target = with_hook_group(backends.events, target, report)
+        self.kafka: KafkaSide | None = None
+        self.scanner: Scanner | None = None
+
+    def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
+        backends, report, target = self.backends, self.report, self.target
+        self.kafka = open_window(backends, self.options, target, report.warnings, selection.urns)
+        versions = deployment_rules(backends, self.registry, target, report)
+        self.scanner = scanner = scanner_for(backends, self.registry, target, report.started_at, versions)
+        note_datahub_reindex(report, backends, scanner)
+        rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
+        joined = scanner.run(selection, progress)
+        if newer := versions.newer_warning():
+            joined.warnings.append(newer)
+        # what the join fetched (re-observation reads a few entities again: not counted)
+        joined.read = {"rows": backends.store.rows_read - rows, "documents": backends.search.docs_read - docs}
+        return joined
+
+    def reobserve(self, candidates: Sequence[Finding]) -> Seen:
+        assert self.scanner is not None  # the join came first
+        visibility = self.target.visibility if self.options.visibility is None else self.options.visibility
+        observer = Observer(self.scanner, self.kafka, visibility=visibility)
+        seen = observer.run(candidates)
+        record_reobservation(self.report, observer, self.backends.state)
+        return seen
+
+    def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
+        return weigh(judged)
+
+    def review(self, classified: list[Classified]) -> list[Classified]:
+        classified = mark_restores(classified, self.backends.store, self.registry, self.target.index_prefix)
+        if self.options.confirm > 0 and self.scanner is not None:
+            classified = confirm(classified, self.options.confirm, self.scanner, self.report)
+        return classified
+
+    def close(self, report: Report, classified: list[Classified]) -> None:
+        report.warnings += backend_warnings(self.backends)
+        outdated(report).extend(outdated_groups(classified, self.target.index_prefix))
+
+    def closed(self, report: Report) -> None:
+        hold_for_catch_up(report)
+
+
+def backend_warnings(backends: ScanBackends) -> list[str]:
+    """What the backends had to work around during the scan (weaker evidence, resumed reads)."""
+    out = []
     events = backends.events
     if events is not None and events.decode_failures:
         why = events.decode_error or "unknown error"
-        report.warnings.append(
+        out.append(
             f"{events.decode_failures} MCL(s) could not be decoded ({why}): their changes were matched "
             "by time, not by value (weaker evidence; is the schema registry reachable?)"
         )
     note = getattr(events, "decode_note", None)
     if note:
-        report.warnings.append(f"{note} (the values may be read with another schema than the writer's)")
+        out.append(f"{note} (the values may be read with another schema than the writer's)")
     if events is not None and events.not_mcl:
-        report.warnings.append(
+        out.append(
             f"{events.not_mcl} message(s) on the change log keyed by a urn of this scan are not "
             "Confluent-framed Avro nor Glue-framed (not MCLs DataHub produced): ignored as evidence"
         )
     resumed = backends.store.resumed
     if resumed:
-        report.warnings.append(
+        out.append(
             f"the database connection was lost {resumed} time(s) during the scan; each read resumed "
             "after the last row it had read (nothing skipped, nothing read twice)"
         )
     retried = backends.search.retried
     if retried:
-        report.warnings.append(
+        out.append(
             f"the search cluster refused, timed out or dropped {retried} request(s) (429/5xx, timeout, "
             "connection); each was sent again after a backoff and answered"
         )
-    outdated(report).extend(outdated_groups(classified, target.index_prefix))
-    finish(report, classified, options.max_findings)
-    hold_for_catch_up(report)
-    if options.use_state:
-        record_trend(backends.state, report, None)  # DataHub's trend keys carry no platform
-    return report
+    return out
 
 
 def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanner) -> None:
@@ -225,24 +255,9 @@ def open_window(
     )
 
 
-def record_join(report: Report, joined: JoinResult) -> None:
-    report.entities, report.documents = joined.entities, joined.documents
-    report.unknown = joined.unknown
-    report.warnings += joined.warnings
-    report.stores = joined.stores
-
-
-def record_reobservation(report: Report, seen: Reobservation, observer: Observer, state: State) -> None:
-    """What the re-observation did, and the consumer's positions at its last sample."""
+def record_reobservation(report: Report, observer: Observer, state: State) -> None:
+    """What the re-observation had to say, and the consumer's positions at its last sample."""
     report.warnings += observer.warnings
-    report.reobserved = {
-        "candidates": seen.candidates,
-        "entities": seen.entities,
-        "converged": len(seen.converged),
-        "unsettled": len(seen.unsettled),
-        "rounds": seen.rounds,
-        "seconds": round(seen.seconds, 3),
-    }
     kafka = observer.kafka
     report.kafka_available = kafka is not None
     if kafka is not None:
