@@ -17,10 +17,10 @@ from auditor.core.records import MclHit, OffsetSample
 from auditor.platforms.datahub.documents.projection import project_entity
 from auditor.platforms.datahub.naming import document_id
 from auditor.platforms.datahub.registry.registry import Registry
-from auditor.platforms.datahub.scan import reobserve
 from auditor.platforms.datahub.scan.join import Scanner
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.reports import RENDERERS
+from auditor.scan import reread
 
 INDEX = "tagindex_v2"
 A, B, C = "urn:li:tag:a", "urn:li:tag:b", "urn:li:tag:c"
@@ -171,7 +171,7 @@ def waited_scan(
     registry: Registry, events: FakeEvents, state: FakeState, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Report, SleepLog]:
     sleeps = SleepLog()
-    monkeypatch.setattr(reobserve.time, "sleep", sleeps)
+    monkeypatch.setattr(reread.time, "sleep", sleeps)
     store = FakeStore([rows(A, tag("a"))])
     search = FakeSearch({INDEX: {document_id(A): doc(registry, A, tag("a", "old"))}})
     options = ScanOptions(sample_window=0, visibility=5.0, settle=0, grace=300)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from typing import Any
 
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
 from auditor.core.classify import History, decided
-from auditor.core.model import Classified, Evidence, Finding, Observation, Report, Selection, Verdict
+from auditor.core.model import Classified, Evidence, Finding, Report, Selection, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
@@ -26,6 +26,7 @@ from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan import engine
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
+from auditor.scan.reread import Rereader
 
 NO_KAFKA = (
     "OpenMetadata writes search synchronously and has no change log: verdicts rest on time and "
@@ -46,8 +47,57 @@ class OmScanOptions:
     use_state: bool = True
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+class OmRereader(Rereader):
+    """OpenMetadata's reads for the engine's causal re-observation: each candidate's row, then
+    (after the visibility delay: it has no change log to say when) its document, then its row."""
+
+    def __init__(
+        self,
+        scanner: OmScanner,
+        entities: dict[str, OmEntity],
+        names: dict[str, str],
+        *,
+        visibility: float,
+        rounds: int = 3,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        # every candidate in one batch: its reads go 1,000 ids a query, and the wait is paid once
+        super().__init__(visibility=visibility, batch=0, max_rounds=rounds, sleep=sleep)
+        self.scanner, self.entities, self.names = scanner, entities, names
+
+    def prepare(self, candidates: dict[str, list[Finding]]) -> dict[str, list[str]]:
+        by_type: dict[str, list[str]] = {}  # one candidate per entity: the type of its first
+        for entity_id, found in candidates.items():
+            by_type.setdefault(found[0].entity_type, []).append(entity_id)
+        return by_type
+
+    def rows(self, batch: dict[str, list[str]]) -> dict[str, OmRow]:
+        out: dict[str, OmRow] = {}
+        for t, ids in batch.items():
+            out.update(_read_rows(self.scanner, self.entities[t], ids))
+        return out
+
+    def docs(self, batch: dict[str, list[str]]) -> dict[str, dict[str, OmDoc]]:
+        return {t: _read_docs(self.scanner, self.names[t], ids) for t, ids in batch.items()}
+
+    def same(self, before: OmRow | None, after: OmRow | None) -> bool:
+        if before is None or after is None:
+            return before is after
+        return before.fingerprint == after.fingerprint
+
+    def check(
+        self, batch: dict[str, list[str]], settled: set[str], rows: dict[str, OmRow], docs: Any
+    ) -> list[Finding]:
+        out = []
+        for t, ids in batch.items():
+            for entity_id in ids:
+                if entity_id in settled:
+                    found = check(
+                        self.entities[t], self.names[t], rows.get(entity_id), docs[t].get(entity_id)
+                    )
+                    if found is not None:
+                        out.append(found)
+        return out
 
 
 def reobserve(
@@ -60,48 +110,10 @@ def reobserve(
     rounds: int = 3,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Seen:
-    """Read each candidate's row, then (after the visibility delay) its doc, then its row again.
-
-    A row that changed between the two reads was written meanwhile: read again next round. A
-    candidate whose row held still and whose doc now agrees converged during the scan."""
-    seen = Seen(candidates=len(candidates), entities=len({f.urn for f in candidates}))
-    started = time.monotonic()
-    pending = {f.urn: f for f in candidates}
-    for n in range(1, rounds + 1):
-        if not pending:
-            break
-        seen.rounds = n
-        by_type: dict[str, list[str]] = {}
-        for f in pending.values():
-            by_type.setdefault(f.entity_type, []).append(f.urn)
-        rows_at = _now()
-        first = {t: _read_rows(scanner, entities[t], ids) for t, ids in by_type.items()}
-        sleep(visibility)
-        docs_at = _now()
-        docs = {t: _read_docs(scanner, names[t], ids) for t, ids in by_type.items()}
-        again_at = _now()
-        again = {t: _read_rows(scanner, entities[t], ids) for t, ids in by_type.items()}
-        changed: dict[str, Finding] = {}
-        for t, ids in by_type.items():
-            for entity_id in ids:
-                before, after = first[t].get(entity_id), again[t].get(entity_id)
-                observation = Observation(rows_at, None, docs_at, again_at, rounds=n)
-                if (before is None) != (after is None) or (
-                    before is not None and after is not None and before.fingerprint != after.fingerprint
-                ):
-                    changed[entity_id] = pending[entity_id]
-                    if n == rounds:
-                        unsettled = Observation(rows_at, None, docs_at, again_at, rounds=n, settled=False)
-                        seen.unsettled.append(Observed(pending[entity_id], unsettled))
-                    continue
-                now_found = check(entities[t], names[t], after, docs[t].get(entity_id))
-                if now_found is None:
-                    seen.converged.append(Observed(pending[entity_id], observation))
-                else:
-                    seen.observed.append(Observed(now_found, observation))
-        pending = changed
-    seen.seconds = time.monotonic() - started
-    return seen
+    """Read each candidate's row, then (after the visibility delay) its doc, then its row again
+    (the engine's causal re-observation with OpenMetadata's reads)."""
+    reader = OmRereader(scanner, entities, names, visibility=visibility, rounds=rounds, sleep=sleep)
+    return reader.run(candidates)
 
 
 def _read_rows(scanner: OmScanner, entity: OmEntity, ids: list[str]) -> dict[str, OmRow]:

@@ -24,28 +24,25 @@ converged during the scan.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events
 from auditor.core.classify import CHANGE_KINDS, KafkaEvidence
-from auditor.core.model import Finding, Kind, Observation, PartitionPosition, Selection
+from auditor.core.model import Finding, Kind, PartitionPosition, Selection
 from auditor.core.records import EntityRows, OffsetSample
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.scan.evidence import ConsumerView, close_window, gather, partition_of
-from auditor.platforms.datahub.scan.join import Scanner
-from auditor.scan.engine import Observed, Seen
+from auditor.platforms.datahub.scan.join import Scanner, ScanPlan
+from auditor.scan.reread import BATCH, MAX_ROUNDS, Rereader
 
-BATCH = 1000  # candidate urns re-read together (one IN list / terms query per 1000 urns)
 # how far back the broker's log of the group's commits is read, and the clock difference between
 # the broker and this process allowed for (NTP keeps them far closer)
 COMMIT_LOOKBACK = 30.0
 COMMIT_CLOCK_MARGIN = 1.0
-MAX_ROUNDS = 3  # re-reads of an entity whose rows keep changing before it is left in flight
+Projections = dict[str, list[tuple[str, Any]]]  # documents, system metadata, edges: (urn, value)
 
 
 @dataclass
@@ -62,17 +59,6 @@ class KafkaSide:
     closed: bool = False
     max_window: float | None = None  # sample again until a lagging partition moves, up to this
     watch: set[tuple[str, int]] | None = None  # the partitions `max_window` waits for (None: all)
-
-
-def _utc(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, UTC)
-
-
-def _by_urn(findings: list[Finding]) -> dict[str, list[Finding]]:
-    out: dict[str, list[Finding]] = {}
-    for f in findings:
-        out.setdefault(f.urn, []).append(f)
-    return out
 
 
 def _judged_without_wait(f: Finding, evidence: tuple[Any, Any] | None) -> bool:
@@ -99,8 +85,9 @@ def _judged_without_wait(f: Finding, evidence: tuple[Any, Any] | None) -> bool:
     )
 
 
-class Observer:
-    """Re-reads candidates in causal order (rows -> offsets -> docs -> rows), batch by batch."""
+class Observer(Rereader):
+    """DataHub's reads for the engine's causal re-observation: the rows, the MAE group's offsets
+    (O), the documents, system metadata and edges, and the change log's evidence."""
 
     def __init__(
         self,
@@ -113,13 +100,9 @@ class Observer:
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
+        super().__init__(visibility=visibility, batch=batch, max_rounds=max_rounds, clock=clock, sleep=sleep)
         self.scanner = scanner
         self.kafka = kafka
-        self.visibility = visibility  # a committed offset's writes are searchable this much later
-        self.batch = batch
-        self.max_rounds = max_rounds
-        self.clock = clock or time.time
-        self.sleep = sleep or time.sleep
         self.warnings: list[str] = []
         self._earlier: list[list[OffsetSample]] = []  # this observer's earlier offset samples
 
@@ -130,112 +113,52 @@ class Observer:
             k.closed = True
             close_window(k.events, k.view, k.topics, k.min_window, k.previous, k.max_window, k.watch)
 
-    def run(self, candidates: Sequence[Finding]) -> Seen:
-        out = Seen()
-        began = self.clock()
-        by_urn: dict[str, list[Finding]] = {}
-        for f in candidates:
-            by_urn.setdefault(f.urn, []).append(f)
-        urns = sorted(by_urn)
-        out.candidates, out.entities = len(candidates), len(urns)
-        for i in range(0, len(urns), self.batch):
-            self._batch(urns[i : i + self.batch], by_urn, out)
-        if not urns:
-            try:
-                self.close_window()
-            except BackendUnavailable as exc:
-                self._lost_kafka(exc)
-        out.seconds = self.clock() - began
-        return out
+    # -- the reads of a round -----------------------------------------------------------------
+    @property
+    def quick(self) -> bool:
+        return self.kafka is not None  # a pending MCL and agreement need no visibility wait
 
-    # -- one batch, round by round ----------------------------------------------------------
-    def _batch(self, urns: list[str], by_urn: dict[str, list[Finding]], out: Seen) -> None:
-        pending = urns
-        first = 1
-        if self.kafka is not None:
-            # a quick round without the visibility wait: pending MCLs and agreement need no wait
-            first = 2
-            out.rounds += 1
-            settled, observation, findings, evidence = self._round(pending, by_urn, 1, wait=False)
-            found_by_urn = _by_urn(findings)
-            settled = {
-                u
-                for u in settled
-                if all(_judged_without_wait(f, evidence.get(f.key)) for f in found_by_urn.get(u, []))
-            }
-            self._accept(settled, found_by_urn, by_urn, observation, evidence, out)
-            pending = [u for u in pending if u not in settled]
-            if not pending:
-                return
-        for round_no in range(first, first + self.max_rounds):
-            out.rounds += 1
-            settled, observation, findings, evidence = self._round(pending, by_urn, round_no)
-            self._accept(settled, _by_urn(findings), by_urn, observation, evidence, out)
-            pending = [u for u in pending if u not in settled]
-            if not pending:
-                return
-        unsettled = Observation(
-            observation.rows_read_at,
-            observation.offsets_sampled_at,
-            observation.docs_read_at,
-            observation.rows_confirmed_at,
-            rounds=observation.rounds,
-            settled=False,
-        )
-        for urn in pending:
-            out.unsettled.extend(Observed(f, unsettled) for f in by_urn[urn])
+    def prepare(self, candidates: dict[str, list[Finding]]) -> ScanPlan:
+        types = tuple(sorted({f.entity_type for found in candidates.values() for f in found}))
+        return self.scanner.plan(Selection(entity_types=types, urns=tuple(candidates)))
 
-    @staticmethod
-    def _accept(
+    def rows(self, batch: ScanPlan) -> dict[str, EntityRows]:
+        return dict(self.scanner.row_stream(batch))
+
+    def mark(self) -> float | None:
+        return self._sample()
+
+    def wait(self, sampled: float | None, urns: Sequence[str]) -> None:
+        if sampled is None:
+            return  # no Kafka: nothing says when the writes were made
+        left = self._unchanged_since(sampled, urns) + self.visibility - self.clock()
+        if left > 0:
+            self.sleep(left)
+
+    def docs(self, batch: ScanPlan) -> Projections:
+        return {name: list(s) for name, s in self.scanner.projection_streams(batch).items()}
+
+    def check(
+        self,
+        batch: ScanPlan,
         settled: set[str],
-        found_by_urn: dict[str, list[Finding]],
-        by_urn: dict[str, list[Finding]],
-        observation: Observation,
-        evidence: dict[str, tuple[Any, Any]],
-        out: Seen,
-    ) -> None:
-        """The settled entities' findings are observed; their other candidates converged."""
-        for urn in settled:
-            now_found = found_by_urn.get(urn, [])
-            checks = {f.check for f in now_found}
-            for f in now_found:
-                position, kafka = evidence.get(f.key, (None, None))
-                out.observed.append(Observed(f, observation, position, kafka))
-            for f in by_urn[urn]:
-                if f.check not in checks:
-                    out.converged.append(Observed(f, observation))
-
-    def _round(
-        self, urns: list[str], by_urn: dict[str, list[Finding]], round_no: int, wait: bool = True
-    ) -> tuple[set[str], Observation, list[Finding], dict[str, tuple[Any, Any]]]:
-        types = tuple(sorted({f.entity_type for u in urns for f in by_urn[u]}))
-        plan = self.scanner.plan(Selection(entity_types=types, urns=tuple(urns)))
-        rows = list(self.scanner.row_stream(plan))  # R
-        rows_read = self.clock()
-        sampled = self._sample()  # O
-        if sampled is not None and wait:
-            left = self._unchanged_since(sampled, urns) + self.visibility - self.clock()
-            if left > 0:
-                self.sleep(left)
-        docs_read = self.clock()  # D
-        projections = {name: list(s) for name, s in self.scanner.projection_streams(plan).items()}
-        again = dict(self.scanner.row_stream(plan))  # R'
-        confirmed = self.clock()
-        before = dict(rows)
-        settled = {u for u in urns if before.get(u) == again.get(u)}
-        observation = Observation(
-            _utc(rows_read),
-            _utc(sampled) if sampled is not None else None,
-            _utc(docs_read),
-            _utc(confirmed),
-            rounds=round_no,
-        )
+        rows: dict[str, EntityRows],
+        docs: dict[str, list[tuple[str, Any]]],
+    ) -> list[Finding]:
         streams: dict[str, Iterator[tuple[str, Any]]] = {
-            "rows": iter([(u, r) for u, r in rows if u in settled]),
-            **{name: iter([(u, v) for u, v in items if u in settled]) for name, items in projections.items()},
+            "rows": iter([(u, r) for u, r in rows.items() if u in settled]),
+            **{name: iter([(u, v) for u, v in items if u in settled]) for name, items in docs.items()},
         }
-        findings = [f for f in self.scanner.join(plan, streams).findings if f.urn in settled]
-        return settled, observation, findings, self._evidence(findings, before)
+        return self.scanner.join(batch, streams).findings
+
+    def without_wait(self, finding: Finding, evidence: tuple[Any, Any] | None) -> bool:
+        return _judged_without_wait(finding, evidence)
+
+    def idle(self) -> None:
+        try:
+            self.close_window()
+        except BackendUnavailable as exc:
+            self._lost_kafka(exc)
 
     def _sample(self) -> float | None:
         """Sample the group's offsets now; the sample's time (None without Kafka)."""
@@ -295,7 +218,7 @@ class Observer:
         self.kafka = None
         self.warnings.append(f"{exc}: {WEAKER}")
 
-    def _evidence(
+    def evidence(
         self, findings: list[Finding], rows: dict[str, EntityRows]
     ) -> dict[str, tuple[PartitionPosition | None, KafkaEvidence | None]]:
         """Per finding key: its partition's position at O and what the topic says of its change."""
