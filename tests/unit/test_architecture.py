@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit import platform_contracts
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "README.md", "auditor", "checks", "reports", "rebuild")
 
@@ -72,7 +74,7 @@ def test_the_wheel_installs_one_package_and_its_script(installed: Path) -> None:
 def test_import_contracts_are_kept(installed: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(ROOT)])}
     done = subprocess.run(
-        [_tool("lint-imports"), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        [_tool("lint-imports"), str(ROOT / "pyproject.toml"), "--no-cache"],
         cwd=installed,
         env=env,
         capture_output=True,
@@ -101,3 +103,48 @@ def test_the_package_type_checks(installed: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _lint(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run(
+        [_tool("lint-imports"), str(config), "--no-cache"],
+        cwd=site,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_every_registered_platform_keeps_the_generated_platform_contracts(
+    installed: Path, tmp_path: Path
+) -> None:
+    platforms = platform_contracts.registered(ROOT / "pyproject.toml")
+    shipped = {
+        p.name for p in (installed / "auditor" / "platforms").iterdir() if (p / "__init__.py").exists()
+    }
+    assert shipped == set(platforms), "a platform package without its registry line escapes the contracts"
+    config = tmp_path / "platforms.toml"
+    config.write_text(platform_contracts.contracts(platforms, installed))
+    done = _lint(config, installed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = 1 + len(platforms) + sum(1 for p in platforms if (installed / "auditor" / "checks" / p).is_dir())
+    assert f"{kept} kept, 0 broken" in done.stdout, done.stdout
+
+
+def test_the_generated_contracts_catch_a_platform_importing_another(installed: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(installed / "auditor", site / "auditor")
+    # OpenMetadata's code borrowing DataHub's names, and the scan engine importing a platform
+    (site / "auditor" / "platforms" / "openmetadata" / "borrowed.py").write_text(
+        "from auditor.platforms.datahub import naming\n"
+    )
+    (site / "auditor" / "scan" / "leak.py").write_text("import auditor.rebuild.openmetadata\n")
+    platforms = platform_contracts.registered(ROOT / "pyproject.toml")
+    config = tmp_path / "platforms.toml"
+    config.write_text(platform_contracts.contracts(platforms, site))
+    done = _lint(config, site)
+    assert done.returncode != 0
+    assert "auditor.platforms.openmetadata.borrowed -> auditor.platforms.datahub" in done.stdout, done.stdout
+    assert "auditor.scan.leak -> auditor.rebuild.openmetadata" in done.stdout, done.stdout
