@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from auditor.core.lag_table import GroupStatus
-from auditor.core.model import Classified, Evidence, Finding, Kind, PartitionHealth, Verdict
+from auditor.core.late import GroupPosition, LateEvent, judge_late
+from auditor.core.model import Classified, Finding, Kind, PartitionHealth
 from auditor.core.records import OffsetSample
 from auditor.platforms.datahub.naming import PLATFORM, entity_index, system_metadata_index
 from auditor.platforms.datahub.watch.reflect import Reflection, WatchedEvent
@@ -31,7 +32,8 @@ def late_finding(
     visibility_seconds: float,
     prefix: str = "",
 ) -> Classified:
-    """The verdict of an event the index did not show within the SLO.
+    """The verdict of an event the index did not show within the SLO: DataHub's evidence (the
+    finding, the MAE group's sample and Burrow's status), the kernel's rule (`core/late.py`).
 
     The MAE group has not passed its offset: `in_flight` (the group moves) or `stalled` (Burrow's
     STALL/STOP). The group had passed it at a sample taken at least the visibility delay before
@@ -62,67 +64,13 @@ def late_finding(
             "seen": seen.detail,
         },
     )
+    read = seen.kind is not None  # not read this round (behind older events): nothing to call diverged
+    late = LateEvent(event.topic, event.partition, event.offset, age, read, seen.detail)
     if sample is None:
-        return Classified(
-            finding,
-            Verdict.IN_FLIGHT,
-            kind.value,
-            Evidence(
-                f"not in the index {age:.1f}s after its MCL; no sample of the MAE group",
-                event.partition,
-                event.topic,
-                kafka=False,
-                mcl_found=True,
-                mcl_offset=event.offset,
-            ),
-        )
+        return judge_late(finding, late, None)
     committed = sample.committed if sample.committed is not None else sample.start
     health = _HEALTH.get(status, PartitionHealth.UNKNOWN) if status is not None else PartitionHealth.UNKNOWN
-    lag = max(0, sample.end - committed)
-    if committed <= event.offset or read_at - sample.taken_at < visibility_seconds:
-        stalled = status in (GroupStatus.STALL, GroupStatus.STOP)
-        return Classified(
-            finding,
-            Verdict.STALLED if stalled else Verdict.IN_FLIGHT,
-            kind.value,
-            Evidence(
-                f"not in the index {age:.1f}s after its MCL; the MAE group is at offset {committed}, "
-                f"{'not moving' if stalled else 'not past it yet'}",
-                event.partition,
-                event.topic,
-                health,
-                lag=lag,
-                mcl_found=True,
-                mcl_offset=event.offset,
-            ),
-        )
-    if seen.kind is None:  # not read this round (behind older events): nothing to call diverged
-        return Classified(
-            finding,
-            Verdict.IN_FLIGHT,
-            "unread",
-            Evidence(
-                f"not in the index {age:.1f}s after its MCL; {seen.detail}",
-                event.partition,
-                event.topic,
-                health,
-                lag=lag,
-                mcl_found=True,
-                mcl_offset=event.offset,
-            ),
-        )
-    return Classified(
-        finding,
-        Verdict.DIVERGED,
-        kind.value,
-        Evidence(
-            f"the MAE group passed offset {event.offset} (committed {committed}) and the index still "
-            f"does not show it {age:.1f}s after its MCL: consumed but not applied",
-            event.partition,
-            event.topic,
-            PartitionHealth.OK if lag == 0 else health,
-            lag=lag,
-            mcl_found=True,
-            mcl_offset=event.offset,
-        ),
-    )
+    stalled = status in (GroupStatus.STALL, GroupStatus.STOP)
+    settled = read_at - sample.taken_at >= visibility_seconds
+    group = GroupPosition(committed, max(0, sample.end - committed), health, stalled, settled)
+    return judge_late(finding, late, group)
