@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.errors import ConfigError
-from auditor.platforms.datahub.config_init import plan, render
+from auditor.platforms.datahub.config.init import plan, render
 from auditor.platforms.datahub.jdbc import jdbc_to_sqlalchemy
 from auditor.settings import load_settings
 

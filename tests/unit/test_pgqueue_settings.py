@@ -7,7 +7,7 @@ import pytest
 
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.backends.pgqueue import crc32_partition
-from auditor.platforms.datahub.config_init import plan, render
+from auditor.platforms.datahub.config.init import plan, render
 from auditor.settings import load_settings
 from sandbox.pgqueue import stable_partition
 

@@ -44,7 +44,7 @@ def schema_table(entity_type: str | None) -> tuple[tuple[str, ...], list[tuple[s
 def config_from_environment(environ: Mapping[str, str]) -> tuple[str, list[str]]:
     """The TOML text from GMS's own variables, and where each value came from."""
     from auditor.core.config_plan import explain
-    from auditor.platforms.datahub.config_init import plan, render
+    from auditor.platforms.datahub.config.init import plan, render
 
     p = plan(environ)
     return render(p), explain(p)

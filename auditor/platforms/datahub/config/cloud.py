@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from auditor.platforms.datahub.jdbc import env_bool
 
 if TYPE_CHECKING:
-    from auditor.platforms.datahub.config_init import _Planning
+    from auditor.platforms.datahub.config.init import _Planning
 
 CHAIN = "the standard AWS credential chain at run time (IRSA, instance role, profile, environment)"
 
 
 def cloud(b: _Planning) -> None:
-    from auditor.platforms.datahub.config_init import Entry
+    from auditor.platforms.datahub.config.init import Entry
 
     region_var = next((n for n in ("AWS_REGION", "AWS_DEFAULT_REGION") if b.get(n)), None)
     needs_region = False

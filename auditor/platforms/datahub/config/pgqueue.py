@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from auditor.platforms.datahub.config_init import _Planning
+    from auditor.platforms.datahub.config.init import _Planning
 
 
 def transport(b: _Planning) -> None:
     """`transport` and [pgqueue]; [kafka]'s entries commented out when there is no Kafka."""
-    from auditor.platforms.datahub.config_init import Entry
+    from auditor.platforms.datahub.config.init import Entry
 
     value = (b.get("DATAHUB_MESSAGING_TRANSPORT") or "kafka").lower()
     if value not in ("kafka", "pgqueue"):

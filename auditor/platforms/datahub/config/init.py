@@ -82,10 +82,10 @@ def plan(env: Mapping[str, str]) -> Plan:
     b = _Planning(env)
     for section in (_top_level, _store, _search, _kafka, _schema_registry, _topics_and_group):
         section(b)
-    from auditor.platforms.datahub.config_init_pgqueue import transport
+    from auditor.platforms.datahub.config.pgqueue import transport
 
     transport(b)
-    from auditor.platforms.datahub.config_init_cloud import cloud
+    from auditor.platforms.datahub.config.cloud import cloud
 
     cloud(b)
     return b.plan()
@@ -275,7 +275,7 @@ def _schema_registry(b: _Planning) -> None:
     registry = b.get("KAFKA_SCHEMAREGISTRY_URL")
     registry_type = (b.get("SCHEMA_REGISTRY_TYPE") or "KAFKA").upper()
     if registry_type == "AWS_GLUE":
-        return  # [schema_registry] type and [glue]: config_init_cloud.py
+        return  # [schema_registry] type and [glue]: config/cloud.py
     notes = []
     if registry:
         registry, had_creds = _strip_userinfo(registry)
