@@ -7,12 +7,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from auditor.backends.protocols import Events
-from auditor.core.model import Classified, Report, Selection, Verdict
+from auditor.core.model import Classified, Report, Selection
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.platforms.datahub.v3 import scan_with_v3
-
-BATCH = 1000
+from auditor.rebuild.verify import selections, still_wrong
 
 
 def _past(committed: int | None, offset: int) -> bool:
@@ -54,43 +53,30 @@ def audit(
 def reaudit(
     backends: ScanBackends, registry: Registry, target: ScanTarget, urns: Sequence[str], grace: float = 300.0
 ) -> list[Classified]:
-    """The scan's own steps over the touched urns; what is still diverged or invalid."""
-    still: list[Classified] = []
-    ordered = sorted(set(urns))
-    for i in range(0, len(ordered), BATCH):
-        report = Report(
-            started_at=datetime.now(UTC),
-            scope=Selection(urns=tuple(ordered[i : i + BATCH])),
-            index_prefix=target.index_prefix,
-            consumer_group=target.group,
-        )
-        options = ScanOptions(sample_window=0, use_state=False, grace=grace, settle=0.0)
-        audit(backends, registry, report, options, target)
-        still += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
-    return still
+    """The scan's own steps over the touched urns (the shared verification); what is still
+    diverged or invalid."""
+    options = ScanOptions(sample_window=0, use_state=False, grace=grace, settle=0.0)
+    return still_wrong(lambda scope: audit(backends, registry, _report(scope, target), options, target), urns)
 
 
 def reaudit_selection(
-    backends: ScanBackends, registry: Registry, target: ScanTarget, selections: Sequence[Selection]
+    backends: ScanBackends, registry: Registry, target: ScanTarget, chosen: Sequence[Selection]
 ) -> tuple[int, list[Classified]]:
     """A scan of each selection a filter-based repair walked: (entities scanned, still wrong)."""
-    entities, still = 0, []
-    for selection in selections:
-        scope = Selection(
-            selection.entity_types,
-            selection.urn_like,
-            selection.since,
-            shard=selection.shard,
-            urn_range=selection.urn_range,
-            urns=selection.urns,
-        )
-        report = Report(
-            started_at=datetime.now(UTC),
-            scope=scope,
-            index_prefix=target.index_prefix,
-            consumer_group=target.group,
-        )
-        audit(backends, registry, report, ScanOptions(sample_window=0, use_state=False, settle=0.0), target)
-        entities += sum(report.entities.values())
-        still += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
-    return entities, still
+    options = ScanOptions(sample_window=0, use_state=False, settle=0.0)
+    scopes = [
+        Selection(s.entity_types, s.urn_like, s.since, shard=s.shard, urn_range=s.urn_range, urns=s.urns)
+        for s in chosen
+    ]
+    return selections(
+        lambda scope: audit(backends, registry, _report(scope, target), options, target), scopes
+    )
+
+
+def _report(scope: Selection, target: ScanTarget) -> Report:
+    return Report(
+        started_at=datetime.now(UTC),
+        scope=scope,
+        index_prefix=target.index_prefix,
+        consumer_group=target.group,
+    )

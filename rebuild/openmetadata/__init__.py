@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
-from auditor.core.classify import decided, diverged
-from auditor.core.model import Classified, Verdict
+from auditor.core.classify import decided, diverged, explained
+from auditor.core.model import Classified, Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
 from auditor.errors import ConfigError, UnknownUrn
@@ -29,13 +30,16 @@ from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.modes import EXECUTORS
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmRow
-from auditor.platforms.openmetadata.scan import reobserve
+from auditor.platforms.openmetadata.scan import OmParts, OmScanOptions
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.platforms.openmetadata.version import migration_level, release_key
 from auditor.rebuild.guard import Guarded, guarded
 from auditor.rebuild.request import RebuildRequest
 from auditor.rebuild.throttle import Throttle
+from auditor.rebuild.verify import RepairSight, still_wrong
+from auditor.scan import engine
+from auditor.scan.engine import Judging
 
 GUARD_ROUNDS = 3  # writes of an entity the server keeps changing under the repair
 
@@ -309,13 +313,22 @@ def verify(
     names: dict[str, str],
     outcome: RebuildOutcome,
 ) -> None:
-    """The scan's own steps over the touched entities: join, re-observe; what still differs."""
+    """The shared verification (rebuild/verify.py): the scan engine with OpenMetadata's parts over
+    the touched entities, judged by the repair's own sight; what still differs."""
     ids = tuple(i for group in touched.values() for i in group)
     if not ids:
         return
     entities = [e for e in request.entities if e.entity_type in touched]
-    joined = scanner.run(entities, ids)
-    seen = reobserve(scanner, {e.entity_type: e for e in entities}, names, joined.findings,
-                     visibility=request.visibility)  # fmt: skip
-    outcome.still_wrong = [diverged(o.finding, "still differs after the repair") for o in seen.observed]
+    options = OmScanOptions(grace=0.0, visibility=request.visibility, use_state=False)
+    judging = Judging(grace=0.0, use_state=False)
+    sight = RepairSight(datetime.now(UTC))
+
+    def scan(scope: Selection) -> Report:
+        report = Report(started_at=datetime.now(UTC), scope=scope)
+        parts = OmParts(scanner.store, scanner.search, entities, report, options)
+        return engine.run(parts, sight, report, judging)
+
+    # every touched entity in one batch: the re-read's wait is paid once
+    found = still_wrong(scan, ids, batch=0)
+    outcome.still_wrong = [explained(c, "still differs after the repair") for c in found]
     outcome.verified_urns = len(ids)
