@@ -43,7 +43,12 @@ class LiveLoad:
         self.rate = rate
         self.rng = random.Random(seed)
         self.exclude = exclude or set()
-        self.writer = GmsWriter(world.engine, world.endpoints, create_topics=False, ensure_schema=False)
+        topics = dict(
+            zip(("versioned_topic", "timeseries_topic"), world.topics, strict=False)
+        )  # the world's own
+        self.writer = GmsWriter(
+            world.engine, world.endpoints, create_topics=False, ensure_schema=False, **topics
+        )
         self.targets = [e.urn for t in LOAD_TYPES for e in world.of_type(t) if e.urn not in self.exclude]
         assert len(self.targets) >= 20, f"only {len(self.targets)} entities to write to"
         self.tags = [e.urn for e in world.of_type("tag")]

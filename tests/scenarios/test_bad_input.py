@@ -87,7 +87,8 @@ def produce_keyed(world: World, urn: str, values: tuple[bytes, ...]) -> None:
     MAE-like consumer has gone past them."""
     producer = Producer({"bootstrap.servers": world.endpoints.kafka, "partitioner": "murmur2_random"})
     for value in values:
-        producer.produce("MetadataChangeLog_Versioned_v1", key=urn.encode(), value=value)
+        producer.produce(world.own_kafka().get("mcl_versioned_topic", "MetadataChangeLog_Versioned_v1"),
+                         key=urn.encode(), value=value)  # fmt: skip
     assert producer.flush(10) == 0
     assert world.consumer.drain(30), "the MAE-like consumer choked on the garbage"
     time.sleep(0.6)

@@ -72,6 +72,10 @@ def test_config_init_then_scan(store: str, search: str, jdbc: str, driver: str, 
             "KAFKA_BOOTSTRAP_SERVER": world.endpoints.kafka,
             "KAFKA_SCHEMAREGISTRY_URL": world.endpoints.registry,
             "INDEX_PREFIX": world.prefix,
+            # the world's own change-log topics and MAE group, as GMS is told them
+            "METADATA_CHANGE_LOG_VERSIONED_TOPIC_NAME": world.topics[0],
+            "METADATA_CHANGE_LOG_TIMESERIES_TOPIC_NAME": world.topics[1],
+            "METADATA_CHANGE_LOG_KAFKA_CONSUMER_GROUP_ID": world.group,
         }
         init = subprocess.run(
             [*auditor(), "config", "init", "-o", "tmp.toml"],

@@ -31,6 +31,7 @@ def test_without_the_registry_the_scan_degrades_and_a_replay_refuses(tmp_path: P
             **os.environ,
             "INDEX_PREFIX": world.prefix,
             "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
+            **world.kafka_env(),
         }
         scan = subprocess.run(
             [sys.executable, "-m", "auditor.cli", "scan", "--format", "json", "--grace", "0", *base],

@@ -72,9 +72,11 @@ def managed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Managed]:
         endpoints = replace(Endpoints.from_env(), kafka=broker.plaintext)
         # a database of its own too: a World another test session starts on the shared one empties
         # its aspect table, and a replay of the rows left would rightly fail its verification
+        # (DataHub's own topic and group names on a broker of its own: the ACLs name them)
         world = World(
-            "postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0", own_database=True
-        )
+            "postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0", own_database=True,
+            own_topics=False,
+        )  # fmt: skip
         try:
             broker.grant("oauth-scanner", REPLAY_ACLS)
             broker.grant("CN=auditor-mtls", REPLAY_ACLS)

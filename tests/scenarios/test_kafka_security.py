@@ -128,7 +128,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     with SecureKafka(tmp) as broker:  # fails the module (never skips) if it does not start
         endpoints = replace(Endpoints.from_env(), kafka=broker.plaintext)
         # a DataHub 1.7.0 deployment: its upgrade rows name the release (no warning that it is unknown)
-        world = World("postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0")
+        # DataHub's own topic and group names: the ACLs below name them
+        world = World(
+            "postgres", "opensearch", tmp, n=20, endpoints=endpoints, release="1.7.0", own_topics=False
+        )
         try:
             s = Secured(broker, world, drop_mcl(world), {}, tmp)
             s.user("scanner", list(SCAN_ACLS.values()))

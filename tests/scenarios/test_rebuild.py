@@ -60,6 +60,7 @@ def rebuild_cli(world: World, tmp: Path, *args: str) -> tuple[list[str], dict[st
         "--kafka", e.kafka, "--schema-registry", e.registry,
     ]  # fmt: skip
     env = {**os.environ, "INDEX_PREFIX": world.prefix, "AUDITOR_STATE_FILE": str(tmp / "state.sqlite")}
+    env.update(world.kafka_env())  # the world's own topics and group
     return command, env
 
 

@@ -74,6 +74,7 @@ def test_the_scan_needs_only_select_on_the_table(store: str, tmp_path: Path) -> 
             "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
             "AUDITOR_INDEX_PREFIX": world.prefix,
             "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
+            **world.kafka_env(),
         }
         done = subprocess.run(
             [sys.executable, "-m", "auditor.cli", "scan", "--format", "json", "--grace", "0", "--debug"],
@@ -114,6 +115,7 @@ def test_no_password_reaches_any_output_the_state_file_or_a_debug_traceback(tmp_
             "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
             "AUDITOR_INDEX_PREFIX": world.prefix,
             "AUDITOR_STATE_FILE": str(tmp_path / "state.sqlite"),
+            **world.kafka_env(),
         }
 
         def auditor(*args: str, code: int | None = None, **over: str) -> None:

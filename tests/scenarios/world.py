@@ -78,7 +78,10 @@ class World:
     (the stack's `datahub`, or a pytest-xdist worker's own, tests/conftest.py): every World
     started on that database, by any process, empties it. `own_database=True` gives the world a
     database of its own on the same server instead (created here, dropped by `close()`), for a
-    test that must not lose its rows to another test session running beside it.
+    test that must not lose its rows to another test session running beside it. Every world has
+    change-log topics and a MAE group of its own (`own_topics`, deleted by `close()`): two worlds
+    on one broker never consume each other's events; `own_topics=False` is DataHub's default
+    names, for a test about them.
     """
 
     def __init__(
@@ -90,7 +93,7 @@ class World:
         endpoints: Endpoints | None = None,
         transport: str = "kafka",
         v3: dict[str, str] | None = None,
-        own_topics: bool = False,
+        own_topics: bool = True,
         group_suffix: str = "",
         release: str | None = None,
         glue: Any = None,
@@ -111,6 +114,7 @@ class World:
             conn.execute(text(f"DELETE FROM {ASPECT_TABLE}"))
         self.search = connect(search, self.endpoints)
         self.transport = transport
+        own_topics = own_topics and transport == "kafka"  # pgQueue's queue is in the world's database
         # topics and a MAE group of its own: no cross-talk with other runs on a shared broker
         self.topics = (f"{self.prefix}-MCL_Versioned", f"{self.prefix}-MCL_Timeseries") if own_topics else ()
         self.group = f"{self.prefix}-mae" if own_topics else MAE_CONSUMER_GROUP
@@ -199,6 +203,10 @@ class World:
             "mae_consumer_group": self.group,
         }
 
+    def kafka_env(self) -> dict[str, str]:
+        """This world's own topics and group as the environment a CLI process reads."""
+        return {f"AUDITOR_{k.upper()}": v for k, v in self.own_kafka().items()}
+
     def cli_env(self, **over: str) -> dict[str, str]:
         """The environment a CLI process (or the soak's scanner) reads this world's settings from."""
         s = self.settings()
@@ -210,6 +218,7 @@ class World:
             "AUDITOR_SCHEMA_REGISTRY_URL": s.schema_registry_url or "",
             "AUDITOR_INDEX_PREFIX": self.prefix,
             "AUDITOR_STATE_FILE": str(self.state_file),
+            **self.kafka_env(),
             **over,
         }
 
