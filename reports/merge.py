@@ -11,7 +11,6 @@ from auditor.core.model import (
     Classified,
     Evidence,
     Finding,
-    Kind,
     Observation,
     PartitionHealth,
     PartitionPosition,
@@ -20,6 +19,7 @@ from auditor.core.model import (
     RunSummary,
     Selection,
     Verdict,
+    kind_of,
 )
 from auditor.reports.json_report import SCHEMA_VERSION
 
@@ -134,7 +134,7 @@ def _details(f: dict[str, Any], unnamed: str | None) -> dict[str, Any]:
 def _finding(f: dict[str, Any], unnamed: str | None) -> Classified:
     finding = Finding(
         check=f["check"],
-        kind=Kind(f["kind"]),
+        kind=kind_of(f["kind"]),
         urn=f["urn"],
         entity_type=f["entity_type"],
         index=f.get("index"),

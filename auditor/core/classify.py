@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from auditor.core.model import (
+    AnyKind,
     Cause,
     Classified,
     Evidence,
@@ -222,7 +223,7 @@ ABSENT = (
 )
 NOTHING_PENDING = "nothing pending for this urn and the projection still disagrees with the rows"
 # what is left behind when no event for it is pending, said plainly
-LEFT_OVER = {
+LEFT_OVER: dict[AnyKind, str] = {
     Kind.ORPHAN_DOCUMENT: "its rows are gone and no delete is pending: the document outlived the entity",
     Kind.STALE_SYSTEM_METADATA: "nothing pending: its system-metadata doc disagrees with the row",
     Kind.ORPHAN_EDGE: "nothing pending: the edge outlived the aspect that implied it",

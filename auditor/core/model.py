@@ -33,6 +33,49 @@ class Kind(StrEnum):
     OUTDATED_DOCUMENT = "outdated_document"
 
 
+class PlatformKind(str):
+    """A kind of difference only one platform has, named `<platform>.<kind>` ("acme.stale_lineage").
+
+    `Kind` is the vocabulary every platform shares; a platform adds one of its own without
+    editing the kernel, in its own namespace (its findings' `details.platform`), and the shared
+    rules treat it as any other difference (a verdict by time, history and the change log; the
+    repairs its check declares). It reads and writes as its text, as a `Kind` does."""
+
+    __slots__ = ()
+
+    def __new__(cls, platform: str, name: str) -> PlatformKind:
+        for part in (platform, name):
+            if not part or not all(c.isascii() and (c.isalnum() or c == "_") for c in part):
+                raise ValueError(
+                    f"a platform's kind is <platform>.<kind>, in [a-z0-9_]: not {platform}.{name}"
+                )
+        return super().__new__(cls, f"{platform}.{name}")
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+    @property
+    def platform(self) -> str:
+        return self.partition(".")[0]
+
+
+AnyKind = Kind | PlatformKind
+
+
+def kind_of(value: str) -> AnyKind:
+    """A kind as a report writes it: the kernel's, or a platform's own `<platform>.<kind>`."""
+    try:
+        return Kind(value)
+    except ValueError:
+        platform, dot, name = value.partition(".")
+        if not dot:
+            raise ValueError(
+                f"unknown kind {value!r} (a platform's own is named <platform>.<kind>)"
+            ) from None
+        return PlatformKind(platform, name)
+
+
 class Verdict(StrEnum):
     """Will the difference converge by itself?"""
 
@@ -90,7 +133,7 @@ class Finding:
     """One observed difference between the truth and a projection, before classification."""
 
     check: str
-    kind: Kind
+    kind: AnyKind  # the kernel's, or its platform's own (`PlatformKind`, in its namespace)
     urn: str
     entity_type: str
     index: str | None = None
@@ -103,6 +146,15 @@ class Finding:
     # a federation: the store whose rows it rests on (every store holding the urn for a
     # conflict; none: no store holds the urn, an orphan; or a single-store scan)
     stores: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.kind, PlatformKind) and self.details.get("platform") not in (
+            None,
+            self.kind.platform,
+        ):
+            raise ValueError(
+                f"a {self.details.get('platform')} finding of {self.kind.platform}'s kind {self.kind}"
+            )
 
     @property
     def key(self) -> str:

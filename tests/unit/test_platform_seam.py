@@ -18,11 +18,12 @@ from typer.testing import CliRunner
 
 from auditor import platforms
 from auditor.api import ScanOptions, rebuild, scan, triage
-from auditor.core.model import Selection, Verdict
+from auditor.core.model import Finding, Kind, PlatformKind, Selection, Verdict, kind_of
 from auditor.errors import ConfigError
 from auditor.platforms.base import Capability
 from auditor.rebuild.request import RebuildRequest
 from auditor.reports import RENDERERS
+from auditor.reports.merge import from_dict
 from auditor.settings import load_settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -105,6 +106,33 @@ def test_plan_repair_and_a_clean_rescan(world: World, tmp_path: Path) -> None:
     assert done.applied and world.writes == 3
     again = scan(s, options=ScanOptions(grace=0.0, use_state=False))
     assert verdicts(again) == {"gone": "in_flight/in_flight"} and again.exit_code == 0
+
+
+def test_a_kind_of_its_own_is_judged_reported_read_back_and_repaired(world: World, tmp_path: Path) -> None:
+    world.rows["legacy"] = Row("legacy", "kept", datetime.now(UTC) - timedelta(hours=1))
+    world.docs["legacy"] = {"name": "legacy", "description": "kept", "legacy": True}
+    s = settings(tmp_path)
+    report = scan(s, options=ScanOptions(grace=300.0, use_state=False))
+    assert verdicts(report)["legacy"] == "diverged/toy.legacy_document"
+    assert ("thing", "diverged", "toy.legacy_document") in report.counts
+    back = from_dict(json.loads(RENDERERS["json"](report)))  # a saved report, read again
+    kind = next(c.finding.kind for c in back.findings if c.finding.urn == "legacy")
+    assert isinstance(kind, PlatformKind) and kind == "toy.legacy_document" and kind.platform == "toy"
+    assert "toy.legacy_document" in RENDERERS["markdown"](report)
+    done = rebuild(s, RebuildRequest("reindex", findings=back.findings, apply=True))
+    assert done.applied and "legacy" not in verdicts(
+        scan(s, options=ScanOptions(grace=300.0, use_state=False))
+    )
+
+
+def test_a_platform_kind_lives_in_its_platforms_namespace() -> None:
+    assert kind_of("stale_fields") is Kind.STALE_FIELDS and kind_of("toy.x") == PlatformKind("toy", "x")
+    with pytest.raises(ValueError, match="<platform>.<kind>"):
+        kind_of("no_such_kind")  # not the kernel's, and no platform's namespace
+    with pytest.raises(ValueError, match=r"\[a-z0-9_\]"):
+        PlatformKind("toy", "two.dots")
+    with pytest.raises(ValueError, match="toy's kind"):  # another platform's finding cannot claim it
+        Finding("c", PlatformKind("toy", "x"), "u", "thing", details={"platform": "acme"})
 
 
 def test_triage_names_the_first_break(world: World, tmp_path: Path) -> None:

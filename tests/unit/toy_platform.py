@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from auditor.backends.connect import open_state
 from auditor.core.classify import classify
-from auditor.core.model import Finding, Kind, RepairKind, Report, Selection
+from auditor.core.model import Finding, Kind, PlatformKind, RepairKind, Report, Selection
 from auditor.core.plan import RebuildOutcome, RepairAction, plan
 from auditor.core.repairs import Executors, Mode, Renderer
 from auditor.core.triage import Boundary, Status, Step, TriageResult
@@ -28,6 +28,7 @@ from auditor.scan.engine import Joined, Judging, Parts
 
 NAME = "toy"
 CHECK = "toy.document"
+LEGACY = PlatformKind(NAME, "legacy_document")  # a document its older format wrote
 
 
 @dataclass
@@ -72,6 +73,9 @@ def check(entity_id: str, row: Row | None, doc: dict[str, Any] | None) -> Findin
                        base, (RepairKind.DELETE_DOCUMENT,))  # fmt: skip
     if row is None or doc is None:
         return None
+    if doc.get("legacy"):  # a kind only the toy has, in its own namespace (the kernel's Kind untouched)
+        return Finding(CHECK, LEGACY, entity_id, "thing", "things", None, row.updated_at, base,
+                       (RepairKind.REWRITE_DOCUMENT,))  # fmt: skip
     want = expected(row)
     fields = [{"field": k, "expected": v, "actual": doc.get(k)} for k, v in want.items() if doc.get(k) != v]
     if not fields:
