@@ -226,7 +226,8 @@ PlatformOpt = Annotated[
         "--platform",
         envvar="AUDITOR_PLATFORM",
         show_envvar=True,
-        help="datahub (default) or openmetadata: whose tables and indices to audit (docs/openmetadata.md).",
+        help="Whose tables and indices to audit: datahub (default), openmetadata, or any platform "
+        "installed (`auditor platforms` lists them).",
     ),
 ]
 PlatformVersionOpt = Annotated[

@@ -140,8 +140,9 @@ def compare(
     platform: Annotated[
         str | None,
         typer.Option(
-            help="datahub (default) or openmetadata: whose tables --table names and whose search "
-            "counts are made (both sides' files may name it instead)."
+            help="Whose tables --table names and whose search counts are made: datahub (default), "
+            "openmetadata or any platform installed (`auditor platforms`; both sides' files may name "
+            "it instead)."
         ),
     ] = None,
     no_counts: Annotated[
