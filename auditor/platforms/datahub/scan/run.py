@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,7 +13,7 @@ from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.platforms.datahub.registry.registry import Registry
-from auditor.platforms.datahub.scan.evidence import partition_of, start_window
+from auditor.platforms.datahub.scan.evidence import ConsumerView, partition_of, start_window
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.join import Progress, Scanner
 from auditor.platforms.datahub.scan.judge import confirm, mark_restores, weigh
@@ -94,7 +95,25 @@ class DataHubParts(Parts):
 
     def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
         backends, report, target = self.backends, self.report, self.target
-        self.kafka = open_window(backends, self.options, target, report.warnings, selection.urns)
+        at = len(report.warnings)  # the window's warning, if any, comes first (it opens first)
+        # the window's first offset sample reads the broker while the release's rows and the join
+        # read the table and the indices (a triage's cold start pays the broker's round trips once)
+        with ThreadPoolExecutor(1, thread_name_prefix="kafka-window") as pool:
+            first = pool.submit(first_sample, backends.events, target) if backends.events else None
+            try:
+                joined = self._read(selection, progress)
+            finally:
+                if first is not None:
+                    wait([first])
+        if first is not None:
+            window: list[str] = []
+            self.kafka = open_window(backends, self.options, target, window, selection.urns, first)
+            report.warnings[at:at] = window
+        return joined
+
+    def _read(self, selection: Selection, progress: Progress | None) -> Joined:
+        """The release's rules, DataHub's own reindexes, then the join of the table and the indices."""
+        backends, report, target = self.backends, self.report, self.target
         versions = deployment_rules(backends, self.registry, target, report)
         self.scanner = scanner = scanner_for(backends, self.registry, target, report.started_at, versions)
         note_datahub_reindex(report, backends, scanner)
@@ -219,22 +238,30 @@ def scanner_for(
     )
 
 
+def first_sample(events: Events, target: ScanTarget) -> tuple[ConsumerView, int]:
+    """The window's first sample of the group's offsets, and the partitions of the versioned topic
+    (reads the broker only: it may run beside the join)."""
+    view = start_window(events, [target.versioned_topic, target.timeseries_topic], target.group)
+    return view, events.partitions(target.versioned_topic)
+
+
 def open_window(
     backends: ScanBackends,
     options: ScanOptions,
     target: ScanTarget,
     warnings: list[str],
     report_urns: tuple[str, ...] = (),
+    first: Future[tuple[ConsumerView, int]] | None = None,
 ) -> KafkaSide | None:
-    """The first offset sample, before the join (None: no Kafka, the verdicts get weaker)."""
+    """The sampling window, opened by its first offset sample before the re-observation (`first`:
+    that sample, taken beside the join; None: taken now). None: no Kafka, the verdicts get weaker."""
     events = backends.events
     if events is None:
         return None
     topics = [target.versioned_topic, target.timeseries_topic]
     window = target.sample_window if options.sample_window is None else options.sample_window
     try:
-        view = start_window(events, topics, target.group)
-        partitions = events.partitions(target.versioned_topic)
+        view, partitions = first.result() if first is not None else first_sample(events, target)
     except BackendUnavailable as exc:
         warnings.append(f"{exc}: {WEAKER}")
         return None
