@@ -20,7 +20,7 @@ class Store:
         self.result = result
 
     def stream_entities(self, types: tuple[str, ...] = (), urn_like: str | None = None) -> Any:
-        assert urn_like == "urn:li:dataHubUpgrade:%"
+        assert types == ("dataHubUpgrade",) and urn_like is None  # the type's urn range, no LIKE
         if self.result is None:
             return
         meta = json.dumps({"state": "IN_PROGRESS", "result": self.result})

@@ -31,7 +31,6 @@ from auditor.errors import AuditorError
 from auditor.exit_codes import ExitCode
 from auditor.platforms.datahub.naming import entity_index, prefixed
 
-STATE_URN_LIKE = "urn:li:dataHubUpgrade:%"
 PHASE1 = "urn:li:dataHubUpgrade:BuildIndicesIncremental_"
 CATCH_UP = "urn:li:dataHubUpgrade:IncrementalReindexCatchUp_"
 WAITING = frozenset({"", "PENDING"})  # a catch-up not run yet (FAILED, SKIPPED, COMPLETED: it ran)
@@ -87,7 +86,9 @@ def _states(store: Any) -> Iterable[tuple[str, dict[str, str]]]:
     stream = getattr(store, "stream_entities", None)
     if stream is None:
         return
-    for entity in stream((), STATE_URN_LIKE):
+    # by the type's urn range, which the primary key serves (a LIKE scans the whole table on
+    # PostgreSQL: 0.45 s of every scan and triage on a 100k catalog's 786,812 rows)
+    for entity in stream((UPGRADE_TYPE,)):
         row = entity.rows.get(STATE_ASPECT)
         if row is None:
             continue
