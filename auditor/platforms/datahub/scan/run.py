@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 
-from auditor.backends.connect import WEAKER
-from auditor.backends.protocols import Events, Search, State, Store
+from auditor.backends.protocols import State
 from auditor.core.model import Classified, Finding, Report, Selection
-from auditor.errors import BackendUnavailable
-from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.platforms.datahub.registry.registry import Registry
-from auditor.platforms.datahub.scan.evidence import ConsumerView, partition_of, start_window
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.join import Progress, Scanner
 from auditor.platforms.datahub.scan.judge import confirm, mark_restores, weigh
 from auditor.platforms.datahub.scan.reindex import detect as detect_datahub_reindex
 from auditor.platforms.datahub.scan.reindex import hold_for_catch_up
 from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer
+from auditor.platforms.datahub.scan.target import ScanBackends, ScanTarget
+from auditor.platforms.datahub.scan.window import first_sample, open_window
 from auditor.platforms.datahub.sections import outdated, outdated_groups, reindexes
 from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
@@ -28,37 +25,7 @@ from auditor.scan import engine
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from auditor.scan.options import ScanOptions
 
-
-@dataclass(frozen=True)
-class ScanTarget:
-    """Where a scan looks and how it judges by default (taken from the settings)."""
-
-    index_prefix: str = ""
-    versioned_topic: str = MCL_VERSIONED_TOPIC
-    timeseries_topic: str = MCL_TIMESERIES_TOPIC
-    group: str = MAE_CONSUMER_GROUP
-    grace: float = 300.0
-    sample_window: float = 10.0
-    visibility: float = 3.0
-    prefetch: bool = False  # the streams read in threads beside the join (settings.scan_prefetch)
-    # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
-    entity_indices: tuple[tuple[str, str], ...] = ()
-    type_field: str | None = None  # a unified (V3) index: the field naming each document's type
-    platform_version: str | None = None  # the release that wrote the data (None: found from it)
-    gms_url: str | None = None  # GMS, whose /config names its release
-
-
-@dataclass
-class ScanBackends:
-    """The backends one scan reads (events None: no Kafka)."""
-
-    store: Store
-    search: Search
-    events: Events | None
-    state: State
-    # the release and mappings the last scan over these backends judged by (a triage's walk
-    # shows the document by the same rules)
-    versions: IndexRules | None = None
+__all__ = ["DataHubParts", "ScanBackends", "ScanOptions", "ScanTarget", "run_scan", "scanner_for"]
 
 
 def run_scan(
@@ -235,50 +202,6 @@ def scanner_for(
         prefetch=target.prefetch,
         type_field=target.type_field,
         versions=versions,
-    )
-
-
-def first_sample(events: Events, target: ScanTarget) -> tuple[ConsumerView, int]:
-    """The window's first sample of the group's offsets, and the partitions of the versioned topic
-    (reads the broker only: it may run beside the join)."""
-    view = start_window(events, [target.versioned_topic, target.timeseries_topic], target.group)
-    return view, events.partitions(target.versioned_topic)
-
-
-def open_window(
-    backends: ScanBackends,
-    options: ScanOptions,
-    target: ScanTarget,
-    warnings: list[str],
-    report_urns: tuple[str, ...] = (),
-    first: Future[tuple[ConsumerView, int]] | None = None,
-) -> KafkaSide | None:
-    """The sampling window, opened by its first offset sample before the re-observation (`first`:
-    that sample, taken beside the join; None: taken now). None: no Kafka, the verdicts get weaker."""
-    events = backends.events
-    if events is None:
-        return None
-    topics = [target.versioned_topic, target.timeseries_topic]
-    window = target.sample_window if options.sample_window is None else options.sample_window
-    try:
-        view, partitions = first.result() if first is not None else first_sample(events, target)
-    except BackendUnavailable as exc:
-        warnings.append(f"{exc}: {WEAKER}")
-        return None
-    previous = backends.state.previous_samples(target.group)
-    watch = None
-    if report_urns and partitions:
-        watch = {(target.versioned_topic, partition_of(events)(u, partitions)) for u in report_urns}
-    return KafkaSide(
-        events,
-        view,
-        topics,
-        target.versioned_topic,
-        window,
-        previous,
-        partitions,
-        max_window=options.max_window,
-        watch=watch,
     )
 
 
