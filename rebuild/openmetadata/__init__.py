@@ -237,6 +237,7 @@ def resolve_ids(store: OmStore, entities: list[OmEntity], given: tuple[str, ...]
 
 def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRepairRequest) -> RebuildOutcome:
     """Plan; with `apply`, rewrite/delete per entity type, refresh, and verify with the scan's steps."""
+    began = datetime.now(UTC)
     scanner = OmScanner(store, search)
     if request.findings is not None:
         chosen = chosen_findings(request.findings, request.include)
@@ -262,10 +263,10 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     ) as guard:
         work.counts.update(guard.checkpoint.counts)  # a resumed run's counts go on
         work.failed.update(guard.checkpoint.why)
-        names = _walk(work, request, touched, guard)
+        _walk(work, request, touched, guard)
         writer.refresh_written()
         outcome.counts, outcome.failed, outcome.why = work.counts, sorted(work.failed), dict(work.failed)
-        verify(scanner, request, touched, names, outcome)
+        verify(scanner, request, touched, outcome, began)
         guard.finish(outcome)
     return outcome
 
@@ -279,17 +280,13 @@ def _scope(request: OmRepairRequest, chosen: Sequence[Classified]) -> dict[str, 
     return {"types": types, "ids": sorted(request.ids)}
 
 
-def _walk(
-    work: OmRepair, request: OmRepairRequest, touched: dict[str, list[str]], guard: Guarded
-) -> dict[str, str]:
+def _walk(work: OmRepair, request: OmRepairRequest, touched: dict[str, list[str]], guard: Guarded) -> None:
     """Rewrite the touched entities type by type (name order), ids in byte order, batch by batch,
     the checkpoint saved after each; a resumed walk skips what an earlier run confirmed."""
-    names: dict[str, str] = {}
     by_type = {e.entity_type: e for e in request.entities}
     for part, entity_type in enumerate(sorted(touched)):
         entity = by_type[entity_type]
         read_name, _ = work.search.resolve(entity)
-        names[entity_type] = read_name or entity.index_name(work.search.cluster_alias)
         ids = sorted(set(touched[entity_type]), key=lambda i: i.encode())
         todo = [i for i in ids if not guard.past(part, i)]
         if len(todo) < len(ids):
@@ -303,15 +300,14 @@ def _walk(
             guard.confirm(part, batch[-1])
             if request.progress:
                 request.progress(f"{entity_type} entities", len(ids) - len(todo) + start + len(batch))
-    return names
 
 
 def verify(
     scanner: OmScanner,
     request: OmRepairRequest,
     touched: dict[str, list[str]],
-    names: dict[str, str],
     outcome: RebuildOutcome,
+    began: datetime,
 ) -> None:
     """The shared verification (rebuild/verify.py): the scan engine with OpenMetadata's parts over
     the touched entities, judged by the repair's own sight; what still differs."""
@@ -321,7 +317,7 @@ def verify(
     entities = [e for e in request.entities if e.entity_type in touched]
     options = OmScanOptions(grace=0.0, visibility=request.visibility, use_state=False)
     judging = Judging(grace=0.0, use_state=False)
-    sight = RepairSight(datetime.now(UTC))
+    sight = RepairSight(began)  # the repair saw each finding when it began
 
     def scan(scope: Selection) -> Report:
         report = Report(started_at=datetime.now(UTC), scope=scope)
