@@ -32,7 +32,6 @@ NO_KAFKA = (
     "OpenMetadata writes search synchronously and has no change log: verdicts rest on time and "
     "history only (the state file) and on search_index_retry_queue"
 )
-BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class OmRereader(Rereader):
         rounds: int = 3,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        # every candidate in one batch: its reads go 1,000 ids a query, and the wait is paid once
+        # every candidate in one batch: the reads go 1,000 ids a query, and the wait is paid once
         super().__init__(visibility=visibility, batch=0, max_rounds=rounds, sleep=sleep)
         self.scanner, self.entities, self.names = scanner, entities, names
 
@@ -73,12 +72,12 @@ class OmRereader(Rereader):
 
     def rows(self, batch: dict[str, list[str]]) -> dict[str, OmRow]:
         out: dict[str, OmRow] = {}
-        for t, ids in batch.items():
-            out.update(_read_rows(self.scanner, self.entities[t], ids))
+        for t, ids in batch.items():  # the store and the index read 1,000 ids a query themselves
+            out.update(self.scanner.store.read(self.entities[t], ids))
         return out
 
     def docs(self, batch: dict[str, list[str]]) -> dict[str, dict[str, OmDoc]]:
-        return {t: _read_docs(self.scanner, self.names[t], ids) for t, ids in batch.items()}
+        return {t: self.scanner.search.get(self.names[t], ids) for t, ids in batch.items()}
 
     def same(self, before: OmRow | None, after: OmRow | None) -> bool:
         if before is None or after is None:
@@ -114,20 +113,6 @@ def reobserve(
     (the engine's causal re-observation with OpenMetadata's reads)."""
     reader = OmRereader(scanner, entities, names, visibility=visibility, rounds=rounds, sleep=sleep)
     return reader.run(candidates)
-
-
-def _read_rows(scanner: OmScanner, entity: OmEntity, ids: list[str]) -> dict[str, OmRow]:
-    out: dict[str, OmRow] = {}
-    for i in range(0, len(ids), BATCH):
-        out.update(scanner.store.read(entity, ids[i : i + BATCH]))
-    return out
-
-
-def _read_docs(scanner: OmScanner, name: str, ids: list[str]) -> dict[str, OmDoc]:
-    out: dict[str, OmDoc] = {}
-    for i in range(0, len(ids), BATCH):
-        out.update(scanner.search.get(name, ids[i : i + BATCH]))
-    return out
 
 
 def retry_verdict(c: Classified, retry: RetryRow) -> Classified:
