@@ -32,7 +32,7 @@ from auditor.scan.engine import Observed, Seen
 BATCH = 1000  # candidate entities re-read together
 MAX_ROUNDS = 3  # re-reads of an entity whose rows keep changing before it is left in flight
 
-Evidence = dict[str, tuple[Any, Any]]  # finding key -> (position, change-log evidence)
+KeyedEvidence = dict[str, tuple[Any, Any]]  # finding key -> (position, change-log evidence)
 
 
 def _utc(epoch: float) -> datetime:
@@ -96,7 +96,7 @@ class Rereader:
         """The platform's checks over the settled urns' rows and documents."""
         raise NotImplementedError
 
-    def evidence(self, findings: list[Finding], rows: dict[str, Any]) -> Evidence:
+    def evidence(self, findings: list[Finding], rows: dict[str, Any]) -> KeyedEvidence:
         """Per finding key: what the platform's change log says (by default nothing)."""
         return {}
 
@@ -166,7 +166,7 @@ class Rereader:
         found_by_urn: dict[str, list[Finding]],
         by_urn: dict[str, list[Finding]],
         observation: Observation,
-        evidence: Evidence,
+        evidence: KeyedEvidence,
         out: Seen,
     ) -> None:
         """The settled entities' findings are observed; their other candidates converged."""
@@ -182,7 +182,7 @@ class Rereader:
 
     def _round(
         self, urns: list[str], by_urn: dict[str, list[Finding]], round_no: int, wait: bool = True
-    ) -> tuple[set[str], Observation, list[Finding], Evidence]:
+    ) -> tuple[set[str], Observation, list[Finding], KeyedEvidence]:
         batch = self.prepare({u: by_urn[u] for u in urns})
         rows = self.rows(batch)  # R
         rows_read = self.clock()

@@ -66,7 +66,8 @@ class DataHubParts(Parts):
         # the window's first offset sample reads the broker while the release's rows and the join
         # read the table and the indices (a triage's cold start pays the broker's round trips once)
         with ThreadPoolExecutor(1, thread_name_prefix="kafka-window") as pool:
-            first = pool.submit(first_sample, backends.events, target) if backends.events else None
+            events = backends.events
+            first = pool.submit(first_sample, events, target) if events is not None else None
             try:
                 joined = self._read(selection, progress)
             finally:
