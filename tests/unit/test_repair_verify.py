@@ -56,5 +56,3 @@ def test_the_repairs_sight_makes_an_orphan_without_a_change_time_persistent_at_o
     history = sight.history([orphan.key])
     again = classify(orphan, NOW, grace=0, settle=0, position=None, kafka=None, history=history[orphan.key])
     assert again.verdict == Verdict.DIVERGED
-    sight.record_findings([orphan], NOW, ("thing",))  # remembers nothing beyond its own sight
-    assert sight.history(["other"])["other"].times_seen == 1
