@@ -87,6 +87,7 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "sample_window_seconds": ("AUDITOR_SAMPLE_WINDOW_SECONDS",),
     "index_visibility_seconds": ("AUDITOR_INDEX_VISIBILITY_SECONDS",),
     "scan_prefetch": ("AUDITOR_SCAN_PREFETCH",),
+    "scan_readers": ("AUDITOR_SCAN_READERS",),
     "state_file": ("AUDITOR_STATE_FILE",),
     "stores": ("AUDITOR_STORES",),  # a federation: "NAME=URL NAME=URL" (see docs/federation.md)
 }
@@ -195,6 +196,9 @@ class Settings(BaseModel):
     # distant search cluster, but costs more than it saves where CPU is short (measured: the 100k
     # join 27 s with the threads, 18 s without, servers on the same 2 cores)
     scan_prefetch: bool = False
+    # index streams a full scan reads in processes of their own, which fetch and decode the pages
+    # while the scan checks the page before (None: as many as the cores, none on one core; 0: off)
+    scan_readers: int | None = Field(None, ge=0)
     state_file: str = str(Path.home() / ".local" / "state" / "auditor" / "state.sqlite")
     # a federation: several stores feeding one index (`[[stores]]`, --store NAME=URL)
     stores: tuple[StoreEntry, ...] = ()

@@ -184,7 +184,6 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
     from auditor.backends.connect import open_search
     from auditor.core.model import Selection
     from auditor.platforms.datahub.backends.connect import open_store
-    from auditor.platforms.datahub.naming import ENTITY_INDEX_SUFFIX
     from auditor.scan.shards import ShardPlan
     from auditor.settings import load_settings
 
@@ -196,6 +195,8 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         index_prefix=PREFIX,
         store_table=TABLE,
         scan_prefetch=os.environ.get("BENCH_PREFETCH") == "1",  # the reading threads (default off)
+        # the reader processes (default: as many as the cores; BENCH_READERS=0 reads in the scan's)
+        scan_readers=int(os.environ["BENCH_READERS"]) if "BENCH_READERS" in os.environ else None,
     )
     started = time.monotonic()
     count = 0
@@ -206,16 +207,8 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         # every document the scan reads, in the order it reads them: the entity docs, the
         # system-metadata docs and the edges (each as a sorted stream of its own)
         client = open_search(settings)
-        existing = set(client.indices(f"{PREFIX}_*"))
         read: dict[str, int] = {}
-        streams = [(i, ["urn"], "entity") for i in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}"))]
-        streams += [
-            (SYSMETA_INDEX, ["urn", "aspect"], "sysmeta"),
-            (GRAPH_INDEX, ["source.urn", "relationshipType", "destination.urn"], "edges"),
-        ]
-        for index, sort, kind in streams:
-            if index not in existing:
-                continue
+        for index, sort, kind in _index_streams(client):
             for _ in client.stream(index, sort):
                 read[kind] = read.get(kind, 0) + 1
         seconds = time.monotonic() - started
@@ -225,7 +218,23 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
             "count": read.get("entity", 0),
             "sysmeta": read.get("sysmeta", 0),
             "edges": read.get("edges", 0),
-            "peak_rss_mib": peak_rss_mib(),
+            **cpu_and_rss(),
+        }
+    elif mode == "plain":  # the same documents through a plain HTTP reader, nothing of the project
+        from plain_reader import PlainReader
+
+        kind = "opensearch" if "opensearch" in search else "elasticsearch"
+        reader = PlainReader(endpoints.search_url(search), kind)
+        found = {kind: 0 for kind in ("entity", "sysmeta", "edges")}
+        for index, sort, kind in _index_streams(open_search(settings)):
+            found[kind] += reader.read(index, sort)
+        return {
+            "mode": mode,
+            "seconds": time.monotonic() - started,
+            "count": found["entity"],
+            "sysmeta": found["sysmeta"],
+            "edges": found["edges"],
+            **cpu_and_rss(),
         }
     elif mode == "counts":  # what is loaded, by count (a read of 1M entities takes minutes)
         from sandbox.search import connect
@@ -289,10 +298,45 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
             "read": report.read,
             "entities": report.entities,
             "documents": report.documents,
-            "peak_rss_mib": peak_rss_mib(),
+            **cpu_and_rss(),
         }
     seconds = time.monotonic() - started
     return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def _index_streams(client: Any) -> list[tuple[str, list[str], str]]:
+    """The indices a scan reads, each with its sort keys and what it holds, in the scan's order."""
+    from auditor.platforms.datahub.naming import ENTITY_INDEX_SUFFIX
+
+    existing = set(client.indices(f"{PREFIX}_*"))
+    streams = [(i, ["urn"], "entity") for i in sorted(client.indices(f"{PREFIX}_*{ENTITY_INDEX_SUFFIX}"))]
+    streams += [
+        (SYSMETA_INDEX, ["urn", "aspect"], "sysmeta"),
+        (GRAPH_INDEX, ["source.urn", "relationshipType", "destination.urn"], "edges"),
+    ]
+    return [s for s in streams if s[0] in existing]
+
+
+def cpu_and_rss() -> dict[str, float]:
+    """This process's CPU seconds (its threads', and its children's once reaped) and peak RSS."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "cpu_seconds": round(own.ru_utime + own.ru_stime, 2),
+        "children_cpu_seconds": round(children.ru_utime + children.ru_stime, 2),
+        "children_peak_rss_mib": round(children.ru_maxrss / 1024, 1),  # the largest child's
+        "readers_peak_rss_mib": [round(p) for p in readers_peak()],
+        "peak_rss_mib": peak_rss_mib(),
+    }
+
+
+def readers_peak() -> list[float]:
+    """Each reader process's peak RSS (the scan's index streams read apart)."""
+    try:
+        from auditor.backends.search_readers import PEAK_RSS_MIB
+    except ImportError:  # an older tree
+        return []
+    return list(PEAK_RSS_MIB)
 
 
 def stages(settings: Any) -> dict[str, Any]:
@@ -461,7 +505,7 @@ def main() -> int:
     parser.add_argument(
         "--measure",
         choices=(
-            *("db", "index", "counts", "scan", "scan-unversioned", "scan-broken"),
+            *("db", "index", "plain", "counts", "scan", "scan-unversioned", "scan-broken"),
             *("plan", "shard", "stages", "join"),
         ),
         help=argparse.SUPPRESS,
@@ -493,6 +537,7 @@ def main() -> int:
         seed(args.store, args.search, args.n)
     db = run_child("db", args.store, args.search)
     index = run_child("index", args.store, args.search)
+    plain = run_child("plain", args.store, args.search)
     scan = run_child("scan", args.store, args.search)
     slower = max(db["seconds"], index["seconds"])
     result = {
@@ -508,20 +553,23 @@ def main() -> int:
         "scan_seconds": round(scan["seconds"], 2),
         "scan_entities_per_second": round(scan["count"] / scan["seconds"]),
         "ratio_scan_to_slower_bare_read": round(scan["seconds"] / slower, 2),
+        "plain_reader_seconds": round(plain["seconds"], 2),
+        "ratio_scan_to_plain_reader": round(scan["seconds"] / plain["seconds"], 2),
+        "cpu_seconds": {m["mode"]: m.get("cpu_seconds") for m in (db, index, plain, scan)},
         "scan_peak_rss_mib": round(scan["peak_rss_mib"]),
         "bare_db_peak_rss_mib": round(db["peak_rss_mib"]),
         "bare_index_peak_rss_mib": round(index["peak_rss_mib"]),
         "cpus": os.cpu_count(),
     }
     if args.versions:  # alternated with the scan above, so that load drifts hit both alike
-        plain = run_child("scan-unversioned", args.store, args.search)
+        unversioned = run_child("scan-unversioned", args.store, args.search)
         again = run_child("scan", args.store, args.search)
         versioned = min(scan["seconds"], again["seconds"])
         result.update(
             {
-                "scan_unversioned_seconds": round(plain["seconds"], 2),
+                "scan_unversioned_seconds": round(unversioned["seconds"], 2),
                 "scan_versioned_seconds_best_of_2": round(versioned, 2),
-                "ratio_versioned_to_unversioned": round(versioned / plain["seconds"], 3),
+                "ratio_versioned_to_unversioned": round(versioned / unversioned["seconds"], 3),
             }
         )
     if args.broken:

@@ -153,8 +153,20 @@ class SearchIndex:
         ca_certs: str | None = None,
         timeout: float = 60.0,
         retries: int = RETRIES,
+        engine: Engine | None = None,
     ) -> None:
         self.description = redact_url(url)
+        # how to open this client again elsewhere (a reader process: search_readers.py)
+        self._spec: dict[str, Any] = {
+            "url": url,
+            "username": username,
+            "password": password,
+            "auth": auth,
+            "verify_certs": verify_certs,
+            "ca_certs": ca_certs,
+            "timeout": timeout,
+            "retries": retries,
+        }
         url, username, password = split_userinfo(url, username, password)
         if auth is None:
             auth = SearchAuth(basic=(username, password or "") if username else None)
@@ -164,7 +176,7 @@ class SearchIndex:
         self.retried = 0  # requests sent again after a 429/5xx, a timeout or a lost connection
         self.docs_read = 0  # documents fetched by the streams (a shard's share of the indices)
         # the engine's version (`GET /`): None when told the kind, or when `GET /` is refused
-        self.engine: Engine | None = None
+        self.engine: Engine | None = engine
         if kind == "auto":
             self.engine = self._probe(url, auth, verify_certs, ca_certs)
             kind = self.engine.kind
@@ -200,6 +212,11 @@ class SearchIndex:
         else:
             raise ConfigError(f"unknown search kind {kind!r}: use opensearch or elasticsearch")
         self._pit_ok = True
+
+    def spec(self) -> dict[str, Any]:
+        """The arguments that open this same client again (in a reader process), the cluster's
+        kind and version included so that it is not asked again."""
+        return {**self._spec, "kind": self.kind, "engine": self.engine}
 
     @staticmethod
     def _detect(url: str, auth: SearchAuth | tuple[str, str] | None, verify: bool, ca: str | None) -> str:

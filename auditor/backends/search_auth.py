@@ -89,6 +89,11 @@ class AwsSigner:
         self.session = self.session or boto3.Session(region_name=self.region)
         self._credentials, _ = resolve(self.session, "search cluster request signing")
 
+    def __reduce__(self) -> Any:
+        # to a reader process: the region and service, the credentials resolved there again by
+        # the same chain (a boto session does not cross a pipe)
+        return (AwsSigner, (self.region, self.service))
+
     def frozen(self) -> Any:
         getter = getattr(self._credentials, "get_frozen_credentials", None)
         return getter() if callable(getter) else self._credentials

@@ -253,3 +253,16 @@ def test_a_failing_credential_chain_names_its_source_and_what_to_check() -> None
         mp.delenv("AWS_ROLE_ARN", raising=False)
         with pytest.raises(AccessRefused, match="profile nope failed"):
             resolve(Failing(ProfileNotFound(profile="nope")), "store db: an RDS IAM token")
+
+
+def test_a_signer_crosses_to_a_reader_process_as_its_region_and_service(aws_env: None) -> None:
+    """A reader process (search_readers.py) gets the signer pickled: the region and service, the
+    credentials resolved again there by the same chain (a boto session does not pickle)."""
+    import pickle
+
+    again = pickle.loads(pickle.dumps(AwsSigner("eu-west-1", "aoss")))
+    assert (again.region, again.service) == ("eu-west-1", "aoss")
+    assert again.frozen().access_key == AKID
+    verifier = Verifier("eu-west-1", "aoss")
+    verifier.add(Key(AKID, SECRET))
+    assert verifier.check_header("GET", "/", signed(again, "GET", "/"), b"").access_key == AKID

@@ -3,6 +3,7 @@ default, from the settings."""
 
 from __future__ import annotations
 
+from auditor.backends.search_readers import reader_processes
 from auditor.platforms.datahub.scan.run import ScanTarget
 from auditor.settings import Settings
 
@@ -18,6 +19,7 @@ def scan_target(settings: Settings) -> ScanTarget:
         sample_window=settings.sample_window_seconds,
         visibility=settings.index_visibility_seconds,
         prefetch=settings.scan_prefetch,
+        readers=reader_processes(settings.scan_readers),
         platform_version=settings.platform_version,
         gms_url=settings.gms_url,
     )

@@ -201,6 +201,7 @@ def scanner_for(
         index_overrides=dict(target.entity_indices),
         now=now,
         prefetch=target.prefetch,
+        readers=target.readers,
         type_field=target.type_field,
         versions=versions,
     )

@@ -21,6 +21,7 @@ class ScanTarget:
     sample_window: float = 10.0
     visibility: float = 3.0
     prefetch: bool = False  # the streams read in threads beside the join (settings.scan_prefetch)
+    readers: int = 0  # index streams read by processes of their own (settings.scan_readers)
     # entity type -> the index to read instead of the live one (a full rebuild verifies its new index)
     entity_indices: tuple[tuple[str, str], ...] = ()
     type_field: str | None = None  # a unified (V3) index: the field naming each document's type

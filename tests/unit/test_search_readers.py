@@ -1,0 +1,33 @@
+"""How many index streams get a reader process (the setting, or the cores)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from auditor.backends import search_readers
+from auditor.backends.search_readers import reader_processes
+
+
+def test_the_setting_is_taken_as_given() -> None:
+    assert reader_processes(0) == 0
+    assert reader_processes(5) == 5
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 0), (2, 2), (8, 8)])
+def test_by_default_as_many_as_the_cores_and_none_on_one(
+    monkeypatch: pytest.MonkeyPatch, cores: int, expected: int
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
+    assert reader_processes(None) == expected
+
+
+def test_an_error_from_a_reader_is_raised_as_its_own_kind_or_as_a_backend_failure() -> None:
+    from auditor.errors import AccessRefused, BackendUnavailable
+
+    with pytest.raises(AccessRefused, match="refused") as refused:
+        search_readers._raise("AccessRefused", "search cluster x: refused", "check the role")
+    assert refused.value.hint == "check the role"
+    with pytest.raises(BackendUnavailable, match="boom"):
+        search_readers._raise("NotAnAuditorError", "boom", None)
