@@ -24,9 +24,10 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from auditor.errors import AuditorError, BackendUnavailable
 
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 
 # hits a message carries: a page of the stream (the stream's own page size)
 BATCH = 2000
+# a stream of fewer documents is read in the scan's process: a reader process costs about 0.3 s
+# to start (an interpreter and a client), the time a scan spends on some 15,000 documents
+MIN_DOCS = 20_000
 # each finished reader's peak RSS in MiB, in the order they finished (for the benchmark)
 PEAK_RSS_MIB: list[float] = []
 
@@ -59,18 +63,21 @@ def reader_processes(setting: int | None) -> int:
     return cores if cores > 1 else 0
 
 
-def _serve(out: BinaryIO, spec: dict[str, Any], streams: list[StreamSpec]) -> None:
-    """The child: read each stream in turn, writing ("page", n, items) then ("end", retried)."""
-    from auditor.backends.search import SearchIndex
+class Job(Protocol):
+    """What a reader process runs: given its own client and a way to send messages back (each
+    pickled, in order), it reads; anything it raises goes back as an error."""
 
-    def send(message: tuple[Any, ...]) -> None:
-        pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.flush()
+    def __call__(self, search: Any, send: Callable[[tuple[Any, ...]], None]) -> None: ...
 
-    search = None
-    try:
-        search = SearchIndex(**spec)
-        for n, s in enumerate(streams):
+
+@dataclass(frozen=True)
+class ReadStreams:
+    """The job of `read_in_process`: each stream in turn, a page a message ("page", n, items)."""
+
+    streams: tuple[StreamSpec, ...]
+
+    def __call__(self, search: Any, send: Callable[[tuple[Any, ...]], None]) -> None:
+        for n, s in enumerate(self.streams):
             batch: list[tuple[str, dict[str, Any]]] = []
             for item in search.stream(
                 s.index, list(s.sort), query=s.query, source=s.source, page=s.page, from_sort=s.from_sort
@@ -81,6 +88,20 @@ def _serve(out: BinaryIO, spec: dict[str, Any], streams: list[StreamSpec]) -> No
                     batch = []
             if batch:
                 send(("page", n, batch))
+
+
+def _serve(out: BinaryIO, spec: dict[str, Any], job: Job) -> None:
+    """The child: run `job` with a client of its own, then ("end", retried, peak RSS)."""
+    from auditor.backends.search import SearchIndex
+
+    def send(message: tuple[Any, ...]) -> None:
+        pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
+
+    search = None
+    try:
+        search = SearchIndex(**spec)
+        job(search, send)
         send(("end", search.retried, _peak_rss_mib()))
     except (BrokenPipeError, KeyboardInterrupt):  # the parent stopped reading
         pass
@@ -120,15 +141,16 @@ def _raise(kind: str, message: str, hint: str | None) -> None:
     raise cls(message, hint=hint)
 
 
-def read_in_process(search: Any, streams: Sequence[StreamSpec]) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """`(stream number, _id, _source)` of every hit of `streams`, read in that order by one
-    child process; `search` (a SearchIndex) counts the documents and retries as if it had read
-    them itself. The child is started on the first `next()` and ended however reading ends.
+def messages(search: Any, job: Job, stop: threading.Event | None = None) -> Iterator[tuple[Any, ...]]:
+    """What `job`, run by a child process with a client like `search` (a SearchIndex), sends,
+    in order; its errors raised here as the same kind of error; the retries it made added to
+    `search`'s. The child is started on the first `next()` and ended however reading ends (a
+    `stop` that is set ends it too, within a fifth of a second, and the messages with it).
 
-    The child is `python -m auditor.backends.search_readers`, its own pipes for the work (what
-    to read in on stdin, pickled pages out on stdout) and nothing else: not a fork (the parent's
-    threads and sockets stay the parent's), not multiprocessing's spawn (which imports the
-    parent's main module again: the whole CLI, 50 MiB more a child)."""
+    The child is `python -m auditor.backends.search_readers`, its own pipes for the work (the
+    job on stdin, pickled messages on stdout) and nothing else: not a fork (the parent's threads
+    and sockets stay the parent's), not multiprocessing's spawn (which imports the parent's main
+    module again: the whole CLI, 50 MiB more a child)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "auditor.backends.search_readers"],
         stdin=subprocess.PIPE,
@@ -136,30 +158,39 @@ def read_in_process(search: Any, streams: Sequence[StreamSpec]) -> Iterator[tupl
         stderr=subprocess.DEVNULL,  # the screen is the tool's; errors come back as messages
     )
     assert proc.stdin is not None and proc.stdout is not None
+    done = threading.Event()
+    if stop is not None:  # the caller gave up: the child is ended, the reading below sees its end
+
+        def watch() -> None:
+            while not done.is_set():
+                if stop.wait(0.2):
+                    proc.kill()
+                    return
+
+        threading.Thread(target=watch, daemon=True, name="auditor-reader-stop").start()
     try:
-        pickle.dump((search.spec(), list(streams)), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((search.spec(), job), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         proc.stdin.close()
         while True:
             try:
                 message = pickle.load(proc.stdout)
             except EOFError:
+                if stop is not None and stop.is_set():
+                    return
                 code = proc.wait(5)
                 raise BackendUnavailable(
                     f"search cluster {search.description}: a reader process ended without finishing "
                     f"(exit code {code})"
                 ) from None
-            if message[0] == "page":
-                _, n, items = message
-                search.docs_read += len(items)
-                for doc_id, source in items:
-                    yield n, doc_id, source
-            elif message[0] == "end":
+            if message[0] == "end":
                 search.retried += message[1]
                 PEAK_RSS_MIB.append(message[2])
                 return
-            else:
+            if message[0] == "error":
                 _raise(*message[1:])
+            yield message
     finally:
+        done.set()
         proc.stdout.close()  # a child still writing gets a broken pipe and closes its point in time
         try:
             proc.wait(2)
@@ -168,11 +199,20 @@ def read_in_process(search: Any, streams: Sequence[StreamSpec]) -> Iterator[tupl
             proc.wait()
 
 
+def read_in_process(search: Any, streams: Sequence[StreamSpec]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """`(stream number, _id, _source)` of every hit of `streams`, read in that order by one
+    child process; `search` (a SearchIndex) counts the documents as if it had read them."""
+    for _, n, items in messages(search, ReadStreams(tuple(streams))):
+        search.docs_read += len(items)
+        for doc_id, source in items:
+            yield n, doc_id, source
+
+
 def main() -> None:
     """The child's side: what to read from stdin, the pages to stdout."""
     logging.disable(logging.CRITICAL)  # the parent's output is the tool's; the child says nothing
-    spec, streams = pickle.load(sys.stdin.buffer)
-    _serve(sys.stdout.buffer, spec, streams)
+    spec, job = pickle.load(sys.stdin.buffer)  # noqa: S301 (from the parent, through its own pipe)
+    _serve(sys.stdout.buffer, spec, job)
 
 
 if __name__ == "__main__":

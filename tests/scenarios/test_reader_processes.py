@@ -16,6 +16,7 @@ from faults import drop_mcl, hard_delete
 from world import World
 
 from auditor.api import ScanOptions, scan
+from auditor.backends import search_readers
 from auditor.backends.connect import open_search
 from auditor.backends.search import SearchIndex
 from auditor.backends.search_readers import StreamSpec, read_in_process
@@ -73,7 +74,7 @@ def test_a_reader_reads_what_the_scan_reads_in_order_and_counted(broken: World) 
 def test_a_scan_with_readers_reports_what_a_scan_without_them_reports(
     broken: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(datahub_join, "READER_MIN_DOCS", 1)  # the small world's streams too
+    monkeypatch.setattr(search_readers, "MIN_DOCS", 1)  # the small world's streams too
     started: list[int] = []
     real = datahub_join.read_in_process
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from auditor.backends.connect import open_search
 from auditor.backends.db_auth import store_engine
+from auditor.backends.search_readers import reader_processes
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
@@ -22,7 +23,9 @@ def open_om_store(settings: Settings) -> OmStore:
 
 def open_om_search(settings: Settings) -> OmSearch:
     """OpenMetadata's indices, named under the cluster alias (ELASTICSEARCH_CLUSTER_ALIAS)."""
-    return OmSearch(open_search(settings), settings.cluster_alias)
+    search = OmSearch(open_search(settings), settings.cluster_alias)
+    search.readers = reader_processes(settings.scan_readers)
+    return search
 
 
 def om_state(settings: Settings) -> Settings:

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 
+from auditor.backends import search_readers
 from auditor.checks.openmetadata import check, doc_key, row_key
 from auditor.core.join import ordered, outer_pairs, prefetch
 from auditor.core.model import Finding
@@ -23,6 +24,7 @@ from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.spill import Keyed, RowFile, SortedDocs, Spilled
+from auditor.platforms.openmetadata.spill_apart import SpillsApart
 from auditor.platforms.openmetadata.store import OmStore
 
 Progress = Callable[[int], None]
@@ -116,15 +118,20 @@ class OmScanner:
     def _stream(
         self, out: OmJoinResult, plans: list[tuple[OmEntity, str | None]], progress: Progress | None
     ) -> None:
-        """Every row against every doc: the docs' thread runs ahead, type after type."""
+        """Every row against every doc: the docs' thread (or reader process) runs ahead, type
+        after type."""
         stop = threading.Event()
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="auditor-om-docs")
         spills: dict[str, Future[SortedDocs]] = {}
+        apart: SpillsApart | None = None
         tags = None
         try:
-            for entity, name in plans:
-                if name:
-                    spills[entity.entity_type] = pool.submit(self.search.spill, name, doc_key, stop=stop)
+            named = [(entity.entity_type, name) for entity, name in plans if name]
+            if getattr(self.search, "readers", 0) > 0 and self._large(named):
+                apart = SpillsApart(self.search, named, stop)
+                spills = dict(apart.futures)
+            for entity_type, index_name in named if apart is None else ():
+                spills[entity_type] = pool.submit(self.search.spill, index_name, doc_key, stop=stop)
             tags = self.store.tag_spill([entity for entity, _ in plans])  # the children's labels, once
             for entity, name in plans:
                 rows = RowFile(self.search.spill_dir)
@@ -149,10 +156,17 @@ class OmScanner:
             for pending in spills.values():
                 pending.cancel()
             pool.shutdown(wait=True)
+            if apart is not None:
+                apart.join()
             for done in spills.values():
                 _close(done)
             if tags is not None:
                 tags.close()
+
+    def _large(self, named: list[tuple[str, str]]) -> bool:
+        """Enough documents that a reader process pays for its start (search_readers.MIN_DOCS)."""
+        counts = self.search.search.indices(",".join(name for _, name in named)) if named else {}
+        return sum(counts.get(name, 0) for _, name in named) >= max(1, search_readers.MIN_DOCS)
 
     def _tally(
         self,

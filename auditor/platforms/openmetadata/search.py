@@ -38,6 +38,7 @@ class OmSearch:
         self.description = search.description
         self.docs_read = 0
         self.spill_dir: str | None = None  # where the sort spills (None: the system's temp dir)
+        self.readers = 0  # a whole-table scan's spills made by a reader process (settings.scan_readers)
 
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")

@@ -154,12 +154,21 @@ class SortedDocs:
     Pure Python on purpose: a SQLite read gives up the GIL for every row and, beside two busy
     threads, waits each time to get it back."""
 
-    def __init__(self, directory: str | None = None) -> None:
-        self.path = temp_file("docs", ".runs", directory)
+    def __init__(self, directory: str | None = None, path: str | None = None) -> None:
+        # `path`: a file made by `temp_file` in another process (the scan's, for its reader)
+        self.path = path or temp_file("docs", ".runs", directory)
         self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
         self.batch: list[tuple[str, str, bytes | None, bytes]] = []
         self.runs: list[tuple[int, int]] = []  # (offset, count) of each sorted run
         self.count = 0
+
+    @classmethod
+    def written(cls, path: str, runs: list[tuple[int, int]], count: int) -> SortedDocs:
+        """The sorted runs another process wrote to `path` (this one's file), to be read back."""
+        docs = cls.__new__(cls)
+        docs.path, docs.runs, docs.count, docs.batch = path, runs, count, []
+        docs.out = None
+        return docs
 
     def add(self, doc_id: str, index: str, key: bytes | None, source: dict[str, Any]) -> None:
         self.batch.append((doc_id, index, key, encode(source)))
@@ -203,7 +212,8 @@ class SortedDocs:
         yield from self._merged(self.runs)
 
     def close(self) -> None:
-        self.out.close()
+        if self.out is not None:
+            self.out.close()
         if os.path.exists(self.path):
             os.unlink(self.path)
 

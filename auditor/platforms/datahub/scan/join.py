@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.backends import search_readers
 from auditor.backends.protocols import Search, Store
 from auditor.backends.search import urn_filter
 from auditor.backends.search_readers import StreamSpec, read_in_process
@@ -53,11 +54,6 @@ class ScanPlan:
     sizes: dict[str, int] = field(default_factory=dict)  # index -> its documents, as listed
 
 
-# a stream of fewer documents is read in the scan's process: a reader process costs about 0.3 s
-# to start (an interpreter and a client), the time the scan spends on some 15,000 documents
-READER_MIN_DOCS = 20_000
-
-
 def _type_order(types: list[str]) -> list[str]:
     # urns of one type are contiguous in byte order, and types come in `urn:li:<type>:` order
     return sorted(types, key=lambda t: f"urn:li:{t}:")
@@ -93,7 +89,7 @@ class Scanner:
         self._read: Callable[[Iterable[Any]], Iterator[Any]] = prefetch_in_thread if prefetch else iter
         # how many index streams a full read gives a process of their own (search_readers.py)
         self.readers = readers if callable(getattr(search, "spec", None)) else 0
-        self.reader_min_docs = READER_MIN_DOCS if reader_min_docs is None else reader_min_docs
+        self.reader_min_docs = reader_min_docs  # None: search_readers.MIN_DOCS
 
     def _hits(
         self, specs: list[StreamSpec], few: bool, apart: bool
@@ -230,7 +226,8 @@ class Scanner:
             "sysmeta": plan.sizes.get(plan.sysmeta or "", 0),
             "edges": plan.sizes.get(plan.graph or "", 0),
         }
-        large = sorted((n for n in size if size[n] >= max(1, self.reader_min_docs)), key=lambda n: -size[n])
+        least = search_readers.MIN_DOCS if self.reader_min_docs is None else self.reader_min_docs
+        large = sorted((n for n in size if size[n] >= max(1, least)), key=lambda n: -size[n])
         apart = set(large[: self.readers])
         streams: dict[str, Iterator[tuple[str, Any]]] = {"doc": self._docs(plan, "doc" in apart)}
         if plan.sysmeta is not None:
