@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import subprocess
 import sys
 import time
 import uuid
@@ -190,7 +191,7 @@ class FakeTail:
             ("t", p): (-1001, None) for p in range(4)
         }
 
-    def poll(self, limit: int, timeout: float) -> list[Any]:
+    def poll(self, limit: int, timeout: float, every: int = 1) -> list[Any]:
         return []
 
     def commit(self, offsets: Any) -> None:
@@ -246,7 +247,180 @@ def memory(events: int) -> dict[str, Any]:
     return {"events": events, "seconds": round(time.perf_counter() - t0, 1), "points": points}
 
 
+def produce_burst(topic: str, prefix: str, tags: int, rate: int, seconds: float) -> None:
+    """The burst's producer, a process of its own (the watch keeps its core): `rate` MCLs a
+    second for `seconds`, cycling over `tags` tags whose documents already show them; prints
+    what it produced and when, by its own clock (the messages' CreateTime is that clock)."""
+    e = Endpoints.from_env()
+    codec = MclCodec(e.registry)
+    values = [(f"urn:li:tag:{prefix}-{i}".encode(), codec.encode(topic, mcl(i, prefix))) for i in range(tags)]
+    producer = Producer(
+        {
+            "bootstrap.servers": e.kafka,
+            "partitioner": "murmur2_random",
+            "linger.ms": 5,
+            "batch.num.messages": 2000,
+        }
+    )
+    started = time.time()
+    sent, tick = 0, 0.01
+    while True:
+        elapsed = time.time() - started
+        if elapsed >= seconds:
+            break
+        due = min(int(elapsed * rate) + int(rate * tick), int(seconds * rate))
+        while sent < due:
+            key, value = values[sent % tags]
+            try:
+                producer.produce(topic, key=key, value=value)
+            except BufferError:
+                producer.poll(0.01)
+                continue
+            sent += 1
+        producer.poll(0)
+        time.sleep(max(0.0, started + (sent / rate) - time.time()))
+    ended = time.time()
+    producer.flush(60)
+    print(json.dumps({"produced": sent, "started": started, "ended": ended}), flush=True)
+
+
+def burst(rate: int, seconds: float, tags: int, interval: float, max_reads: int) -> dict[str, Any]:
+    """`rate` MCLs a second for `seconds` from a producer process against a watch started at the
+    end of the topic: whether it keeps up (what waits when the producer stops), how many it
+    checked (its sample), its latency percentiles, and the messages' CreateTime against the
+    producer's own clock."""
+    e = Endpoints.from_env()
+    bid = uuid.uuid4().hex[:8]
+    topic, prefix = f"wburst_{bid}_MetadataChangeLog_Versioned_v1", f"wu{bid}"
+    groups = [f"wburst_{bid}_watch", f"wburst_{bid}_raw"]
+    ensure_topics(e.kafka, {topic: 4})
+    search = connect("opensearch", e)
+    try:
+        updater = IndexUpdater(search, prefix)
+        for i in range(tags):  # every tag's documents already show its (only) value
+            updater.apply(read_mcl(mcl(i, prefix)), flush=False)
+        updater.flush()
+        for index in search.list_indices(f"{prefix}_*"):
+            search.refresh(index)
+        settings = load_settings(
+            env={},
+            search_url=e.opensearch,
+            kafka_bootstrap=e.kafka,
+            schema_registry_url=e.registry,
+            index_prefix=prefix,
+            mcl_versioned_topic=topic,
+        )
+        cfg = WatchConfig(
+            slo_seconds=60,
+            check_interval=interval,
+            max_reads=max_reads,
+            index_prefix=prefix,
+            sample_interval=5,
+            commit_interval=1,
+        )
+        points: list[dict[str, Any]] = []
+        with open_watch(settings, cfg, groups[0], (topic,), start="latest") as w:
+            deadline = time.monotonic() + 30
+            while not w.tail.assigned and time.monotonic() < deadline:  # joined before the burst
+                w.step()
+            producer = subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--produce-burst",
+                    topic,
+                    prefix,
+                    str(tags),
+                    str(rate),
+                    str(seconds),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            started = time.monotonic()
+            last = started
+            cpu0 = time.process_time()
+            while producer.poll() is None:
+                w.step()
+                if time.monotonic() - last >= 1.0:
+                    last = time.monotonic()
+                    snap = w.snapshot()
+                    points.append(
+                        {
+                            "t": round(last - started, 1),
+                            "consumed": snap.consumed,
+                            "per_s": round(snap.consumed_per_second),
+                            "behind": snap.behind,
+                            "every": snap.every,
+                            "good": snap.outcomes[Outcome.GOOD],
+                        }
+                    )
+            produced = json.loads(producer.communicate()[0].strip().splitlines()[-1])
+            at_stop = w.snapshot()
+            behind_at_stop = w.tail.behind()
+            watch_cpu = time.process_time() - cpu0
+            drain_deadline = time.monotonic() + 60
+            while w.consumed < produced["produced"] and time.monotonic() < drain_deadline:
+                w.step()
+            drained_s = time.monotonic() - started - seconds
+            for _ in range(int(3 / interval) + 1):  # the last events' reads
+                w.step()
+                time.sleep(interval)
+            w.commit()
+            end = w.snapshot()
+        # the messages' CreateTime, read back raw: the producer's clock, within its run
+        raw = Consumer({"bootstrap.servers": e.kafka, "group.id": groups[1], "auto.offset.reset": "earliest"})
+        raw.subscribe([topic])
+        stamps: list[float] = []
+        idle = 0
+        while len(stamps) < produced["produced"] and idle < 10:
+            batch = raw.consume(5000, 1.0)
+            idle = 0 if batch else idle + 1
+            stamps += [m.timestamp()[1] / 1000.0 for m in batch if m.error() is None]
+        raw.close()
+        h = end.histogram
+        burst_s = produced["ended"] - produced["started"]
+        return {
+            "rate_asked": rate,
+            "seconds": seconds,
+            "produced": produced["produced"],
+            "produced_per_s": round(produced["produced"] / burst_s),
+            "consumed": end.consumed,
+            "consumed_per_s_during_burst": round(
+                at_stop.consumed / (produced["ended"] - produced["started"])
+            ),
+            "behind_when_the_producer_stopped": behind_at_stop,
+            "caught_up_seconds_after_the_producer": round(max(0.0, drained_s), 2),
+            "checked": end.outcomes[Outcome.GOOD] + end.outcomes[Outcome.LATE],
+            "sampled_out": end.outcomes[Outcome.SAMPLED_OUT],
+            "not_checked": end.outcomes[Outcome.NOT_CHECKED],
+            "every_max": max((p["every"] for p in points), default=1),
+            "latency_p50_p95_p99": [h.quantile(q) for q in (0.5, 0.95, 0.99)],
+            "create_times_read_back": len(stamps),
+            "create_times_within_the_producers_run": sum(
+                produced["started"] - 0.001 <= s <= produced["ended"] + 0.001 for s in stamps
+            ),
+            "watch_cpu_seconds_during_burst": round(watch_cpu, 1),
+            "points": points,
+        }
+    finally:
+        for index in search.list_indices(f"{prefix}_*"):
+            search.delete_index(index)
+        admin = admin_client(e.kafka)
+        for future in admin.delete_topics([topic]).values():
+            future.result(timeout=30)
+        for future in admin.delete_consumer_groups(groups).values():
+            try:
+                future.result(timeout=30)
+            except Exception:
+                pass
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--produce-burst"]:
+        topic, prefix, tags, rate, seconds = sys.argv[2:7]
+        produce_burst(topic, prefix, int(tags), int(rate), float(seconds))
+        return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -254,8 +428,16 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.2)
     parser.add_argument("--max-reads", type=int, default=2000)
     parser.add_argument("--memory-events", type=int, default=1_000_000, help="0: skip the memory run")
+    parser.add_argument(
+        "--burst", type=int, default=0, metavar="RATE", help="MCLs a second of a burst (0: none)"
+    )
+    parser.add_argument("--burst-seconds", type=float, default=60.0)
+    parser.add_argument("--burst-tags", type=int, default=5000, help="distinct tags the burst cycles over")
     args = parser.parse_args()
     out: dict[str, Any] = {}
+    if args.burst:
+        out["burst"] = burst(args.burst, args.burst_seconds, args.burst_tags, args.interval, args.max_reads)
+        print(json.dumps(out["burst"]), flush=True)
     if args.n:
         out["throughput"] = throughput(args.n, args.interval, args.max_reads)
         print(json.dumps(out["throughput"]), flush=True)

@@ -30,6 +30,12 @@ def summary(snap: WatchSnapshot) -> dict[str, Any]:
         "within_slo": snap.within_slo,
         "events": dict(snap.outcomes),
         "pending": snap.pending,
+        # the sample: 1 in `every` consumed events is checked (1: all), at this consume rate
+        "sampling": {
+            "every": snap.every,
+            "consumed_per_second": round(snap.consumed_per_second, 1),
+            "behind": snap.behind,
+        },
         "burn": [
             {
                 "alert": w.name,
@@ -77,6 +83,12 @@ def render(snap: WatchSnapshot, console: Console) -> None:
         f"{snap.pending}/{snap.pending_cap}",
     )
     console.print(table)
+    if snap.every > 1:
+        console.print(
+            f"  [yellow]sampling[/]: 1 in {snap.every} events checked "
+            f"({snap.consumed_per_second:,.0f} consumed/s, {snap.behind if snap.behind is not None else '?'} "
+            "waiting): the latencies are the sample's"
+        )
     burn = Table(show_header=True, box=None)
     for column in ("burn alert", "long", "short", "factor", ""):
         burn.add_column(column)

@@ -42,6 +42,15 @@ def render(snap: WatchSnapshot) -> str:
         "# TYPE auditor_watch_events_total counter",
     ]
     out += [f'auditor_watch_events_total{{outcome="{o}"}} {snap.outcomes.get(o, 0)}' for o in Outcome.ALL]
+    out += [
+        "# HELP auditor_watch_check_every 1 in how many consumed events the watch checks (1: all; more "
+        "while it is behind a burst).",
+        "# TYPE auditor_watch_check_every gauge",
+        f"auditor_watch_check_every {snap.every}",
+        "# HELP auditor_watch_consumed_per_second Change-log events consumed a second (last check interval).",
+        "# TYPE auditor_watch_consumed_per_second gauge",
+        f"auditor_watch_consumed_per_second {snap.consumed_per_second:.1f}",
+    ]
     share = snap.within_slo
     out += [
         "# HELP auditor_watch_within_slo_ratio Share of settled events reflected within the SLO.",

@@ -58,6 +58,16 @@ def watch(
         int,
         typer.Option(help="Events read per --interval (two docs each), oldest first: the load on search."),
     ] = 2000,
+    check_every: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=4096,
+            help="Check 1 in K events (1: every event). 0: every event while the watch keeps up, "
+            "a sample of 1 in 2, 4, ... 64 while a burst leaves it behind (said in the output and "
+            "the metrics).",
+        ),
+    ] = 0,
     give_up: Annotated[
         float, typer.Option(help="Seconds a late event is still followed for its latency.")
     ] = 3600.0,
@@ -124,6 +134,7 @@ def watch(
             pending_cap=pending_cap,
             give_up_seconds=give_up,
             max_reads=max_reads,
+            every=check_every,
             bucket_seconds=bucket_seconds or 60.0 * window_scale,
             windows=scaled(GOOGLE_30D, window_scale),
             index_prefix=settings.index_prefix,

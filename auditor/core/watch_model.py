@@ -28,6 +28,11 @@ class WatchConfig:
     visibility_seconds: float = 3.0  # after the MAE group passed an event, search shows it within
     poll_batch: int = 500
     max_reads: int = 2000  # events read per check (two docs each): the load on the cluster
+    # 1 in how many events is checked: 0 adapts (every event while the watch keeps up; 1 in 2,
+    # 4, ... up to `max_every` while more than `behind_seconds` of events wait to be read)
+    every: int = 0
+    max_every: int = 64
+    behind_seconds: float = 2.0
     findings_kept: int = 200
 
 
@@ -38,8 +43,9 @@ class Outcome:
     LATE = "late"  # not reflected within the SLO (counted against the budget when it crossed it)
     NOT_CHECKED = "not_checked"  # spilled past the pending cap, undecodable, or not checkable
     SKIPPED = "skipped"  # already settled before a restart (from the committed offsets' metadata)
+    SAMPLED_OUT = "sampled_out"  # left out of the sample a watch behind a burst checks (`every`)
 
-    ALL = (GOOD, LATE, NOT_CHECKED, SKIPPED)
+    ALL = (GOOD, LATE, NOT_CHECKED, SKIPPED, SAMPLED_OUT)
 
 
 @dataclass
@@ -75,6 +81,9 @@ class WatchSnapshot:
     findings: list[Classified] = field(default_factory=list)  # the latest, bounded
     finding_counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (verdict, subkind)
     notes: list[str] = field(default_factory=list)
+    every: int = 1  # 1 in how many events is checked now (1: all)
+    consumed_per_second: float = 0.0  # over the last check interval
+    behind: int | None = None  # messages waiting to be read, as last fetched
 
     @property
     def settled(self) -> int:

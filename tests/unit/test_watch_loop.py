@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -46,10 +47,15 @@ class FakeTail:
         self.queue: list[TailedMessage] = []
         self.assigned = {(TOPIC, 0): committed}
         self.commits: list[Any] = []
+        self.waiting: int | None = None  # what `behind()` says (None: unknown)
 
-    def poll(self, limit: int, timeout: float) -> list[TailedMessage]:
+    def poll(self, limit: int, timeout: float, every: int = 1) -> list[TailedMessage]:
         out, self.queue = self.queue[:limit], self.queue[limit:]
-        return out
+        # as MclTail does: only the offsets divisible by `every` decoded
+        return [m if m.offset % every == 0 else replace(m, value=None, sampled_out=True) for m in out]
+
+    def behind(self) -> int | None:
+        return self.waiting
 
     def commit(self, offsets: Any) -> None:
         self.commits.append(list(offsets))
@@ -213,3 +219,67 @@ def test_each_check_reads_at_most_max_reads_oldest_first_and_still_counts_the_un
     }
     snap = w.snapshot()
     assert snap.outcomes[Outcome.LATE] == 6 and len(snap.findings) == 6  # read or not, all are late
+
+
+def test_a_fixed_sample_checks_one_event_in_k_and_commits_past_them_all(registry: Registry) -> None:
+    tail, index = FakeTail(), FakeIndex()
+    w = watch(registry, tail, index, every=4)
+    now = time.time()
+    values = [mcl(f"k{i}", "d", i) for i in range(40)]
+    for v in values:
+        index.apply(v)
+    tail.queue = [TailedMessage(TOPIC, 0, i, now - 1.0, v) for i, v in enumerate(values)]
+    w.step()
+    w.check(now)
+    snap = w.snapshot()
+    assert snap.outcomes[Outcome.SAMPLED_OUT] == 30 and snap.outcomes[Outcome.GOOD] == 10
+    assert snap.histogram.total == 10 and snap.every == 4 and snap.consumed == 40
+    w.commit()
+    assert tail.commits[-1][0][2] == 40  # every offset settled: the sampled-out ones too
+
+
+def test_behind_a_burst_the_sample_narrows_and_widens_again_once_caught_up(registry: Registry) -> None:
+    from reports.watch_console import summary
+    from reports.watch_metrics import render as metrics
+
+    tail, index = FakeTail(), FakeIndex()
+    w = watch(registry, tail, index, max_every=8, behind_seconds=2.0)
+    t = 1000.0
+    assert w.every == 1
+    seen = []
+    for _ in range(5):  # 1,000 consumed a second, 50,000 waiting: 50 s behind
+        t += 1.0
+        w.consumed += 1000
+        tail.waiting = 50_000
+        w.adapt(t)
+        seen.append(w.every)
+    assert seen == [2, 4, 8, 8, 8] and w.rate == pytest.approx(1000.0)
+    snap = w.snapshot()
+    assert summary(snap)["sampling"] == {"every": 8, "consumed_per_second": 1000.0, "behind": 50_000}
+    assert "auditor_watch_check_every 8" in metrics(snap)
+    seen = []
+    for _ in range(7):  # caught up: under half a second waiting; the sample widens every 3rd check
+        t += 1.0
+        w.consumed += 1000
+        tail.waiting = 100
+        w.adapt(t)
+        seen.append(w.every)
+    assert seen == [8, 8, 4, 4, 4, 2, 2]
+    tail.waiting = 1500  # between the two bounds: held where it is
+    for _ in range(4):
+        t += 1.0
+        w.consumed += 1000
+        w.adapt(t)
+    assert w.every == 2
+
+
+def test_a_fixed_sample_or_an_unknown_backlog_is_not_adapted(registry: Registry) -> None:
+    tail, index = FakeTail(), FakeIndex()
+    fixed = watch(registry, tail, index, every=1)
+    unknown = watch(registry, FakeTail(), index)
+    tail.waiting = 10**6
+    for t in (1.0, 2.0, 3.0):
+        fixed.consumed += 10
+        fixed.adapt(t)
+        unknown.adapt(t)
+    assert fixed.every == 1 and unknown.every == 1 and unknown.behind is None

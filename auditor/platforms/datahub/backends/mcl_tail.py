@@ -20,8 +20,9 @@ class TailedMessage:
     partition: int
     offset: int
     timestamp: float  # epoch seconds (CreateTime as the producer set it, or LogAppendTime)
-    value: dict[str, Any] | None  # None: not decodable (`error` says why)
+    value: dict[str, Any] | None  # None: not decodable (`error` says why), or sampled out
     error: str | None = None
+    sampled_out: bool = False  # not decoded: a burst's sample left it out (Watch.every)
 
 
 def refuse_mae_group(group: str, mae_group: str) -> None:
@@ -88,8 +89,10 @@ class MclTail:
             self.assigned.pop((tp.topic, tp.partition), None)
             self.revoked.append((tp.topic, tp.partition))
 
-    def poll(self, limit: int, timeout: float) -> list[TailedMessage]:
-        """Up to `limit` messages, waiting at most `timeout` seconds for the first."""
+    def poll(self, limit: int, timeout: float, every: int = 1) -> list[TailedMessage]:
+        """Up to `limit` messages, waiting at most `timeout` seconds for the first; with `every`
+        k > 1 only the messages at offsets divisible by k are decoded (the rest come back with no
+        value and `sampled_out`: a watch behind a burst checks a uniform sample)."""
         try:
             batch = self.consumer.consume(num_messages=limit, timeout=timeout)
         except Exception as exc:
@@ -102,11 +105,35 @@ class MclTail:
             if topic is None or partition is None or offset is None:
                 continue
             stamp = msg.timestamp()[1] / 1000.0
+            if every > 1 and offset % every:
+                out.append(TailedMessage(topic, partition, offset, stamp, None, sampled_out=True))
+                continue
             try:
                 out.append(TailedMessage(topic, partition, offset, stamp, self.decode(msg.value())))
             except Exception as exc:
                 out.append(TailedMessage(topic, partition, offset, stamp, None, str(exc)[:200]))
         return out
+
+    def behind(self) -> int | None:
+        """Messages between this consumer's position and the partitions' ends as last fetched (no
+        request: the high watermarks every fetch brings); None before anything was fetched."""
+        from confluent_kafka import TopicPartition
+
+        assigned = [TopicPartition(t, p) for t, p in self.assigned]
+        if not assigned:
+            return None
+        total, known = 0, False
+        try:
+            for tp in self.consumer.position(assigned):
+                if tp.offset < 0:
+                    continue
+                high = self.consumer.get_watermark_offsets(tp, cached=True)
+                if high is None or high[1] < 0:
+                    continue
+                total, known = total + max(0, high[1] - tp.offset), True
+        except Exception:  # a figure for the sampling only: never a reason to stop the watch
+            return None
+        return total if known else None
 
     def commit(self, offsets: Iterable[tuple[str, int, int, str]]) -> None:
         """Commit (topic, partition, offset, metadata) synchronously."""

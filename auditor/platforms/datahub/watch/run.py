@@ -28,9 +28,11 @@ class Tail(Protocol):
     topics: tuple[str, ...]
     assigned: dict[tuple[str, int], tuple[int, str | None]]
 
-    def poll(self, limit: int, timeout: float) -> list[Any]: ...
+    def poll(self, limit: int, timeout: float, every: int = 1) -> list[Any]: ...
 
     def commit(self, offsets: Any) -> None: ...
+
+    def behind(self) -> int | None: ...
 
 
 UNREAD = Reflection(False, None, "not read yet: behind older pending events on its partition")
@@ -78,6 +80,12 @@ class Watch:
         self.started_at = time.time()
         self._last = {"check": 0.0, "sample": 0.0, "commit": time.monotonic()}
         self.notes: list[str] = []
+        # 1 in how many events is checked (adapted each check unless the config fixes it)
+        self.every = max(1, config.every)
+        self.behind: int | None = None
+        self.rate = 0.0  # events consumed a second over the last check interval
+        self._rate_from = (time.monotonic(), 0)
+        self._caught_up = 0  # checks in a row with little waiting: the sample widens again after 3
 
     # -- reading ---------------------------------------------------------------------------
     def _resume_of(self, where: tuple[str, int]) -> Resume | None:
@@ -92,6 +100,10 @@ class Watch:
             ledger = self.ledgers.setdefault(where, PartitionLedger())
             resume = self._resume_of(where)
             self.consumed += 1
+            if getattr(msg, "sampled_out", False):  # not decoded: left out of a burst's sample
+                self.counters.outcomes[Outcome.SAMPLED_OUT] += 1
+                ledger.read(msg.offset, opened=False)
+                continue
             if resume is not None and resume.skip(msg.offset):
                 self.counters.outcomes[Outcome.SKIPPED] += 1
                 ledger.read(msg.offset, opened=False)
@@ -196,6 +208,31 @@ class Watch:
         key = (found.verdict.value, found.subkind)
         self.counters.findings[key] = self.counters.findings.get(key, 0) + 1
 
+    # -- keeping up -------------------------------------------------------------------------
+    def adapt(self, now: float | None = None) -> None:
+        """The consume rate over the last interval, and 1 in how many events to check next: twice
+        as few while more than `behind_seconds` of events wait to be read, twice as many again
+        once three checks in a row found little waiting (under a quarter of that)."""
+        mono = time.monotonic() if now is None else now
+        since, consumed = self._rate_from
+        if mono > since:
+            self.rate = (self.consumed - consumed) / (mono - since)
+        self._rate_from = (mono, self.consumed)
+        behind = getattr(self.tail, "behind", None)
+        self.behind = behind() if callable(behind) else None
+        if self.config.every or self.behind is None:
+            return
+        waiting = self.behind / self.rate if self.rate > 0 else (0.0 if self.behind == 0 else float("inf"))
+        if waiting > self.config.behind_seconds:
+            self._caught_up = 0
+            if self.every < self.config.max_every:
+                self.every = min(self.config.max_every, self.every * 2)
+        elif waiting < self.config.behind_seconds / 4:
+            self._caught_up += 1
+            if self.every > 1 and self._caught_up >= 3:
+                self._caught_up = 0
+                self.every //= 2
+
     # -- the MAE group ---------------------------------------------------------------------
     def observe_group(self) -> None:
         if self.sample is None:
@@ -222,7 +259,8 @@ class Watch:
     def step(self) -> None:
         """One turn: read what came, and check, sample and commit when each is due."""
         c = self.config
-        self.ingest(self.tail.poll(c.poll_batch, min(0.2, c.check_interval)))
+        timeout = min(0.2, c.check_interval)
+        self.ingest(self.tail.poll(c.poll_batch, timeout, self.every))
         mono = time.monotonic()
         if mono - self._last["sample"] >= c.sample_interval:
             self._last["sample"] = mono
@@ -230,6 +268,7 @@ class Watch:
         if mono - self._last["check"] >= c.check_interval:
             self._last["check"] = mono
             self.check()
+            self.adapt(mono)
         if mono - self._last["commit"] >= c.commit_interval:
             self._last["commit"] = mono
             self.commit()
@@ -289,4 +328,7 @@ class Watch:
             findings=list(self.findings),
             finding_counts=dict(self.counters.findings),
             notes=list(self.notes),
+            every=self.every,
+            consumed_per_second=self.rate,
+            behind=self.behind,
         )
