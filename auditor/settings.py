@@ -23,6 +23,7 @@ from pydantic import (
 
 from auditor import platforms
 from auditor.errors import ConfigError
+from auditor.redact import redact_url as redact_url  # re-exported: where most callers import it
 
 # One Settings serves every platform. Its defaults for the change log are DataHub's: its topics and
 # its MAE consumer's group (auditor/platforms/datahub/naming.py takes them from here).
@@ -290,16 +291,6 @@ class Settings(BaseModel):
         elif self.schema_registry_url:
             out["schema_registry"] = redact_url(self.schema_registry_url)
         return out
-
-
-def redact_url(url: str) -> str:
-    """`scheme://user:secret@host/db` -> `scheme://user:***@host/db`."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, _, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
 
 
 def with_password(url: str, password: str) -> str:

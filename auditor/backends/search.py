@@ -15,7 +15,7 @@ from auditor.backends.search_engine import Engine, certificate_refusal, probe, t
 from auditor.core.model import Selection
 from auditor.core.records import DYNAMIC
 from auditor.errors import BackendUnavailable, ConfigError
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 if TYPE_CHECKING:
     from auditor.backends.search_auth import SearchAuth
