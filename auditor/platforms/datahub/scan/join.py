@@ -222,7 +222,7 @@ class Scanner:
         """The projections: the entity doc, the system-metadata docs and the edges, per urn. The
         largest streams, when large enough, get the reader processes there are."""
         size = {
-            "doc": sum(plan.sizes.get(i, 0) for i in plan.indices.values()),
+            "doc": sum(plan.sizes.get(i, 0) for i in set(plan.indices.values())),  # V3: one index, many types
             "sysmeta": plan.sizes.get(plan.sysmeta or "", 0),
             "edges": plan.sizes.get(plan.graph or "", 0),
         }
