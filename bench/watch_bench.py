@@ -82,6 +82,43 @@ def mcl(i: int, prefix: str) -> dict[str, Any]:
     )
 
 
+def _watch_setup(
+    e: Endpoints, prefix: str, topic: str, interval: float, max_reads: int, slo: float
+) -> tuple[Any, WatchConfig]:
+    """The settings and the watch's configuration of a bench run (its own prefix and topic)."""
+    settings = load_settings(
+        env={},
+        search_url=e.opensearch,
+        kafka_bootstrap=e.kafka,
+        schema_registry_url=e.registry,
+        index_prefix=prefix,
+        mcl_versioned_topic=topic,
+    )
+    cfg = WatchConfig(
+        slo_seconds=slo,
+        check_interval=interval,
+        max_reads=max_reads,
+        index_prefix=prefix,
+        sample_interval=5,
+        commit_interval=1,
+    )
+    return settings, cfg
+
+
+def _remove(e: Endpoints, search: Any, prefix: str, topic: str, groups: list[str]) -> None:
+    """What a bench run made: its indices, its topic, its groups."""
+    for index in search.list_indices(f"{prefix}_*"):
+        search.delete_index(index)
+    admin = admin_client(e.kafka)
+    for future in admin.delete_topics([topic]).values():
+        future.result(timeout=30)
+    for future in admin.delete_consumer_groups(groups).values():
+        try:
+            future.result(timeout=30)
+        except Exception:
+            pass
+
+
 def throughput(n: int, interval: float, max_reads: int) -> dict[str, Any]:
     e = Endpoints.from_env()
     bid = uuid.uuid4().hex[:8]
@@ -121,22 +158,7 @@ def throughput(n: int, interval: float, max_reads: int) -> dict[str, Any]:
             got += sum(1 for m in batch if m.error() is None)
         raw_s = time.perf_counter() - (t0 or time.perf_counter())
         raw.close()
-        settings = load_settings(
-            env={},
-            search_url=e.opensearch,
-            kafka_bootstrap=e.kafka,
-            schema_registry_url=e.registry,
-            index_prefix=prefix,
-            mcl_versioned_topic=topic,
-        )
-        cfg = WatchConfig(
-            slo_seconds=3600,
-            check_interval=interval,
-            max_reads=max_reads,
-            index_prefix=prefix,
-            sample_interval=5,
-            commit_interval=1,
-        )
+        settings, cfg = _watch_setup(e, prefix, topic, interval, max_reads, slo=3600)
         with open_watch(settings, cfg, groups[1], (topic,), start="earliest") as w:
             t1, deadline = None, time.perf_counter() + 600
             while w.snapshot().outcomes[Outcome.GOOD] < n and time.perf_counter() < deadline:
@@ -171,16 +193,7 @@ def throughput(n: int, interval: float, max_reads: int) -> dict[str, Any]:
             "max_reads": max_reads,
         }
     finally:
-        for index in search.list_indices(f"{prefix}_*"):
-            search.delete_index(index)
-        admin = admin_client(e.kafka)
-        for future in admin.delete_topics([topic]).values():
-            future.result(timeout=30)
-        for future in admin.delete_consumer_groups(groups).values():
-            try:
-                future.result(timeout=30)
-            except Exception:
-                pass
+        _remove(e, search, prefix, topic, groups)
 
 
 class FakeTail:
@@ -302,22 +315,7 @@ def burst(rate: int, seconds: float, tags: int, interval: float, max_reads: int)
         updater.flush()
         for index in search.list_indices(f"{prefix}_*"):
             search.refresh(index)
-        settings = load_settings(
-            env={},
-            search_url=e.opensearch,
-            kafka_bootstrap=e.kafka,
-            schema_registry_url=e.registry,
-            index_prefix=prefix,
-            mcl_versioned_topic=topic,
-        )
-        cfg = WatchConfig(
-            slo_seconds=60,
-            check_interval=interval,
-            max_reads=max_reads,
-            index_prefix=prefix,
-            sample_interval=5,
-            commit_interval=1,
-        )
+        settings, cfg = _watch_setup(e, prefix, topic, interval, max_reads, slo=60)
         points: list[dict[str, Any]] = []
         with open_watch(settings, cfg, groups[0], (topic,), start="latest") as w:
             deadline = time.monotonic() + 30
@@ -404,16 +402,7 @@ def burst(rate: int, seconds: float, tags: int, interval: float, max_reads: int)
             "points": points,
         }
     finally:
-        for index in search.list_indices(f"{prefix}_*"):
-            search.delete_index(index)
-        admin = admin_client(e.kafka)
-        for future in admin.delete_topics([topic]).values():
-            future.result(timeout=30)
-        for future in admin.delete_consumer_groups(groups).values():
-            try:
-                future.result(timeout=30)
-            except Exception:
-                pass
+        _remove(e, search, prefix, topic, groups)
 
 
 def main() -> None:

@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 
 # hits a message carries: a page of the stream (the stream's own page size)
 BATCH = 2000
-# a stream of fewer documents is read in the scan's process: a reader process costs about 0.3 s
-# to start (an interpreter and a client), the time a scan spends on some 15,000 documents
+# a stream of fewer documents is read in the scan's process: a reader process costs 0.36-0.40 s
+# to start here (an interpreter, its imports and a client), about what a scan spends on 15,000
+# documents
 MIN_DOCS = 20_000
 # each finished reader's peak RSS in MiB, in the order they finished (for the benchmark)
 PEAK_RSS_MIB: list[float] = []
