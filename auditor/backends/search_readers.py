@@ -33,8 +33,6 @@ from typing import Any, BinaryIO, Protocol
 
 from auditor.errors import AuditorError, BackendUnavailable
 
-log = logging.getLogger(__name__)
-
 # hits a message carries: a page of the stream (the stream's own page size)
 BATCH = 2000
 # a stream of fewer documents is read in the scan's process: a reader process costs 0.36-0.40 s

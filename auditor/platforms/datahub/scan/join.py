@@ -74,7 +74,6 @@ class Scanner:
         now: datetime | None = None,
         prefetch: bool = False,
         readers: int = 0,
-        reader_min_docs: int | None = None,
         type_field: str | None = None,
         versions: IndexRules | None = None,
     ) -> None:
@@ -89,7 +88,6 @@ class Scanner:
         self._read: Callable[[Iterable[Any]], Iterator[Any]] = prefetch_in_thread if prefetch else iter
         # how many index streams a full read gives a process of their own (search_readers.py)
         self.readers = readers if callable(getattr(search, "spec", None)) else 0
-        self.reader_min_docs = reader_min_docs  # None: search_readers.MIN_DOCS
 
     def _hits(
         self, specs: list[StreamSpec], few: bool, apart: bool
@@ -226,8 +224,8 @@ class Scanner:
             "sysmeta": plan.sizes.get(plan.sysmeta or "", 0),
             "edges": plan.sizes.get(plan.graph or "", 0),
         }
-        least = search_readers.MIN_DOCS if self.reader_min_docs is None else self.reader_min_docs
-        large = sorted((n for n in size if size[n] >= max(1, least)), key=lambda n: -size[n])
+        least = max(1, search_readers.MIN_DOCS)
+        large = sorted((n for n in size if size[n] >= least), key=lambda n: -size[n])
         apart = set(large[: self.readers])
         streams: dict[str, Iterator[tuple[str, Any]]] = {"doc": self._docs(plan, "doc" in apart)}
         if plan.sysmeta is not None:
