@@ -29,10 +29,12 @@ class WatchConfig:
     poll_batch: int = 500
     max_reads: int = 2000  # events read per check (two docs each): the load on the cluster
     # 1 in how many events is checked: 0 adapts (every event while the watch keeps up; 1 in 2,
-    # 4, ... up to `max_every` while more than `behind_seconds` of events wait to be read)
+    # 4, ... up to `max_every` while more than `behind_seconds` of events wait to be read, and at
+    # least `behind_events` of them: a trickle with an event in flight is no burst)
     every: int = 0
     max_every: int = 64
     behind_seconds: float = 2.0
+    behind_events: int = 1000
     findings_kept: int = 200
 
 

@@ -273,6 +273,24 @@ def test_behind_a_burst_the_sample_narrows_and_widens_again_once_caught_up(regis
     assert w.every == 2
 
 
+def test_a_trickle_with_an_event_in_flight_is_checked_whole(registry: Registry) -> None:
+    # a quiet topic: one event every few seconds, one fetched but not yet consumed at the check;
+    # by time alone that is "seconds behind" (1 waiting at 0.3 a second), yet no burst
+    tail, index = FakeTail(), FakeIndex()
+    w = watch(registry, tail, index, max_every=64, behind_seconds=2.0)
+    t = 1000.0
+    for consumed in (0, 1, 0, 1, 1, 0):
+        t += 3.0
+        w.consumed += consumed
+        tail.waiting = 1
+        w.adapt(t)
+        assert w.every == 1, (w.rate, w.behind)
+    tail.waiting = 5_000  # thousands waiting and nothing consumed: that is behind
+    t += 3.0
+    w.adapt(t)
+    assert w.every == 2
+
+
 def test_a_fixed_sample_or_an_unknown_backlog_is_not_adapted(registry: Registry) -> None:
     tail, index = FakeTail(), FakeIndex()
     fixed = watch(registry, tail, index, every=1)

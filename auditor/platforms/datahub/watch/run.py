@@ -211,8 +211,9 @@ class Watch:
     # -- keeping up -------------------------------------------------------------------------
     def adapt(self, now: float | None = None) -> None:
         """The consume rate over the last interval, and 1 in how many events to check next: twice
-        as few while more than `behind_seconds` of events wait to be read, twice as many again
-        once three checks in a row found little waiting (under a quarter of that)."""
+        as few while more than `behind_seconds` of events (and `behind_events` at least) wait to be
+        read, twice as many again once three checks in a row found little waiting (under a quarter
+        of that)."""
         mono = time.monotonic() if now is None else now
         since, consumed = self._rate_from
         if mono > since:
@@ -222,7 +223,12 @@ class Watch:
         self.behind = behind() if callable(behind) else None
         if self.config.every or self.behind is None:
             return
-        waiting = self.behind / self.rate if self.rate > 0 else (0.0 if self.behind == 0 else float("inf"))
+        if self.behind < self.config.behind_events:
+            waiting = 0.0  # a few events in flight on a quiet topic: checking them all is cheap
+        elif self.rate > 0:
+            waiting = self.behind / self.rate
+        else:
+            waiting = float("inf")
         if waiting > self.config.behind_seconds:
             self._caught_up = 0
             if self.every < self.config.max_every:
