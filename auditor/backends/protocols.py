@@ -70,6 +70,8 @@ class Search(Protocol):
 
     def indices(self, pattern: str = "*") -> dict[str, int]: ...
 
+    def names(self, pattern: str = "*") -> set[str]: ...  # `indices`' keys, without the counting
+
     # index (and alias) -> the top-level fields its mapping holds (an index left out: unknown)
     def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]: ...
 

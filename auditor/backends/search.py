@@ -322,6 +322,20 @@ class SearchIndex:
                 counts[alias] = counts[index]
         return counts
 
+    def names(self, pattern: str = "*") -> set[str]:
+        """The indices and aliases matching `pattern`, not counted (one request: what a look at a
+        few urns needs; `indices` also counts every document of them)."""
+        try:
+            listed = self._call(self.client.indices.get_alias, index=pattern)
+        except Exception as exc:
+            if "index_not_found" in str(exc) or "404" in str(exc):
+                return set()
+            raise self._fail("listing indices", exc) from None
+        out = set(listed)
+        for entry in listed.values():
+            out.update(entry.get("aliases") or {})
+        return out
+
     def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]:
         """Index (and alias) -> the top-level fields its mapping holds, for the indices matching
         `pattern` (one request; `view_index_metadata`). An alias over several indices holds what

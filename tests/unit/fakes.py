@@ -127,6 +127,9 @@ class FakeSearch:
     def indices(self, pattern: str = "*") -> dict[str, int]:
         return {name: len(docs) for name, docs in self.docs.items()}
 
+    def names(self, pattern: str = "*") -> set[str]:
+        return set(self.indices(pattern))
+
     def mapped_fields(self, pattern: str) -> dict[str, frozenset[str]]:
         return {}  # no mapping known: every field the rules write is expected
 

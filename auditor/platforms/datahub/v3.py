@@ -33,7 +33,7 @@ DOC_CHECKS = ("index.missing-document", "index.orphan-document", "index.stale-fi
 
 def v3_indices(search: Any, index_prefix: str, registry: Registry) -> dict[str, str]:
     """Entity type -> the V3 index (or alias) holding its documents; empty when there is no V3."""
-    listed = search.indices(prefixed(f"*{ENTITY_INDEX_V3_SUFFIX}", index_prefix))
+    listed = search.names(prefixed(f"*{ENTITY_INDEX_V3_SUFFIX}", index_prefix))
     names = sorted(n for n in listed if n.endswith(ENTITY_INDEX_V3_SUFFIX))
     if not names:
         return {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -188,6 +188,12 @@ class EventLog(HitDecoding):
 
     def _read(self, topic: str, partition: int, start: int, stop: int, cap: int) -> Iterable[Any]:
         """Messages of one partition from `start` up to (not including) `stop`, at most `cap`."""
+        for batch in self._batches(topic, partition, start, stop, cap):
+            yield from batch
+
+    def _batches(self, topic: str, partition: int, start: int, stop: int, cap: int) -> Iterator[list[Any]]:
+        """`_read`'s messages a fetched batch at a time (a triage's look-up reads tens of thousands
+        of messages for the few of one urn: the per-message work is the cost)."""
         from confluent_kafka import TopicPartition
 
         self.read_whole = True  # False when a read ends on a timeout, short of `stop`
@@ -203,17 +209,28 @@ class EventLog(HitDecoding):
                 if not batch:
                     self.read_whole = False
                     return
-                for msg in batch:
-                    error = msg.error()
-                    if error is not None:
-                        if error.code() == -191:  # _PARTITION_EOF
-                            return
-                        raise self._fail(f"reading {topic}[{partition}]", Exception(str(error)))
-                    offset = msg.offset()
-                    if offset is None or offset >= stop:
+                cut = len(batch)
+                for i, msg in enumerate(batch):  # an error is rare: where the first one is
+                    if msg.error() is not None:
+                        cut = i
+                        break
+                good = batch[:cut]
+                # offsets ascend within a partition: what lies past `stop` is at the tail
+                while good:
+                    last = good[-1].offset()
+                    if last is not None and last < stop:
+                        break
+                    good.pop()
+                if good:
+                    seen += len(good)
+                    yield good
+                if len(good) < cut:  # a message at or past `stop`
+                    return
+                if cut < len(batch):
+                    error = batch[cut].error()
+                    if error is None or error.code() == -191:  # _PARTITION_EOF
                         return
-                    seen += 1
-                    yield msg
+                    raise self._fail(f"reading {topic}[{partition}]", Exception(str(error)))
         finally:
             self.consumer.unassign()
 
@@ -281,13 +298,13 @@ class EventLog(HitDecoding):
         keys = {u.encode("utf-8"): u for u in urns}
         hits: list[MclHit] = []
         read = 0
-        for msg in self._read(topic, partition, start, stop, cap):
-            read += 1
-            urn = keys.get(msg.key() or b"")
-            if urn is None:
-                continue
-            hit = self._hit((topic, partition, msg.offset()), urn, _ts(msg.timestamp()[1]), msg.value())
-            if hit is not None:
-                hits.append(hit)
+        for batch in self._batches(topic, partition, start, stop, cap):
+            read += len(batch)
+            for msg in [m for m in batch if m.key() in keys]:
+                hit = self._hit(
+                    (topic, partition, msg.offset()), keys[msg.key()], _ts(msg.timestamp()[1]), msg.value()
+                )
+                if hit is not None:
+                    hits.append(hit)
         # the read stops early at the cap, at the end of the log, or on a timeout (not whole)
         return hits, read < cap and self.read_whole

@@ -185,9 +185,13 @@ class Scanner:
     def plan(self, selection: Selection) -> ScanPlan:
         """What a join of `selection` reads: the types, the indices that exist, the checks."""
         types = self.entity_types(selection)
-        existing = self.search.indices(f"{self.index_prefix}*" if self.index_prefix else "*")
+        pattern = f"{self.index_prefix}*" if self.index_prefix else "*"
+        # the sizes decide the reader processes, which a look at a few urns never starts: counting
+        # every document of every index is then a request for nothing
+        sizes = {} if selection.urns else self.search.indices(pattern)
+        existing = set(sizes) if sizes else self.search.names(pattern)
         indices = {t: name for t in types if (name := self.index_of(t)) in existing}
-        plan = ScanPlan(selection, types, indices, sizes=dict(existing))
+        plan = ScanPlan(selection, types, indices, sizes=sizes)
         sysmeta = system_metadata_index(self.index_prefix)
         if self.type_field:  # a V3 pass: the entity documents only (the rest is shared with V2)
             plan.checks = [c for c in self.checks if c.id not in ("system-metadata.stale", "graph.edges")]
