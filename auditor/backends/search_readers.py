@@ -29,6 +29,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from auditor.errors import AuditorError, BackendUnavailable
@@ -152,8 +153,14 @@ def messages(search: Any, job: Job, stop: threading.Event | None = None) -> Iter
     job on stdin, pickled messages on stdout) and nothing else: not a fork (the parent's threads
     and sockets stay the parent's), not multiprocessing's spawn (which imports the parent's main
     module again: the whole CLI, 50 MiB more a child)."""
+    # the child imports this same auditor, not whichever one its working directory or the
+    # environment would find first (a checkout beside an installed release)
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
     proc = subprocess.Popen(
         [sys.executable, "-m", "auditor.backends.search_readers"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,  # the screen is the tool's; errors come back as messages

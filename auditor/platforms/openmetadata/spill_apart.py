@@ -47,7 +47,8 @@ class SpillsApart:
 
     def __init__(self, om: Any, plans: Sequence[tuple[str, str]], stop: threading.Event) -> None:
         self.futures: dict[str, Future[SortedDocs]] = {t: Future() for t, _ in plans}
-        self.paths = {t: temp_file("docs", ".runs", om.spill_dir) for t, _ in plans}
+        # absolute: the reader process runs in another working directory
+        self.paths = {t: os.path.abspath(temp_file("docs", ".runs", om.spill_dir)) for t, _ in plans}
         job = SpillJob(tuple((t, name, self.paths[t]) for t, name in plans))
         self.thread = threading.Thread(
             target=self._run, args=(om, job, stop), daemon=True, name="auditor-om-reader"
