@@ -16,11 +16,15 @@ from typing import Any
 from auditor.core.model import Finding, Kind, RepairKind
 from auditor.platforms.openmetadata.fields import (
     BadRow,
+    Key,
     differences,
     doc_fields,
     only_the_delete_flag_moved,
     parse_entity,
     row_fields,
+)
+from auditor.platforms.openmetadata.fields import (
+    keys_agree as keys_agree,  # the join's first comparison, beside the keys
 )
 from auditor.platforms.openmetadata.naming import OmEntity, is_uuid
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
@@ -116,9 +120,9 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
     return None
 
 
-def row_key(row: OmRow) -> bytes | None:
+def row_key(row: OmRow) -> Key | None:
     """The key of the row's compared fields (None: unreadable, or not one bytes can compare).
-    `row_key(row) == doc_key(doc)`, both not None, means `check` finds nothing in the pair."""
+    `keys_agree(row_key(row), doc_key(doc))` means `check` finds nothing in the pair."""
     try:
         data = parse_entity(row.json, row.id)
     except BadRow:
@@ -126,6 +130,6 @@ def row_key(row: OmRow) -> bytes | None:
     return row_fields(data, row.owners, row.tags, row.domains).key()
 
 
-def doc_key(source: dict[str, Any]) -> bytes | None:
+def doc_key(source: dict[str, Any]) -> Key | None:
     """The key of a document's compared fields (see `row_key`)."""
     return doc_fields(source).key()

@@ -4,7 +4,7 @@ SPLIT_TAGS_SINCE and compared only where a document holds them; Tier left out of
 from __future__ import annotations
 
 from auditor.platforms.openmetadata.document import SPLIT_TAGS_SINCE, build_document, split_by_source
-from auditor.platforms.openmetadata.fields import differences, doc_fields, row_fields
+from auditor.platforms.openmetadata.fields import differences, doc_fields, keys_agree, row_fields
 
 ID = "3f1b8c52-8a6e-4a57-9d1c-0c9e5b7a2f10"
 PII = {"tagFQN": "PII.Sensitive", "source": "Classification"}
@@ -58,7 +58,7 @@ def test_compared_where_the_document_holds_them():
         )
     )
     assert differences(truth, good) == []
-    assert truth.key() == good.key()
+    assert truth.key() == good.key() and keys_agree(truth.key(), good.key())
     bad = doc_fields(
         entity(tags=[PII, TERM], classificationTags=[], glossaryTags=["Glossary.Revenue", "Glossary.Cost"])
     )
@@ -71,4 +71,8 @@ def test_children_s_tags_may_or_may_not_be_counted():
     for held in (["PII.Sensitive"], ["PII.Sensitive", "PII.NonSensitive"]):
         seen = doc_fields(entity(tags=[PII, own_hash_child], classificationTags=held, glossaryTags=[]))
         assert differences(truth, seen) == [], held
-    assert truth.key() is None  # a range: the full comparison decides
+        assert keys_agree(truth.key(), seen.key()), held  # the range decided on the keys alone
+    for held in ([], ["PII.NonSensitive"], ["PII.Sensitive", "PII.Other"]):  # short of it, or past it
+        seen = doc_fields(entity(tags=[PII, own_hash_child], classificationTags=held, glossaryTags=[]))
+        assert differences(truth, seen) == ["classificationTags"], held
+        assert not keys_agree(truth.key(), seen.key()), held

@@ -12,7 +12,7 @@ import pytest
 
 import auditor.platforms.openmetadata.spill as spill
 from auditor.backends.bulk_json import dumps as bulk_dumps
-from auditor.checks.openmetadata import check, doc_key, row_key
+from auditor.checks.openmetadata import check, doc_key, keys_agree, row_key
 from auditor.core.model import Kind
 from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.join import OmScanner
@@ -118,6 +118,7 @@ def test_a_row_and_its_doc_in_agreement_have_one_key_and_no_finding() -> None:
     # written by a release without classificationTags / glossaryTags: another key, no finding
     older = {k: v for k, v in SOURCE.items() if k not in ("classificationTags", "glossaryTags")}
     assert row_key(ROW) != doc_key(older) and check(TABLE, "i", ROW, OmDoc(ID, "i", older)) is None
+    assert keys_agree(row_key(ROW), doc_key(older))  # where a side lacks them, not compared
 
 
 @pytest.mark.parametrize(
@@ -134,7 +135,7 @@ def test_a_row_and_its_doc_in_agreement_have_one_key_and_no_finding() -> None:
 )
 def test_any_compared_field_that_differs_makes_the_keys_differ_and_check_decides(change) -> None:
     source = {**SOURCE, **change}
-    assert row_key(ROW) != doc_key(source)
+    assert row_key(ROW) != doc_key(source) and not keys_agree(row_key(ROW), doc_key(source))
     assert check(TABLE, "i", ROW, OmDoc(ID, "i", source)) is not None
 
 

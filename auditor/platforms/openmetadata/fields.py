@@ -154,23 +154,39 @@ class KeyFields:
             },
         }
 
-    def key(self) -> bytes | None:
-        """These fields as bytes: equal keys, equal fields (what the join compares first). None
-        when bytes could not tell (a value that is not equal to itself, or not a plain one)."""
+    def key(self) -> Key | None:
+        """These fields as (bytes of all but the split ones, the split ones as they are): keys that
+        agree (`keys_agree`) are fields `differences` finds nothing in, with the same deleted
+        flag (what the join compares first). None when bytes could not tell (a value that is not
+        equal to itself, or not a plain one)."""
         if self.version is not None and not math.isfinite(self.version):
             return None  # NaN is not equal to itself: the full comparison decides
         if not all(v is None or isinstance(v, str) for v in (self.name, self.fqn, self.description)):
             return None
         fields = [self.version, self.updated_at, self.name, self.fqn, self.description]
         try:
-            split = [None if pair is None else sorted(pair[0]) for pair in self.split]
-            if any(pair is not None and pair[0] != pair[1] for pair in self.split):
-                return None  # a range: only the full comparison can tell
-            return orjson.dumps(
-                [*fields, sorted(self.owners), sorted(self.tags), sorted(self.domains), self.deleted, split]
+            base = orjson.dumps(
+                [*fields, sorted(self.owners), sorted(self.tags), sorted(self.domains), self.deleted]
             )
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
             return None
+        return base, self.split
+
+
+# a side's key: its compared fields but the split ones as bytes, and the split ones (a row's as
+# the range its labels may span, a doc's as the one set it holds, twice)
+Key = tuple[bytes, tuple[tuple[frozenset[str], frozenset[str]] | None, ...]]
+
+
+def keys_agree(truth: Key | None, seen: Key | None) -> bool:
+    """The row's key (`truth`) and its doc's agree: `differences` finds nothing, `deleted` matches
+    (each split field as `differences` compares it: not where either side lacks it)."""
+    if truth is None or seen is None or truth[0] != seen[0]:
+        return False
+    return all(
+        want is None or held is None or want[0] <= held[0] <= want[1]
+        for want, held in zip(truth[1], seen[1], strict=True)
+    )
 
 
 def _int(value: Any) -> int | None:
@@ -222,14 +238,17 @@ def split_tags(
 ) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     """The row's `classificationTags` and `glossaryTags` as (must hold, may hold): the entity's own
     labels of each source, and those plus its children's; Tier.* left out."""
-    out = []
-    for name in SPLIT_FIELDS:
-        mine = frozenset(t for t in tag_set(x for x in own if _source_field(x) == name) if _not_tier(t))
-        theirs = frozenset(
-            t for t in tag_set(x for x in children if _source_field(x) == name) if _not_tier(t)
-        )
-        out.append((mine, mine | theirs))
-    return tuple(out)
+    mine: dict[str, set[str]] = {name: set() for name in SPLIT_FIELDS}
+    theirs: dict[str, set[str]] = {name: set() for name in SPLIT_FIELDS}
+    for labels, into in ((own, mine), (children, theirs)):
+        for label in labels:  # each label's source looked at once
+            name = _source_field(label)
+            if name is None:
+                continue
+            fqn = label.get("tagFQN")  # a label with a source is a mapping
+            if isinstance(fqn, str) and fqn and _not_tier(fqn):
+                into[name].add(fqn)
+    return tuple((frozenset(mine[n]), frozenset(mine[n] | theirs[n])) for n in SPLIT_FIELDS)
 
 
 def row_fields(
@@ -242,13 +261,16 @@ def row_fields(
     included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py)."""
     tags = list(tags)
     fqn = entity.get("fullyQualifiedName")
-    own_hash = _fqn_hash(fqn) if isinstance(fqn, str) and fqn else None
+    targeted = any(isinstance(t, Mapping) and t.get("target") is not None for t in tags)
+    # the hash of the entity's FQN tells its own usages from its children's (none: no need)
+    own_hash = _fqn_hash(fqn) if targeted and isinstance(fqn, str) and fqn else None
+    entity_tags, inline = _list(entity.get("tags")), inline_child_labels(entity)  # walked once
     own = [
-        *_list(entity.get("tags")),
+        *entity_tags,
         *(t for t in tags if not isinstance(t, Mapping) or t.get("target") in (None, own_hash)),
     ]
     children = [
-        *inline_child_labels(entity),
+        *inline,
         *(t for t in tags if isinstance(t, Mapping) and t.get("target") not in (None, own_hash)),
     ]
     return KeyFields(
@@ -258,7 +280,7 @@ def row_fields(
         fqn=entity.get("fullyQualifiedName"),
         description=entity.get("description") or "",
         owners=owner_set([*_list(entity.get("owners")), *owners]),
-        tags=tag_set([*_list(entity.get("tags")), *inline_child_labels(entity), *tags]),
+        tags=tag_set([*entity_tags, *inline, *tags]),
         deleted=bool(as_bool(entity.get("deleted"))),
         domains=owner_set([*domain_refs(entity), *domains]),
         split=split_tags(own, children),

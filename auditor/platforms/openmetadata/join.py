@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from auditor.backends import search_readers
-from auditor.checks.openmetadata import check, doc_key, row_key
+from auditor.checks.openmetadata import check, doc_key, keys_agree, row_key
 from auditor.core.join import ordered, outer_pairs, prefetch
 from auditor.core.model import Finding
 from auditor.platforms.openmetadata.naming import OmEntity
@@ -58,9 +58,10 @@ def _id(item: Item) -> str:
 
 
 def _agree(row: Item | None, doc: Item | None) -> bool:
-    """Both spilled with equal keys: `check` would find nothing (checks/openmetadata row_key)."""
-    keyed = isinstance(row, Spilled | Keyed) and isinstance(doc, Spilled)
-    return keyed and row.key is not None and row.key == doc.key  # type: ignore[union-attr]
+    """Both keyed, the keys in agreement: `check` would find nothing (checks/openmetadata row_key)."""
+    if isinstance(row, Spilled | Keyed) and isinstance(doc, Spilled):
+        return keys_agree(row.key, doc.key)
+    return False
 
 
 def _row(item: Item | None) -> OmRow | None:

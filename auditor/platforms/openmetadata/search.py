@@ -16,7 +16,7 @@ from typing import Any
 
 from auditor.backends.search import SearchIndex
 from auditor.errors import BackendUnavailable
-from auditor.platforms.openmetadata.fields import DOC_SOURCE
+from auditor.platforms.openmetadata.fields import DOC_SOURCE, Key
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc
 from auditor.platforms.openmetadata.spill import SortedDocs
@@ -71,7 +71,7 @@ class OmSearch:
     def spill(
         self,
         name: str,
-        key: Callable[[dict[str, Any]], bytes | None] | None = None,
+        key: Callable[[dict[str, Any]], Key | None] | None = None,
         source: Sequence[str] | bool = DOC_SOURCE,
         ids: frozenset[str] | None = None,
         stop: threading.Event | None = None,

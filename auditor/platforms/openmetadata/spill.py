@@ -21,11 +21,14 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.backends.bulk_json import dumps as json_dumps
 from auditor.core.json_guard import loads as json_loads
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
+
+if TYPE_CHECKING:
+    from auditor.platforms.openmetadata.fields import Key
 
 RUN = 5000  # documents sorted in memory at a time (a few MB)
 FAN_IN = 128  # runs merged at once (an open file each); more are merged first, 128 at a time
@@ -74,7 +77,7 @@ class Spilled:
 
     id: str
     index: str
-    key: bytes | None
+    key: Key | None
     record: bytes
 
     def row(self) -> OmRow:
@@ -89,7 +92,7 @@ class Keyed:
     """A row read while its documents were ready: its key, the row itself (nothing put aside)."""
 
     id: str
-    key: bytes | None
+    key: Key | None
     item: OmRow
 
     def row(self) -> OmRow:
@@ -158,7 +161,7 @@ class SortedDocs:
         # `path`: a file made by `temp_file` in another process (the scan's, for its reader)
         self.path = path or temp_file("docs", ".runs", directory)
         self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
-        self.batch: list[tuple[str, str, bytes | None, bytes]] = []
+        self.batch: list[tuple[str, str, Key | None, bytes]] = []
         self.runs: list[tuple[int, int]] = []  # (offset, count) of each sorted run
         self.count = 0
 
@@ -170,7 +173,7 @@ class SortedDocs:
         docs.out = None
         return docs
 
-    def add(self, doc_id: str, index: str, key: bytes | None, source: dict[str, Any]) -> None:
+    def add(self, doc_id: str, index: str, key: Key | None, source: dict[str, Any]) -> None:
         self.batch.append((doc_id, index, key, encode(source)))
         self.count += 1
         if len(self.batch) >= RUN:
@@ -226,7 +229,7 @@ class RowFile:
         self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
         self.count = 0
 
-    def add(self, row: OmRow, key: bytes | None) -> None:
+    def add(self, row: OmRow, key: Key | None) -> None:
         record = (row.id, row.json, row.updated_at, row.deleted, row.owners, row.tags, row.domains)
         pickle.dump((row.id, key, encode(record)), self.out, PROTOCOL)
         self.count += 1
