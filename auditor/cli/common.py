@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from datetime import UTC, datetime, timedelta
@@ -106,12 +107,39 @@ def stdout_console() -> Console:
 
 
 def write(path: Path | None, text: str) -> None:
+    """`text` to stdout, or to `path` whole (a textfile collector never reads half a file). A
+    path that cannot be written is an error that loses nothing: the text is kept in a temporary
+    file, and the error says where (a scan's hour of work is not thrown away for a typo in -o)."""
     if path is None or str(path) == "-":
         sys.stdout.write(text)
         return
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # a textfile collector never reads half a file
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        kept = _keep(text, path.suffix)
+        raise ConfigError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            hint=f"the output was kept in {kept}"
+            if kept
+            else "check that the directory exists and is writable",
+        ) from None
+
+
+def _keep(text: str, suffix: str) -> str | None:
+    """`text` in a new file of the temporary directory (None: that failed too)."""
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix="auditor-output-", suffix=suffix)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError:
+        return None
+    return name
 
 
 def run(debug: bool, fn: Any) -> None:
