@@ -337,6 +337,21 @@ def _service_pid(name: str) -> int:
     return int(line.split("pid")[1].split()[0])
 
 
+def _kill_service(name: str) -> None:
+    """SIGKILL a service of the stack and wait until it is gone: a `stack up` right after the
+    signal found its port still held by the dying process and refused to start it."""
+    pid = _service_pid(name)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{name} (pid {pid}) still alive 60 s after SIGKILL")
+
+
 @pytest.mark.integration
 @pytest.mark.alone  # kills the OpenSearch node
 def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path: Path) -> None:
@@ -350,7 +365,7 @@ def test_a_search_node_lost_mid_reindex_stops_it_cleanly_and_it_resumes(tmp_path
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("entities", 0) >= 5, run=run)
-        os.kill(_service_pid("opensearch"), signal.SIGKILL)  # the search node dies mid-run
+        _kill_service("opensearch")  # the search node dies mid-run
         _, stderr = run.communicate(timeout=300)
         assert run.returncode == 3, stderr  # could not complete: not a report that looks done
         assert "search cluster" in stderr, stderr
@@ -384,7 +399,7 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("produced", 0) >= 20, run=run)
-        os.kill(_service_pid("kafka"), signal.SIGKILL)  # the broker dies mid-replay, then comes back
+        _kill_service("kafka")  # the broker dies mid-replay, then comes back
         up = subprocess.run(
             [str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, text=True, timeout=300
         )
