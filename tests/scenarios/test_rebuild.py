@@ -410,7 +410,7 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
             done = subprocess.run(
                 [*args, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
             )
-            stdout, code = done.stdout, done.returncode
+            stdout, stderr, code = done.stdout, done.stderr, done.returncode
         else:
             code = run.returncode
         assert world.consumer.drain(120)
@@ -419,7 +419,7 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
         if subprocess.run([str(ROOT / "sandbox" / "stack"), "status"], capture_output=True).returncode:
             subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, timeout=300)
         world.close()
-    assert code == 0, stdout[-2000:]
+    assert code == 0, stdout[-2000:] + stderr[-3000:]  # a failure says why
     outcome = json.loads(stdout)
     assert outcome["failed"] == [] and outcome["still_wrong"] == []  # nothing lost or unreported
     assert outcome["counts"]["produced"] >= outcome["rows"]
