@@ -83,17 +83,6 @@ class Registry:
         with urllib.request.urlopen(request, timeout=timeout, context=context) as response:  # noqa: S310
             return json.loads(response.read())
 
-    def confluent_client(self) -> Any:
-        """confluent-kafka's SchemaRegistryClient with the same auth and CA."""
-        from confluent_kafka.schema_registry import SchemaRegistryClient
-
-        conf: dict[str, Any] = {"url": self.url if self.user_info is None else self.base()}
-        if self.user_info is not None:
-            conf["basic.auth.user.info"] = self.user_info
-        if self.ca:
-            conf["ssl.ca.location"] = self.ca
-        return SchemaRegistryClient(conf)
-
 
 def as_registry(value: Registry | str | None) -> Registry | None:
     """A registry from a URL (a Confluent-compatible one) or as given."""

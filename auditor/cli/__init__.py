@@ -40,12 +40,9 @@ def root(
 def main() -> None:
     import sys
 
-    # opensearch-py imports its asyncio client when aiohttp is installed (about 0.1 s at every
-    # start); the command line never uses it. Only this process is affected, not the Python API.
-    sys.modules.setdefault("aiohttp", None)  # type: ignore[arg-type]
-    # httpx (elasticsearch's transport loads it) imports its own command line, and with it click,
-    # rich's progress bars and pygments, when they are installed (~0.1 s); it falls back without
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    from auditor.backends.lean import keep_out_unused
+
+    keep_out_unused()  # the clients' asyncio transports, never used here
     sys.unraisablehook = _log_unraisable
     app()
 

@@ -39,3 +39,26 @@ def test_a_json_triage_loads_no_console_renderer_and_no_web_stack() -> None:
 def test_serve_loads_its_stack_only_when_it_runs() -> None:
     names = imported("serve", "--help")
     assert not top(names) & {"starlette", "uvicorn"}, sorted(top(names))
+
+
+def test_the_search_clients_work_without_the_asyncio_transports_kept_out() -> None:
+    # what the command line and a reader process do at start (auditor/backends/lean.py), then both
+    # clients opened and asked: each fails on the closed port, not on a missing import
+    code = """
+import sys
+from auditor.backends.lean import keep_out_unused
+keep_out_unused()
+from auditor.backends.search import SearchIndex
+from auditor.errors import BackendUnavailable
+for kind in ("elasticsearch", "opensearch"):
+    index = SearchIndex("http://127.0.0.1:9", kind, timeout=2, retries=0)
+    try:
+        index.names("nothing_")
+    except BackendUnavailable as exc:
+        print(kind, "unavailable")
+    index.close()
+print(sorted(n for n in ("httpx", "aiohttp") if sys.modules.get(n) is not None))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["elasticsearch unavailable", "opensearch unavailable", "[]"]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+from urllib.parse import quote
 
 import fastavro
 
@@ -121,17 +122,17 @@ class MclProducer:
             self._frame = glue_frame(version)
             self._compile()
             return
-        try:
-            latest = registry.confluent_client().get_latest_version(self.subject)
+        try:  # the REST API's own answer: {"subject", "version", "id", "schema"}
+            latest = registry.get_json(f"/subjects/{quote(self.subject, safe='')}/versions/latest", 30.0)
         except Exception as exc:
             raise BackendUnavailable(
                 f"schema registry {registry.describe()}: no schema under {self.subject} ({exc}): "
                 "refusing to replay (the auditor never registers a schema in your registry)"
             ) from None
-        if latest.schema_id is None or latest.schema.schema_str is None:
+        if not isinstance(latest, dict) or latest.get("id") is None or not latest.get("schema"):
             raise BackendUnavailable(f"schema registry {registry.describe()}: {self.subject} has no id")
-        self.schema_str = str(latest.schema.schema_str)
-        self.schema_id = int(latest.schema_id)
+        self.schema_str = str(latest["schema"])
+        self.schema_id = int(latest["id"])
         self._frame = b"\x00" + self.schema_id.to_bytes(4, "big")
         self._compile()
 
