@@ -218,9 +218,9 @@ def read_in_process(search: Any, streams: Sequence[StreamSpec]) -> Iterator[tupl
 
 def main() -> None:
     """The child's side: what to read from stdin, the pages to stdout."""
-    from auditor.backends.lean import keep_out_unused
+    from auditor.backends.lean import quick_start
 
-    keep_out_unused()  # the clients' asyncio transports, never used here
+    quick_start()  # no unused asyncio transports, no collector passes over the imports
     logging.disable(logging.CRITICAL)  # the parent's output is the tool's; the child says nothing
     spec, job = pickle.load(sys.stdin.buffer)  # noqa: S301 (from the parent, through its own pipe)
     _serve(sys.stdout.buffer, spec, job)

@@ -40,9 +40,9 @@ def root(
 def main() -> None:
     import sys
 
-    from auditor.backends.lean import keep_out_unused
+    from auditor.backends.lean import quick_start
 
-    keep_out_unused()  # the clients' asyncio transports, never used here
+    quick_start()  # no unused asyncio transports, no collector passes over the imports
     sys.unraisablehook = _log_unraisable
     app()
 

@@ -46,8 +46,8 @@ def test_the_search_clients_work_without_the_asyncio_transports_kept_out() -> No
     # clients opened and asked: each fails on the closed port, not on a missing import
     code = """
 import sys
-from auditor.backends.lean import keep_out_unused
-keep_out_unused()
+from auditor.backends.lean import quick_start
+quick_start()
 from auditor.backends.search import SearchIndex
 from auditor.errors import BackendUnavailable
 for kind in ("elasticsearch", "opensearch"):
@@ -62,3 +62,20 @@ print(sorted(n for n in ("httpx", "aiohttp") if sys.modules.get(n) is not None))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["elasticsearch unavailable", "opensearch unavailable", "[]"]
+
+
+def test_the_collector_is_off_during_the_imports_then_on_with_them_frozen() -> None:
+    code = """
+import gc, time
+from auditor.backends.lean import quick_start
+quick_start(collector_after=0.3)
+off = not gc.isenabled()
+before = sum(g["collections"] for g in gc.get_stats())
+import sqlalchemy  # what a cold start imports: never traversed by the collector meanwhile
+collections = sum(g["collections"] for g in gc.get_stats()) - before
+time.sleep(1.0)
+print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "0"]
