@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import text  # noqa: E402
 
 from auditor.api import ScanOptions, scan  # noqa: E402
+from auditor.backends.lean import collector_on  # noqa: E402
 from auditor.settings import load_settings  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.openmetadata import indices  # noqa: E402
@@ -111,6 +112,7 @@ def scan_alone() -> int:
     """One scan in a fresh process (what to scan from the environment: no password on a command
     line), then its peak RSS: the scan's own memory, without the seeding's."""
     env = os.environ
+    collector_on()
     settings = _settings(env["OM_BENCH_STORE_URL"], env["OM_BENCH_SEARCH_URL"], env["OM_BENCH_ALIAS"])
     scan(settings, options=ScanOptions(grace=300.0, use_state=False))
     print(json.dumps({"peak_rss_mib": round(_status_mib("VmHWM") or _rss_mib())}))
@@ -151,6 +153,7 @@ def main() -> int:
             print(f"seeded {args.entities} entities in {seeded:.1f} s ({args.store} + {args.search})")
             url = engine.url.render_as_string(hide_password=False)
             settings = _settings(url, endpoints.search_url(args.search), alias)
+            collector_on()  # the garbage collector as the command line runs it (bare reads too)
             scan(settings, options=ScanOptions(grace=300.0, use_state=False))  # warm both sides
             table_s, rows = bare_table_read(engine)
             index_s, docs = bare_index_read(search, alias)

@@ -182,11 +182,13 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
     """One measurement in this process: `db`, `index`, `scan`, `plan` or `shard` (with `i/N`)."""
     from auditor.api import ScanOptions, plan_shards, scan
     from auditor.backends.connect import open_search
+    from auditor.backends.lean import collector_on
     from auditor.core.model import Selection
     from auditor.platforms.datahub.backends.connect import open_store
     from auditor.scan.shards import ShardPlan
     from auditor.settings import load_settings
 
+    collector_on()  # the garbage collector as the command line runs it, for every mode
     endpoints = Endpoints.from_env()
     settings = load_settings(
         env={},

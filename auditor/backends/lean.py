@@ -10,6 +10,12 @@
   traversed again: later collections are cheaper too) and the collector is on again. Reference
   counting frees everything without a cycle meanwhile; a cold triage ends before the collector
   would have run at all.
+- Then the collector runs every 20,000 objects kept, not Python's 700: a scan makes and drops
+  pages of containers (parsed rows, documents, keys) at a rate that had the collector pass over
+  everything alive hundreds of times a scan, full passes included. Measured on the OpenMetadata
+  bench (20,000 entities): 0.26-0.34 s of a 2.2-2.5 s scan in 565-575 collections, 4-5 of them
+  full; at 20,000 about 7, none full, 0.06-0.07 s. What a cycle holds waits at most that many
+  allocations longer.
 
 Only a process the tool starts is affected, never a program using the Python API.
 """
@@ -22,6 +28,7 @@ import threading
 
 UNUSED = ("aiohttp", "httpx")
 COLLECTOR_AFTER = 2.0  # seconds: a cold start's imports are done well before
+YOUNGEST = 20_000  # objects kept between two collections of the youngest generation (Python: 700)
 
 
 def quick_start(collector_after: float = COLLECTOR_AFTER) -> None:
@@ -38,6 +45,9 @@ def quick_start(collector_after: float = COLLECTOR_AFTER) -> None:
 
 
 def collector_on() -> None:
-    """What was made so far frozen (the imports: it lives as long as the process), the collector on."""
+    """What was made so far frozen (the imports: it lives as long as the process), the collector
+    on, its youngest generation collected every YOUNGEST objects kept."""
     gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNGEST, middle, oldest)
     gc.enable()

@@ -74,8 +74,8 @@ before = sum(g["collections"] for g in gc.get_stats())
 import sqlalchemy  # what a cold start imports: never traversed by the collector meanwhile
 collections = sum(g["collections"] for g in gc.get_stats()) - before
 time.sleep(1.0)
-print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections)
+print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections, gc.get_threshold()[0])
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True", "True", "0"]
+    assert done.stdout.split() == ["True", "True", "True", "0", "20000"]
