@@ -132,3 +132,40 @@ def test_find_decodes_only_the_urn_s_messages_and_says_whether_it_read_the_range
     events._hit = hit  # type: ignore[method-assign]
     _, whole = events.find("t", 0, {"urn:a"}, 0, 5, cap=3)  # stopped at the cap: not whole
     assert not whole
+
+
+class _Gone(_Consumer):
+    """The client raising, as confluent-kafka does when the broker went away mid-run."""
+
+    def __init__(self, on: str) -> None:
+        super().__init__([[_Msg(0), _Msg(1)]])
+        self.on = on
+
+    def assign(self, partitions: list[Any]) -> None:
+        if self.on == "assign":
+            raise RuntimeError("KafkaError{code=_STATE,str=\"Erroneous state\"}")
+        super().assign(partitions)
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Msg]:
+        if self.on == "consume":
+            raise RuntimeError("KafkaError{code=_FATAL,str=\"Fatal error\"}")
+        return super().consume(num_messages, timeout)
+
+    def unassign(self) -> None:
+        if self.on == "unassign":
+            raise RuntimeError("KafkaError{code=_TRANSPORT}")
+        super().unassign()
+
+
+@pytest.mark.parametrize("on", ["assign", "consume"])
+def test_the_client_raising_mid_read_is_an_outage_said_as_one(on: str) -> None:
+    events = _events([])
+    events.consumer = _Gone(on)
+    with pytest.raises(BackendUnavailable, match=r"Kafka broker:9092: reading t\[0\] failed: KafkaError"):
+        list(events._read("t", 0, 0, 2, 100))
+
+
+def test_an_unassign_that_fails_after_a_whole_read_loses_nothing() -> None:
+    events = _events([])
+    events.consumer = _Gone("unassign")
+    assert offsets(events._read("t", 0, 0, 2, 100)) == [0, 1]

@@ -17,6 +17,8 @@ from auditor.errors import AccessRefused, BackendUnavailable
 from auditor.platforms.datahub.backends.mcl_decoding import HitDecoding
 from auditor.platforms.datahub.urns import urn_partition
 
+log = logging.getLogger(__name__)
+
 
 def _ts(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
@@ -97,7 +99,10 @@ class EventLog(HitDecoding):
             self.refused = error.str(), hints[code]
 
     def _fail(self, what: str, exc: BaseException) -> BackendUnavailable:
-        self.admin.poll(0)  # serves the error callback
+        try:
+            self.admin.poll(0)  # serves the error callback
+        except Exception:  # the client failing again: the error being raised says enough
+            log.debug("serving the Kafka client's callbacks failed", exc_info=True)
         if self.refused is not None:
             why, hint = self.refused
             return AccessRefused(f"Kafka {self.bootstrap}: {what} failed: {why}", hint=hint)
@@ -199,13 +204,20 @@ class EventLog(HitDecoding):
         self.read_whole = True  # False when a read ends on a timeout, short of `stop`
         if start >= stop:
             return
-        self.consumer.assign([TopicPartition(topic, partition, start)])
+        what = f"reading {topic}[{partition}]"
+        try:  # the client raises (a broker gone mid-run, a fatal error): an outage, said as one
+            self.consumer.assign([TopicPartition(topic, partition, start)])
+        except Exception as exc:
+            raise self._fail(what, exc) from None
         seen = 0
         try:
             want = min(cap, stop - start)
             while seen < want:
                 # consume() waits for the whole batch or the timeout: never ask for more than is left
-                batch = self.consumer.consume(num_messages=min(500, want - seen), timeout=self.timeout)
+                try:
+                    batch = self.consumer.consume(num_messages=min(500, want - seen), timeout=self.timeout)
+                except Exception as exc:
+                    raise self._fail(what, exc) from None
                 if not batch:
                     self.read_whole = False
                     return
@@ -230,9 +242,12 @@ class EventLog(HitDecoding):
                     error = batch[cut].error()
                     if error is None or error.code() == -191:  # _PARTITION_EOF
                         return
-                    raise self._fail(f"reading {topic}[{partition}]", Exception(str(error)))
+                    raise self._fail(what, Exception(str(error)))
         finally:
-            self.consumer.unassign()
+            try:
+                self.consumer.unassign()
+            except Exception:  # the read's own outcome (or its error) is what counts
+                log.debug("unassigning %s failed", what, exc_info=True)
 
     def message_time(self, topic: str, partition: int, offset: int) -> datetime | None:
         """Timestamp of the message at `offset` (the group's position in time)."""
