@@ -143,12 +143,12 @@ class _Gone(_Consumer):
 
     def assign(self, partitions: list[Any]) -> None:
         if self.on == "assign":
-            raise RuntimeError("KafkaError{code=_STATE,str=\"Erroneous state\"}")
+            raise RuntimeError('KafkaError{code=_STATE,str="Erroneous state"}')
         super().assign(partitions)
 
     def consume(self, num_messages: int, timeout: float) -> list[_Msg]:
         if self.on == "consume":
-            raise RuntimeError("KafkaError{code=_FATAL,str=\"Fatal error\"}")
+            raise RuntimeError('KafkaError{code=_FATAL,str="Fatal error"}')
         return super().consume(num_messages, timeout)
 
     def unassign(self) -> None:
