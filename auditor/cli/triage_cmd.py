@@ -25,6 +25,7 @@ CODES = {
     ExitCode.USAGE: "not a urn, or a usage or configuration error",
     ExitCode.INCOMPLETE: None,
     ExitCode.STALLED: "the consumer is stalled",
+    ExitCode.OUTDATED: "only a document an older release wrote (a reindex of its type is due)",
     ExitCode.UNKNOWN_URN: "unknown urn: neither the table nor the index knows it (near matches "
     "are shown; OpenMetadata: nothing has that name or id)",
 }

@@ -108,13 +108,16 @@ class TriageResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        """As the scan: 0 nothing persistent, 1 divergence, 4 consumer stalled; 7 unknown urn."""
+        """As the scan: 0 nothing persistent, 1 divergence, 4 consumer stalled, 5 only a document
+        an older release wrote (a reindex of its type is due); 7 unknown urn."""
         if not self.findings:
             return ExitCode.OK if self.known else ExitCode.UNKNOWN_URN
         verdicts = {c.verdict for c in self.findings}
         if verdicts & {Verdict.DIVERGED, Verdict.INVALID}:
             return ExitCode.PERSISTENT
-        return ExitCode.STALLED if Verdict.STALLED in verdicts else ExitCode.OK
+        if Verdict.STALLED in verdicts:
+            return ExitCode.STALLED
+        return ExitCode.OUTDATED if Verdict.OUTDATED in verdicts else ExitCode.OK
 
 
 DOCUMENT_KINDS = frozenset(

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from world import World
 
-from auditor.api import rebuild, scan
+from auditor.api import rebuild, scan, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.rebuild.request import RebuildRequest
 from auditor.scan.options import ScanOptions
@@ -147,6 +147,9 @@ def test_an_upgraded_deployment_reports_its_older_documents_and_the_reindex_clea
                     rewritten.append(e.urn)
         assert rewritten and world.consumer.drain(60)
         before = _scan(world)
+        # on call, one of them triaged: the same verdict, and the scan's exit code for it (5)
+        old_urn = next(c.finding.urn for c in before.findings if c.verdict == Verdict.OUTDATED)
+        looked = triage(world.settings(), old_urn, settle=0.0)
         lines = before.sections["outdated"]
         types = sorted({line["entity_type"] for line in lines})
         for etype in types:  # the repair each line names: a reindex of its type
@@ -169,6 +172,7 @@ def test_an_upgraded_deployment_reports_its_older_documents_and_the_reindex_clea
     outdated = [c for c in before.findings if c.verdict == Verdict.OUTDATED]
     assert outdated, [str(c) for c in before.findings][:5]
     assert before.exit_code == 5, [str(c) for c in before.findings if c.verdict != Verdict.OUTDATED][:5]
+    assert (looked.verdict, looked.exit_code) == ("outdated", 5), [str(c) for c in looked.findings]
     assert not [c for c in before.findings if c.verdict == Verdict.DIVERGED]
     assert not {c.finding.urn for c in outdated} & set(rewritten)  # written by 1.7.0: not older
     assert {c.finding.details["judged_by"] for c in outdated} == {"1.7.0"}

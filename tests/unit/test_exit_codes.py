@@ -27,7 +27,7 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("scan",): SCAN,
     ("report", "merge"): SCAN,
     ("report", "render"): SCAN,
-    ("triage",): {0, 1, 2, 3, 4, 7},
+    ("triage",): {0, 1, 2, 3, 4, 5, 7},
     ("registry",): {0, 2},
     ("platforms",): {0, 2},
     ("rebuild", "plan"): {0, 2, 3, 7},

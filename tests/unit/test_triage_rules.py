@@ -101,6 +101,12 @@ def test_the_verdict_and_exit_code_follow_the_worst_finding() -> None:
     assert TriageResult("x", URN, steps=[rows], findings=[stalled]).exit_code == 4
     both = TriageResult("x", URN, steps=[rows], findings=[stalled, diverged])
     assert (both.verdict, both.exit_code) == ("diverged", 1)
+    outdated = judged(Kind.STALE_FIELDS, Verdict.OUTDATED, "outdated")
+    only_old = TriageResult("x", URN, steps=[rows], findings=[outdated])
+    assert (only_old.verdict, only_old.exit_code) == ("outdated", 5)  # as the scan: a reindex is due
+    assert TriageResult("x", URN, steps=[rows], findings=[outdated, stalled]).exit_code == 4
+    in_flight = judged(Kind.STALE_FIELDS, Verdict.IN_FLIGHT, "in_flight")
+    assert TriageResult("x", URN, steps=[rows], findings=[in_flight]).exit_code == 0
     pending = Step(Boundary.CONSUMED, Status.PENDING, "")
     broken = Step(Boundary.EDGES, Status.BROKEN, "")
     assert TriageResult("x", URN, steps=[rows, pending, broken]).first_break is broken
