@@ -78,6 +78,11 @@ def _status_of(exc: Exception) -> Any:
     return status if isinstance(status, int) else type(exc).__name__
 
 
+def not_found(exc: Exception) -> bool:
+    """The cluster answered that the index (or alias, or pattern) asked for does not exist."""
+    return _status_of(exc) == 404 or "index_not_found" in str(exc)
+
+
 def retryable(exc: Exception) -> bool:
     """A request worth sending again: 429/502/503/504, a timeout, a dropped connection."""
     status = _status_of(exc)
@@ -290,7 +295,7 @@ class SearchIndex:
             else:
                 found = self._call(self.client.search, index=index, body=body)
         except Exception as exc:
-            if "index_not_found" in str(exc) or "404" in str(exc):
+            if not_found(exc):
                 return None
             raise self._fail(f"max({field_name}) of {index}", exc) from None
         value = found["aggregations"]["m"].get("value")
@@ -310,7 +315,7 @@ class SearchIndex:
             else:
                 counted = self._call(self.client.search, index=pattern, body={"size": 0, "aggs": aggs})
         except Exception as exc:
-            if "index_not_found" in str(exc) or "404" in str(exc):
+            if not_found(exc):
                 return {}
             raise self._fail("listing indices", exc) from None
         # a pattern that matches no index answers with no aggregations at all
@@ -328,7 +333,7 @@ class SearchIndex:
         try:
             listed = self._call(self.client.indices.get_alias, index=pattern)
         except Exception as exc:
-            if "index_not_found" in str(exc) or "404" in str(exc):
+            if not_found(exc):
                 return set()
             raise self._fail("listing indices", exc) from None
         out = set(listed)
@@ -345,7 +350,7 @@ class SearchIndex:
             found = self._call(self.client.indices.get_mapping, index=pattern)
             listed = self._call(self.client.indices.get_alias, index=pattern)
         except Exception as exc:
-            if "index_not_found" in str(exc) or "404" in str(exc):
+            if not_found(exc):
                 return {}
             raise self._fail("reading index mappings", exc) from None
         out: dict[str, frozenset[str]] = {}
@@ -368,7 +373,7 @@ class SearchIndex:
             listed = self._call(self.client.indices.get_alias, index=pattern)
             settings = self._call(self.client.indices.get_settings, index=pattern, name="index.creation_date")
         except Exception as exc:
-            if "index_not_found" in str(exc) or "404" in str(exc):
+            if not_found(exc):
                 return {}
             raise self._fail("reading index metadata", exc) from None
         out: dict[str, tuple[list[str], int]] = {}

@@ -58,3 +58,26 @@ def test_what_a_search_read_retries() -> None:
     assert retryable(ConnectionError("N/A")) and retryable(ConnectionTimeout("N/A"))
     assert not retryable(SSLError("N/A")), "a certificate that failed verification fails again"
     assert not retryable(ValueError("x"))
+
+
+def test_what_counts_as_an_index_that_does_not_exist() -> None:
+    from auditor.backends.search import not_found
+
+    class OpenSearchError(Exception):  # opensearch-py's: the status on the exception
+        def __init__(self, status: int, text: str = "") -> None:
+            super().__init__(text)
+            self.status_code = status
+
+    class Meta:
+        def __init__(self, status: int) -> None:
+            self.status = status
+
+    class ElasticsearchError(Exception):  # elasticsearch's 8/9 client: the status on its meta
+        def __init__(self, status: int) -> None:
+            super().__init__("")
+            self.meta = Meta(status)
+
+    assert not_found(OpenSearchError(404)) and not_found(ElasticsearchError(404))
+    assert not_found(Exception("index_not_found_exception: no such index [x]"))  # said only in words
+    assert not not_found(OpenSearchError(500, "a shard failed")) and not not_found(ElasticsearchError(403))
+    assert not not_found(ConnectionError("timed out after 404 ms"))  # a number in a message is not a 404

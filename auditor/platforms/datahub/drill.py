@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.backends.search import SearchIndex
+from auditor.backends.search import SearchIndex, not_found
 from auditor.drill.side import Side
 from auditor.drill.spec import Column, ColumnKind, TableSpec
 from auditor.errors import BackendUnavailable
@@ -101,7 +101,7 @@ def edge_counts(search: SearchIndex, prefix: str = "") -> dict[str, int]:
         else:
             found = search._call(search.client.search, index=index, body={"size": 0, "aggs": aggs})
     except Exception as exc:
-        if "index_not_found" in str(exc) or "404" in str(exc):
+        if not_found(exc):
             return {}
         raise BackendUnavailable(f"search cluster {search.description}: edge counts failed: {exc}") from None
     buckets = found.get("aggregations", {}).get("r", {}).get("buckets", [])

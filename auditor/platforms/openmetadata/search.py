@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from auditor.backends.search import SearchIndex
+from auditor.backends.search import SearchIndex, not_found
 from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.fields import DOC_SOURCE, Key
 from auditor.platforms.openmetadata.naming import OmEntity
@@ -50,9 +50,7 @@ class OmSearch:
             try:
                 found = self.client.indices.get_alias(index=name)
             except Exception as exc:
-                if "index_not_found" in str(exc) or getattr(exc, "status_code", None) == 404:
-                    continue
-                if getattr(getattr(exc, "meta", None), "status", None) == 404:
+                if not_found(exc):
                     continue
                 raise self._fail(f"resolving {name}", exc) from None
             return name, sorted(_body(found))

@@ -189,7 +189,7 @@ class Scanner:
         # the sizes decide the reader processes, which a look at a few urns never starts: counting
         # every document of every index is then a request for nothing
         sizes = {} if selection.urns else self.search.indices(pattern)
-        existing = set(sizes) if sizes else self.search.names(pattern)
+        existing = self.search.names(pattern) if selection.urns else set(sizes)  # sizes name them all
         indices = {t: name for t in types if (name := self.index_of(t)) in existing}
         plan = ScanPlan(selection, types, indices, sizes=sizes)
         sysmeta = system_metadata_index(self.index_prefix)
