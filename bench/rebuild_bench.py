@@ -436,6 +436,9 @@ def main() -> int:
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
+        from auditor.backends.lean import collector_on
+
+        collector_on()  # the garbage collector as the command line runs it, the raw limits' too
         urn_range = tuple(json.loads(args.range)) if args.range else None
         print(json.dumps(measure(args.measure, args.store, args.search, args.n, args.consume, urn_range)))  # type: ignore[arg-type]
         return 0
