@@ -2,18 +2,19 @@
 
 - The clients import asyncio transports the tool never uses, at every start: opensearch-py its
   asyncio client when aiohttp is installed (about 0.1 s), elasticsearch's transport httpx for its
-  asyncio nodes (~0.05 s, and httpx its own command line: click, rich's progress bars,
-  pygments). Both fall back without them, and the schema registry is read with urllib.
+  asyncio nodes (66 ms under `-X importtime` on a loaded machine, its command line loading click,
+  rich's progress bars and pygments). Both fall back without them, and the schema registry is
+  read with urllib.
 - The garbage collector is off for the first seconds, which are the imports: every object they
-  make lives as long as the process, and the collector's passes over them cost 0.06-0.09 s of a
-  cold start (measured, about a tenth of the imports). Then those objects are frozen (never
-  traversed again: later collections are cheaper too) and the collector is on again. Reference
-  counting frees everything without a cycle meanwhile; a cold triage ends before the collector
-  would have run at all.
+  make lives as long as the process, and the collector's passes over them cost 0.05-0.13 s of a
+  cold start (a triage's imports, four alternated runs: 0.62-0.70 s on, 0.53-0.57 s off). Then
+  those objects are frozen (never traversed again: later collections are cheaper too) and the
+  collector is on again. Reference counting frees everything without a cycle meanwhile; a cold
+  triage ends before the collector would have run at all.
 - Then the collector runs every 20,000 objects kept, not Python's 700: a scan makes and drops
   pages of containers (parsed rows, documents, keys) at a rate that had the collector pass over
   everything alive hundreds of times a scan, full passes included. Measured on the OpenMetadata
-  bench (20,000 entities): 0.26-0.34 s of a 2.2-2.5 s scan in 565-575 collections, 4-5 of them
+  bench (20,000 entities): 0.26-0.34 s of a 2.2-2.5 s scan in 565-573 collections, 4-5 of them
   full; at 20,000 about 7, none full, 0.06-0.07 s. What a cycle holds waits at most that many
   allocations longer.
 
