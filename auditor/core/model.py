@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from auditor.errors import ConfigError
+from auditor.exit_codes import ExitCode
 
 
 class Kind(StrEnum):
@@ -351,15 +352,15 @@ class Report:
         return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """0 nothing persistent, 1 persistent divergence, 3 incomplete, 4 consumer stalled,
         5 documents an older release wrote (and nothing worse): a reindex is due."""
         if not self.complete:
-            return 3
+            return ExitCode.INCOMPLETE
         if self.total(Verdict.DIVERGED) or self.total(Verdict.INVALID):
-            return 1
+            return ExitCode.PERSISTENT
         if self.total(Verdict.STALLED):
-            return 4
+            return ExitCode.STALLED
         if self.total(Verdict.OUTDATED):
-            return 5
-        return 0
+            return ExitCode.OUTDATED
+        return ExitCode.OK
