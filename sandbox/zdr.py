@@ -78,6 +78,7 @@ class ZeroDowntimeReindex:
     kafka: str = ""
     group: str = MAE_CONSUMER_GROUP
     topics: tuple[str, ...] = MCL_TOPICS
+    live: str = ""  # another live name than the type's V2 index (a V3 index): its own mappings copied
     alias: str = field(init=False)
     next_index: str = ""
     old_backing: str | None = None
@@ -88,7 +89,7 @@ class ZeroDowntimeReindex:
     phases: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.alias = entity_index(self.entity_type, self.index_prefix)
+        self.alias = self.live or entity_index(self.entity_type, self.index_prefix)
 
     # ------------------------------------------------------------------ the run
 
@@ -125,8 +126,12 @@ class ZeroDowntimeReindex:
         self.reindex_start = _now_ms()
         self.next_index = next_index_name(self.alias, self.version, self.reindex_start)
         settings = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"}
+        mappings = ENTITY_MAPPINGS
+        if self.live:  # the live index's own mappings (DataHub builds the next one from its own)
+            found = self.search.client.indices.get_mapping(index=self.alias)
+            mappings = next(iter(dict(found).values()))["mappings"]
         self.search.client.indices.create(
-            index=self.next_index, **self._body(settings=settings, mappings=ENTITY_MAPPINGS)
+            index=self.next_index, **self._body(settings=settings, mappings=mappings)
         )
         source_docs = self.search.count(self.alias)
         copy = {"source": {"index": self.alias}, "dest": {"index": self.next_index}}

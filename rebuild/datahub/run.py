@@ -250,7 +250,12 @@ def _full(
         name for name in registry.entity_names if backends.store.count_rows(Selection(entity_types=(name,)))
     )
     live = [entity_index(registry.entity(name).name, target.index_prefix) for name in types]
-    refuse_full(backends.scan.store, backends.scan.search, target.index_prefix, live)
+    # DataHub's V3 index (1.3+) beside V2: each V3 index holding a chosen type is rebuilt whole too
+    v3 = v3_indices(backends.scan.search, target.index_prefix, registry)
+    chosen = {registry.entity(name).name for name in types}
+    live_v3 = sorted({v3[t] for t in chosen if t in v3})
+    # DataHub's own zero-downtime reindex swaps V3 aliases as it swaps V2's: either one refuses
+    refuse_full(backends.scan.store, backends.scan.search, target.index_prefix, [*live, *live_v3])
     with locked(request, backends.description, target.index_prefix, target.versioned_topic):
         writer = backends.open_writer()
         full = FullRebuild(
@@ -269,14 +274,11 @@ def _full(
             outcome.verified_urns += swapped.entities
             outcome.notes.append(f"{swapped.live} -> {swapped.fresh} (verified in {swapped.rounds} round(s))")
             outcome.notes += swapped.notes
-        # DataHub's V3 index (1.3+) beside V2: each V3 index holding a chosen type, rebuilt whole
-        v3 = v3_indices(backends.scan.search, target.index_prefix, registry)
-        chosen = {registry.entity(name).name for name in types}
-        for live_v3 in sorted({v3[t] for t in chosen if t in v3}):
-            held = sorted(t for t, index in v3.items() if index == live_v3)
-            swapped = full.run_v3(live_v3, held)
-            outcome.counts[f"entities {live_v3}"] = swapped.entities
-            outcome.counts[f"caught up {live_v3}"] = swapped.caught_up
+        for v3_index in live_v3:
+            held = sorted(t for t, index in v3.items() if index == v3_index)
+            swapped = full.run_v3(v3_index, held)
+            outcome.counts[f"entities {v3_index}"] = swapped.entities
+            outcome.counts[f"caught up {v3_index}"] = swapped.caught_up
             verified = f"verified in {swapped.rounds} round(s)"
             outcome.notes.append(f"{swapped.live} (V3: {', '.join(held)}) -> {swapped.fresh} ({verified})")
             outcome.notes += swapped.notes

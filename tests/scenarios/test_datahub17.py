@@ -16,7 +16,7 @@ from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome
 from auditor.rebuild.request import RebuildRequest
-from sandbox.naming import entity_doc_id, entity_doc_id_v3, entity_index_v3
+from sandbox.naming import entity_doc_id, entity_doc_id_v3, entity_index, entity_index_v3
 from sandbox.zdr import ZeroDowntimeReindex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +30,9 @@ def repair(world: World, mode: str, report: Report, tmp: Path) -> RebuildOutcome
     )
 
 
-def zdr_of(world: World) -> ZeroDowntimeReindex:
-    """DataHub's zero-downtime reindex of the world's dataset index, on its topics and group."""
+def zdr_of(world: World, live: str = "") -> ZeroDowntimeReindex:
+    """DataHub's zero-downtime reindex of the world's dataset index (or of `live`, a V3 index), on
+    its topics and group."""
     return ZeroDowntimeReindex(
         world.engine,
         world.search,
@@ -41,6 +42,7 @@ def zdr_of(world: World) -> ZeroDowntimeReindex:
         world.prefix,
         group=world.group,
         topics=world.topics,
+        live=live,
     )
 
 
@@ -158,6 +160,31 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
     assert after.sections["v3"]["disagreeing"] == 0
     assert {(c.finding.index, c.subkind) for c in walked.findings} == {(primary, "stale_fields")}
+
+
+@pytest.mark.integration
+def test_full_refuses_to_race_a_zero_downtime_reindex_of_the_v3_index(tmp_path: Path) -> None:
+    """DataHub's zero-downtime reindex rebuilds V3 indices too (`<group>index_v3_<version>_<ms>`):
+    while it copies the V3 index of the datasets' search group, `reindex --full --entity-type
+    dataset` (which rebuilds that V3 index after the V2 one) is refused before it writes a thing,
+    exit 3, naming the V3 index's next index; the V2 dataset index is left as it was."""
+    world = World("postgres", "opensearch", tmp_path, n=20, v3={"dataset": "primary"}, own_topics=True)
+    try:
+        primary = entity_index_v3("primary", world.prefix)
+        zdr = zdr_of(world, live=primary)
+        zdr.copy()
+        v2 = entity_index("dataset", world.prefix)
+        indices_before = sorted(world.search.client.indices.get(index=f"{v2}*"))
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--full", "--entity-type", "dataset")
+        args.append("--replace-concrete-index")  # nothing else would stop it
+        refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        indices_after = sorted(world.search.client.indices.get(index=f"{v2}*"))
+    finally:
+        world.close()
+    assert zdr.alias == primary and zdr.next_index.startswith(f"{primary}_1_7_0-1_")
+    assert refused.returncode == 3, refused.stdout[-800:] + refused.stderr[-800:]
+    assert zdr.next_index in refused.stderr and "race" in refused.stderr, refused.stderr
+    assert indices_after == indices_before  # no fresh V2 index was started either
 
 
 @pytest.mark.integration
