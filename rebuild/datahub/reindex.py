@@ -226,24 +226,20 @@ class Reindexer:
             index = self._target_of(urn)
             entity = rows.get(urn)
             if entity is None:  # rows gone (asked just now): every projection of it goes
-                items.append(BulkItem("delete", index, document_id(urn), urn))
-                items += [BulkItem("delete", m, document_id(urn), urn) for m in self.mirrors.get(index, ())]
+                items += [BulkItem("delete", i, document_id(urn), urn) for i in self._mirrored(index)]
                 if v3 := self.v3.get(self._name_of(urn)):
-                    items.append(BulkItem("delete", v3, document_id_v3(urn), urn))
+                    items += [BulkItem("delete", i, document_id_v3(urn), urn) for i in self._mirrored(v3)]
                 items += [BulkItem("delete", sysmeta, i, urn) for i, _ in stored_meta.get(urn, [])]
                 items += [BulkItem("delete", graph, i, urn) for i, _ in stored_edges.get(urn, [])]
                 self.checkpoint.count("deleted")
                 continue
             built = build(self.registry, entity, current.get(urn), self.versions, index)
             if built.entity_doc is not None:
-                items.append(BulkItem("index", index, document_id(urn), urn, built.entity_doc))
-                items += [
-                    BulkItem("index", m, document_id(urn), urn, built.entity_doc)
-                    for m in self.mirrors.get(index, ())
-                ]
+                doc = built.entity_doc
+                items += [BulkItem("index", i, document_id(urn), urn, doc) for i in self._mirrored(index)]
                 if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
-                    doc = {**built.entity_doc, V3_TYPE_FIELD: self._name_of(urn)}
-                    items.append(BulkItem("index", v3, document_id_v3(urn), urn, doc))
+                    doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
+                    items += [BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)]
             items += [BulkItem("index", sysmeta, i, urn, d) for i, d in built.system_metadata.items()]
             items += [
                 BulkItem("delete", sysmeta, i, urn)
@@ -259,8 +255,14 @@ class Reindexer:
             self.checkpoint.count("rebuilt")
         if self.v3_only:
             v3_indices = set(self.v3.values())
+            v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
+
+    def _mirrored(self, index: str) -> tuple[str, ...]:
+        """`index` and the next index DataHub's zero-downtime reindex is building for it, if any
+        (its consumer writes both: so does a repair, which then survives DataHub's alias swap)."""
+        return (index, *self.mirrors.get(index, ()))
 
     def _name_of(self, urn: str) -> str:
         etype = entity_type(urn)

@@ -178,9 +178,11 @@ def _reindex(
     writer = backends.open_writer()
     for needed in (Capability.BULK_WRITE, Capability.DELETE):
         require(writer, needed, "a reindex")
+    v3 = v3_indices(backends.scan.search, target.index_prefix, registry)
+    scan = backends.scan
     reindexer = Reindexer(
         backends.store,
-        backends.scan.search,
+        scan.search,
         writer,
         registry,
         checkpoint,
@@ -189,8 +191,11 @@ def _reindex(
         rate=request.rate,
         batch=min(request.batch, 500),
         progress=progress,
-        v3=v3_indices(backends.scan.search, target.index_prefix, registry),
-        mirrors=reindex_mirrors(backends.scan.store, backends.scan.search, target.index_prefix, registry),
+        v3=v3,
+        # DataHub's zero-downtime reindexes in progress, of V2 and V3 indices: written to both
+        mirrors=reindex_mirrors(
+            scan.store, scan.search, target.index_prefix, registry, sorted(set(v3.values()))
+        ),
         versions=deployment_versions(backends.scan, registry, target),
     )
     reindexer.run(sorted(urns))

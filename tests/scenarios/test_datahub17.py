@@ -188,6 +188,40 @@ def test_full_refuses_to_race_a_zero_downtime_reindex_of_the_v3_index(tmp_path: 
 
 
 @pytest.mark.integration
+def test_a_targeted_reindex_mid_way_writes_the_v3_next_index_too(tmp_path: Path) -> None:
+    """While DataHub's zero-downtime reindex copies a V3 index, a write lands in the live V3 index
+    only (the copy's snapshot is older): a targeted reindex of that entity writes its V3 document to
+    the live index and to the next one, as DataHub's consumer does once it dual-writes, so the
+    repair survives DataHub's alias swap."""
+    world = World("postgres", "opensearch", tmp_path, n=20, v3={"dataset": "primary"}, own_topics=True)
+    try:
+        primary = entity_index_v3("primary", world.prefix)
+        (urn,) = _datasets(world, 1)
+        zdr = zdr_of(world, live=primary)
+        zdr.copy()
+        world.writer.write(urn, "globalTags", _tags("after-copy"))  # the live V3 index only
+        assert world.consumer.drain(60)
+        world.refresh()
+        doc_id = entity_doc_id_v3(urn)
+        before = world.search.mget(zdr.next_index, [doc_id])
+        outcome = rebuild(
+            world.settings(),
+            RebuildRequest(
+                "reindex", selection=Selection(urns=(urn,)), apply=True, wait_seconds=60, state_dir=tmp_path
+            ),
+        )
+        world.search.refresh(zdr.next_index)
+        after = world.search.mget(zdr.next_index, [doc_id])
+        live = world.search.mget(primary, [doc_id])
+    finally:
+        world.close()
+    assert "after-copy" not in str(before[doc_id]), before  # the copy's snapshot: older
+    assert outcome.exit_code == 0 and not outcome.failed, outcome.notes
+    assert "after-copy" in str(after[doc_id]) and "after-copy" in str(live[doc_id]), (after, live)
+    assert after[doc_id].get("_entityType") == "dataset"
+
+
+@pytest.mark.integration
 def test_a_full_rebuild_rebuilds_the_v3_index_holding_the_type_too(tmp_path: Path) -> None:
     """`reindex --full --entity-type dataset` on a DataHub writing V2 and V3: the V2 dataset index
     and the V3 index of its search group (datasets and charts) each rebuilt into a fresh index,

@@ -181,9 +181,12 @@ def refuse_full(store: Any, search: Any, index_prefix: str, aliases: Iterable[st
         )
 
 
-def reindex_mirrors(store: Any, search: Any, index_prefix: str, registry: Any) -> dict[str, list[str]]:
-    """Live entity index -> the next index DataHub is building for it (a repair writes both)."""
-    aliases = [entity_index(name, index_prefix) for name in registry.entity_names]
+def reindex_mirrors(
+    store: Any, search: Any, index_prefix: str, registry: Any, v3: Iterable[str] = ()
+) -> dict[str, list[str]]:
+    """Live entity index (V2, or one of the `v3` indices) -> the next index DataHub is building
+    for it (a repair writes both)."""
+    aliases = [entity_index(name, index_prefix) for name in registry.entity_names] + list(v3)
     found = detect(store, search, index_prefix, aliases)
     return {r.alias: [r.next_index] for r in found if r.phase == "in_progress"}
 
