@@ -31,17 +31,22 @@ class PlainReader:
             raise RuntimeError(f"{method} {path}: {response.status} {response.data[:300]!r}")
         return orjson.loads(response.data)
 
-    def read(self, index: str, sort: list[str]) -> int:
-        """Every document of `index` in `sort` order; the number read."""
+    def read(
+        self, index: str, sort: list[str], page: int = PAGE, slice_: tuple[int, int] | None = None
+    ) -> int:
+        """Every document of `index` in `sort` order (of slice i of n of the point in time, when
+        `slice_` is (i, n)); the number read."""
         if self.kind == "opensearch":
             pit = self._post(f"/{index}/_search/point_in_time?keep_alive=5m")["pit_id"]
         else:
             pit = self._post(f"/{index}/_pit?keep_alive=5m")["id"]
         body: dict[str, Any] = {
-            "size": PAGE,
+            "size": page,
             "sort": [{f: {"order": "asc"}} for f in sort],
             "track_total_hits": False,
         }
+        if slice_ is not None:
+            body["slice"] = {"id": slice_[0], "max": slice_[1]}
         count = 0
         try:
             while True:
@@ -52,7 +57,7 @@ class PlainReader:
                 for hit in hits:
                     if hit["_source"] is not None:
                         count += 1
-                if len(hits) < PAGE:
+                if len(hits) < page:
                     return count
                 body["search_after"] = hits[-1]["sort"]
         finally:
