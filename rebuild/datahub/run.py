@@ -193,10 +193,8 @@ def _reindex(
         progress=progress,
         v3=v3,
         # DataHub's zero-downtime reindexes in progress, of V2 and V3 indices: written to both
-        mirrors=reindex_mirrors(
-            scan.store, scan.search, target.index_prefix, registry, sorted(set(v3.values()))
-        ),
-        versions=deployment_versions(backends.scan, registry, target),
+        mirrors=reindex_mirrors(scan.store, scan.search, target.index_prefix, registry, set(v3.values())),
+        versions=deployment_versions(scan, registry, target),
     )
     reindexer.run(sorted(urns))
     reindexer.writer.refresh_written()
