@@ -551,6 +551,10 @@ def main() -> int:
         rows = counts["rows"]
         return counts["entity"] == args.n and rows > 0 and counts["sysmeta"] == rows and counts["edges"] > 0
 
+    if args.scan_only and (args.shards or args.workers or args.stages or args.versions or args.broken):
+        parser.error(
+            "--scan-only is the scan alone: not with --shards, --workers, --stages, --versions or --break"
+        )
     if args.reseed or not loaded():
         seed(args.store, args.search, args.n)
     if args.scan_only:
