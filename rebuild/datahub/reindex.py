@@ -2,8 +2,9 @@
 
 Per batch of urns: read the rows, build the entity doc (replacing the stored one), the
 system-metadata docs and the edges with the scan's projection, drop what the rows no longer
-imply (system-metadata docs of aspects gone, edges of the compared types), and delete every
-projection of a urn whose rows are gone (re-checked against the rows read just before). Then
+imply (system-metadata docs of aspects gone, edges of the compared types: the engine is asked
+for exactly those, the docs just built excluded by id), and delete every projection of a urn
+whose rows are gone (re-checked against the rows read just before). Then
 the database digests the batch's rows (one row back per 100 urns); only if that moved are their
 fingerprints read: an entity written meanwhile is built and written again. The checkpoint
 moves only past a batch whose writes all returned.
@@ -17,8 +18,6 @@ from typing import Any
 
 from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
 from auditor.backends.protocols import Search, Store
-from auditor.backends.search import urn_filter
-from auditor.core.model import Selection
 from auditor.core.records import EntityRows, rows_digest
 from auditor.platforms.datahub.backends.store import row_fingerprint
 from auditor.platforms.datahub.documents.projection import COMPARED_EDGE_TYPES
@@ -43,6 +42,11 @@ Progress = Callable[[int], None]
 
 
 GUARD_ROUNDS = 5  # re-checks of entities built again (each may have been written again meanwhile)
+# doc ids one query for what the rows no longer imply excludes (the docs the rows imply): a urn
+# with more is read whole and sorted out here
+EXCLUDED_IDS_CAP = 10_000
+
+Read = tuple[dict[str, EntityRows], dict[str, dict[str, Any]]]  # a batch's rows, its stored entity docs
 
 
 def deployment_versions(backends: ScanBackends, registry: Registry, target: ScanTarget) -> IndexRules:
@@ -70,8 +74,9 @@ class Reindexer:
         versions: IndexRules | None = None,
         v3_only: bool = False,
     ) -> None:
-        # the deployment's release and mappings: what a document may hold (the scan's own rules)
-        self.versions = versions
+        # the deployment's release and mappings: what a document may hold (the scan's own rules;
+        # without them the installed wheel's, made once: they cache what each type withholds)
+        self.versions = versions or IndexRules.installed(registry)
         # live entity index -> the next indices of DataHub's own reindex in progress: written too,
         # as DataHub's consumer dual-writes them (a repair then survives DataHub's alias swap)
         self.mirrors = mirrors or {}
@@ -100,22 +105,21 @@ class Reindexer:
     def run(self, urns: list[str]) -> Checkpoint:
         """Rebuild every urn of the sorted list after the checkpoint's last one.
 
-        Three batches are in hand at once: the next one's rows are read from the database and
-        this one's docs are built while the previous one's bulk is written (the read and the
-        bulk each in a thread: the waits on the two servers overlap the projection; reading the
-        stored docs ahead too was measured no faster). A batch is guarded and passed by the
-        checkpoint only once its bulk returned, in order."""
+        Three batches are in hand at once: the next one's rows and stored entity docs are read
+        while this one's docs are built and the previous one's bulk is written (the read and the
+        bulk each in a thread: the waits on the servers overlap the projection). A batch is
+        guarded and passed by the checkpoint only once its bulk returned, in order."""
         ck = self.checkpoint
         todo = [u for u in sorted(set(urns)) if ck.last_urn is None or u > ck.last_urn]
         batches = [todo[i : i + self.batch] for i in range(0, len(todo), self.batch)]
-        reading = Ahead(self._rows, batches[0], name="reindex-rows") if batches else None
+        reading = Ahead(self._read, batches[0], name="reindex-rows") if batches else None
         writing: tuple[list[str], dict[str, EntityRows], Ahead[list[BulkFailure]], int] | None = None
         for i, batch in enumerate(batches):
             assert reading is not None
-            rows = reading.result()
+            rows, current = reading.result()
             if i + 1 < len(batches):
-                reading = Ahead(self._rows, batches[i + 1], name="reindex-rows")
-            items = self._items(batch, rows)
+                reading = Ahead(self._read, batches[i + 1], name="reindex-rows")
+            items = self._items(batch, rows, current)
             if writing is not None:
                 self._passed(*writing)
             writing = (batch, rows, Ahead(self._send, items, name="reindex-bulk"), len(items))
@@ -142,6 +146,22 @@ class Reindexer:
 
     def _rows(self, urns: list[str]) -> dict[str, EntityRows]:
         return {e.urn: e for e in self.store.stream_entities(urns=tuple(urns))}
+
+    def _read(self, urns: list[str]) -> Read:
+        """A batch's rows, then its stored entity docs (their unpredictable fields are kept; read
+        a batch ahead, 10-20% sooner done, so a timeseries value the consumer writes to a doc in
+        the batch's time in hand is overwritten by the one read: the next timeseries event sets it
+        again, and a scan never compares those fields)."""
+        return self._rows(urns), self._stored_docs(urns)
+
+    def _stored_docs(self, urns: list[str]) -> dict[str, dict[str, Any]]:
+        by_index: dict[str, list[str]] = {}
+        for urn in urns:
+            by_index.setdefault(self._index_of(urn), []).append(urn)
+        current: dict[str, dict[str, Any]] = {}
+        for index, mine in by_index.items():
+            current.update(self._current(index, mine))
+        return current
 
     def _guard(self, urns: list[str], rows: dict[str, EntityRows]) -> None:
         """Entities written while we wrote them are built again from their newer rows, and checked
@@ -175,21 +195,29 @@ class Reindexer:
         }
         return [u for u in urns if now.get(u) != before.get(u)]
 
-    def _existing(
-        self, index: str, field: str, urns: list[str]
-    ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """The docs of an index that belong to the urns (by `field`), per urn."""
+    def _left_behind(
+        self, index: str, field: str, keep: dict[str, set[str]], types: frozenset[str] | None = None
+    ) -> dict[str, list[str]]:
+        """The ids of `index`'s docs of the urns in `keep` (by `field`, of `types` if given) that
+        are not in `keep[urn]`: what the rows no longer imply. The engine is asked for exactly
+        those, the docs the rows imply excluded by id: a batch whose projections are whole reads
+        back nothing (reading every stored doc to sort them here was the reindex's main cost)."""
         if not self.exists(index):
             return {}
-        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        query = urn_filter(field, Selection(urns=tuple(urns)))
-        wanted = [field, "relationshipType"]  # what the rewrite looks at: not the whole doc
-        for doc_id, source in self.search.stream(index, [field], query=query, source=wanted):
-            value: Any = source
-            for part in field.split("."):
-                value = value.get(part, {}) if isinstance(value, dict) else {}
-            if isinstance(value, str):
-                out.setdefault(value, []).append((doc_id, source))
+        out: dict[str, list[str]] = {}
+        for urns in _groups(keep, EXCLUDED_IDS_CAP):
+            query: dict[str, Any] = {"bool": {"filter": [{"terms": {field: urns}}]}}
+            if types is not None:
+                query["bool"]["filter"].append({"terms": {"relationshipType": sorted(types)}})
+            ids = [i for u in urns for i in keep[u]]
+            if ids and len(ids) <= EXCLUDED_IDS_CAP:
+                query["bool"]["must_not"] = [{"ids": {"values": ids}}]
+            for doc_id, doc in self.search.stream(index, [field], query=query, few=True, from_sort=True):
+                value: Any = doc
+                for part in field.split("."):
+                    value = value.get(part) if isinstance(value, dict) else None
+                if isinstance(value, str) and doc_id not in keep.get(value, ()):
+                    out.setdefault(value, []).append(doc_id)
         return out
 
     def _write(self, urns: list[str], rows: dict[str, EntityRows]) -> None:
@@ -205,54 +233,56 @@ class Reindexer:
         self.checkpoint.failed.extend(failed)
         self.checkpoint.count("failed_items", len(failures))
 
-    def _items(self, urns: list[str], rows: dict[str, EntityRows]) -> list[BulkItem]:
+    def _items(
+        self, urns: list[str], rows: dict[str, EntityRows], current: dict[str, dict[str, Any]] | None = None
+    ) -> list[BulkItem]:
         """The writes that make the urns' projections what their rows imply, to the indices that
-        exist (nothing sent)."""
+        exist (nothing sent). `current`: the stored entity docs, read with the rows."""
         sysmeta, graph = system_metadata_index(self.prefix), graph_index(self.prefix)
         gone = [u for u in urns if u not in rows]
         if gone:  # rows read ahead: asked again right before their projections are deleted
             rows = {**rows, **self._rows(gone)}
-        current: dict[str, dict[str, Any]] = {}
-        by_index: dict[str, list[str]] = {}
-        for urn in urns:
-            by_index.setdefault(self._index_of(urn), []).append(urn)
-        for index, mine in by_index.items():
-            current.update(self._current(index, mine))
-        stored_meta = self._existing(sysmeta, "urn", urns)
-        stored_edges = self._existing(graph, "source.urn", urns)
-        items: list[BulkItem] = []
+        if current is None:
+            current = self._stored_docs(urns)
+        built = {}
         for urn in urns:
             self.throttle.wait()
+            if (entity := rows.get(urn)) is not None:
+                built[urn] = build(
+                    self.registry, entity, current.get(urn), self.versions, self._target_of(urn)
+                )
+        stale_meta: dict[str, list[str]] = {}
+        stale_edges: dict[str, list[str]] = {}
+        if not self.v3_only:  # a V3 rebuild writes entity docs only
+            keep = {u: set(built[u].system_metadata) if u in built else set() for u in urns}
+            stale_meta = self._left_behind(sysmeta, "urn", keep)
+            keep = {u: set(docs.edges) for u, docs in built.items()}
+            stale_edges = self._left_behind(graph, "source.urn", keep, COMPARED_EDGE_TYPES)
+            # a urn whose rows are gone loses every edge it is the source of, of any type
+            stale_edges |= self._left_behind(graph, "source.urn", {u: set() for u in urns if u not in built})
+        items: list[BulkItem] = []
+        for urn in urns:
             index = self._target_of(urn)
-            entity = rows.get(urn)
-            if entity is None:  # rows gone (asked just now): every projection of it goes
+            docs = built.get(urn)
+            if docs is None:  # rows gone (asked just now): every projection of it goes
                 items += [BulkItem("delete", i, document_id(urn), urn) for i in self._mirrored(index)]
                 if v3 := self.v3.get(self._name_of(urn)):
                     items += [BulkItem("delete", i, document_id_v3(urn), urn) for i in self._mirrored(v3)]
-                items += [BulkItem("delete", sysmeta, i, urn) for i, _ in stored_meta.get(urn, [])]
-                items += [BulkItem("delete", graph, i, urn) for i, _ in stored_edges.get(urn, [])]
                 self.checkpoint.count("deleted")
-                continue
-            built = build(self.registry, entity, current.get(urn), self.versions, index)
-            if built.entity_doc is not None:
-                doc = built.entity_doc
-                items += [BulkItem("index", i, document_id(urn), urn, doc) for i in self._mirrored(index)]
-                if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
-                    doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
-                    items += [BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)]
-            items += [BulkItem("index", sysmeta, i, urn, d) for i, d in built.system_metadata.items()]
-            items += [
-                BulkItem("delete", sysmeta, i, urn)
-                for i, _ in stored_meta.get(urn, [])
-                if i not in built.system_metadata
-            ]
-            items += [BulkItem("index", graph, i, urn, d) for i, d in built.edges.items()]
-            items += [
-                BulkItem("delete", graph, i, urn)
-                for i, doc in stored_edges.get(urn, [])
-                if i not in built.edges and doc.get("relationshipType") in COMPARED_EDGE_TYPES
-            ]
-            self.checkpoint.count("rebuilt")
+            else:
+                if docs.entity_doc is not None:
+                    doc = docs.entity_doc
+                    items += [BulkItem("index", i, document_id(urn), urn, doc) for i in self._mirrored(index)]
+                    if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
+                        doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
+                        items += [
+                            BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)
+                        ]
+                items += [BulkItem("index", sysmeta, i, urn, d) for i, d in docs.system_metadata.items()]
+                items += [BulkItem("index", graph, i, urn, d) for i, d in docs.edges.items()]
+                self.checkpoint.count("rebuilt")
+            items += [BulkItem("delete", sysmeta, i, urn) for i in stale_meta.get(urn, [])]
+            items += [BulkItem("delete", graph, i, urn) for i in stale_edges.get(urn, [])]
         if self.v3_only:
             v3_indices = set(self.v3.values())
             v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
@@ -284,3 +314,16 @@ class Reindexer:
             return {}
         by_id = {document_id(u): u for u in urns}
         return {by_id[i]: d for i, d in found.items() if i in by_id}
+
+
+def _groups(keep: dict[str, set[str]], cap: int) -> list[list[str]]:
+    """The urns in runs whose ids to keep add up to at most `cap` (a urn with more: alone)."""
+    groups: list[list[str]] = []
+    size = cap + 1
+    for urn, ids in keep.items():
+        if size + len(ids) > cap:
+            groups.append([])
+            size = 0
+        groups[-1].append(urn)
+        size += len(ids)
+    return groups

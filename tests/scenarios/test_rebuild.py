@@ -424,3 +424,63 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     assert outcome["failed"] == [] and outcome["still_wrong"] == []  # nothing lost or unreported
     assert outcome["counts"]["produced"] >= outcome["rows"]
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("pair", ["postgres/elasticsearch", "mariadb/opensearch"])
+def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(pair: str, tmp_path: Path) -> None:
+    """Left behind by a consumer: an edge the rows no longer imply, the system-metadata doc of an
+    aspect gone from the rows. A reindex of the entity and its batch neighbours deletes those two
+    and keeps every doc the rows imply, and the edges of a type it does not compare."""
+    from sandbox.naming import edge_doc_id, graph_index, system_metadata_doc_id, system_metadata_index
+
+    world = World(*pair.split("/"), tmp_path)
+    try:
+        urns = _datasets(world, 4)
+        target, other = urns[0], urns[1]
+        graph, sysmeta = graph_index(world.prefix), system_metadata_index(world.prefix)
+        held = {e.urn: dict(e.aspects) for e in world.of_type("dataset")}[target]
+        aspect = next(
+            a for a in ("institutionalMemory", "deprecation", "datasetDeprecation") if a not in held
+        )
+
+        def edge(kind: str) -> dict[str, Any]:
+            return {
+                "source": {"urn": target, "entityType": "dataset"},
+                "destination": {"urn": other, "entityType": "dataset"},
+                "relationshipType": kind,
+            }
+
+        stale_edge, foreign_edge = (
+            edge_doc_id(target, "DownstreamOf", other),
+            edge_doc_id(target, "Consumes", other),
+        )
+        stale_meta = system_metadata_doc_id(target, aspect)
+        world.search.put(graph, stale_edge, edge("DownstreamOf"))
+        world.search.put(graph, foreign_edge, edge("Consumes"))
+        world.search.put(sysmeta, stale_meta, {"urn": target, "aspect": aspect, "runId": "left-behind"})
+
+        def stored() -> tuple[set[str], set[str]]:
+            edges = {i for i, _ in world.search.scan(graph, {"terms": {"source.urn": urns}})}
+            return edges, {i for i, _ in world.search.scan(sysmeta, {"terms": {"urn": urns}})}
+
+        edges_before, meta_before = stored()
+        assert {stale_edge, foreign_edge} <= edges_before and stale_meta in meta_before
+        assert len(meta_before) > len(urns)  # the neighbours' own docs are there to be kept
+        outcome = rebuild(
+            world.settings(),
+            RebuildRequest(
+                "reindex",
+                selection=Selection(urns=tuple(urns)),
+                apply=True,
+                wait_seconds=60,
+                state_dir=tmp_path,
+            ),
+        )
+        edges_after, meta_after = stored()
+    finally:
+        world.close()
+    assert not outcome.failed and not outcome.still_wrong and outcome.exit_code == 0
+    assert stale_edge not in edges_after and stale_meta not in meta_after
+    assert edges_after == edges_before - {stale_edge}, edges_before ^ edges_after
+    assert meta_after == meta_before - {stale_meta}, meta_before ^ meta_after

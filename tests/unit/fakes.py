@@ -97,16 +97,27 @@ class FakeStore:
         return "fake 1.0"
 
 
-def _wanted(query: dict[str, Any] | None) -> tuple[set[str] | None, list[str]]:
-    """The urns (terms) and prefixes a selection's query asks for."""
-    terms: set[str] | None = None
-    prefixes: list[str] = []
-    for part in (query or {}).get("bool", {}).get("filter", []):
+def _matches(doc_id: str, doc: dict[str, Any], query: dict[str, Any] | None) -> bool:
+    """Whether a doc matches what the tool's queries use: a bool of `terms` (on any field, dotted),
+    `should` of prefixes on the urn, and `must_not` of ids."""
+    bool_ = (query or {}).get("bool", {})
+    for part in bool_.get("filter", []):
         if "terms" in part:
-            terms = set(next(iter(part["terms"].values())))
-        for should in part.get("bool", {}).get("should", []):
-            prefixes.append(next(iter(should["prefix"].values())))
-    return terms, prefixes
+            field, values = next(iter(part["terms"].items()))
+            if _field(doc, field) not in set(values):
+                return False
+        prefixes = [next(iter(s["prefix"].values())) for s in part.get("bool", {}).get("should", [])]
+        if prefixes and not any(str(doc.get("urn", "")).startswith(p) for p in prefixes):
+            return False
+    excluded = {i for part in bool_.get("must_not", []) for i in part.get("ids", {}).get("values", [])}
+    return doc_id not in excluded
+
+
+def _field(doc: dict[str, Any], field: str) -> Any:
+    value: Any = doc
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 class FakeSearch:
@@ -145,15 +156,10 @@ class FakeSearch:
         from_sort: bool = False,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         self.log.append(f"docs {index}")
-        terms, prefixes = _wanted(query)
-        items = sorted(self.docs.get(index, {}).items(), key=lambda kv: kv[1].get("urn", ""))
+        items = sorted(self.docs.get(index, {}).items(), key=lambda kv: str(_field(kv[1], sort[0]) or ""))
         for doc_id, doc in items:
-            urn = doc.get("urn", "")
-            if terms is not None and urn not in terms:
-                continue
-            if prefixes and not any(urn.startswith(p) for p in prefixes):
-                continue
-            yield doc_id, _sort_keys(doc, sort) if from_sort else dict(doc)
+            if _matches(doc_id, doc, query):
+                yield doc_id, _sort_keys(doc, sort) if from_sort else dict(doc)
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return {i: self.docs.get(index, {})[i] for i in ids if i in self.docs.get(index, {})}

@@ -323,6 +323,82 @@ def test_a_reindex_whose_bulk_fails_keeps_the_checkpoint_before_that_batch(tmp_p
     assert again.bulks == [urns[2:4], urns[4:6]] and ck.done and ck.touched == urns  # no gap
 
 
+class RecordingWriter(FailingWriter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[Any] = []
+
+    def bulk(self, items: list[Any]) -> list[Any]:
+        self.items += items
+        return super().bulk(items)
+
+
+def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(tmp_path: Path) -> None:
+    from fakes import FakeSearch
+
+    from auditor.platforms.datahub.naming import (
+        document_id,
+        edge_id,
+        entity_index,
+        graph_index,
+        system_metadata_id,
+        system_metadata_index,
+    )
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.rebuild.datahub.reindex import Reindexer
+
+    a, b, gone = "urn:li:dataset:a", "urn:li:dataset:b", "urn:li:dataset:gone"
+    meta, graph, datasets = system_metadata_index(""), graph_index(""), entity_index("dataset", "")
+
+    def edge(source: str, kind: str, destination: str) -> tuple[str, dict[str, Any]]:
+        doc = {"source": {"urn": source}, "destination": {"urn": destination}, "relationshipType": kind}
+        return edge_id(source, kind, destination), doc
+
+    def sysmeta(urn: str, aspect: str) -> tuple[str, dict[str, Any]]:
+        return system_metadata_id(urn, aspect), {"urn": urn, "aspect": aspect}
+
+    indices = {
+        meta: dict([sysmeta(a, "globalTags"), sysmeta(a, "ownership"), sysmeta(gone, "globalTags")]),
+        graph: dict(
+            [
+                edge(a, "TaggedWith", "urn:li:tag:t"),  # implied by a's rows: kept (rewritten)
+                edge(a, "DownstreamOf", b),  # a compared type the rows no longer imply: deleted
+                edge(a, "Consumes", b),  # a type the reindex does not compare: kept
+                edge(gone, "Consumes", b),  # its source's rows are gone: deleted, of any type
+                edge(b, "DownstreamOf", a),  # b's stale edge, a's as destination only: deleted as b's
+            ]
+        ),
+        datasets: {document_id(gone): {"urn": gone}},
+    }
+    writer = RecordingWriter()
+    store = FakeStore([rows(a, tags("t")), rows(b, tags("t"))])
+    reindexer = Reindexer(
+        store, FakeSearch(indices), writer, Registry.load(), Checkpoint("reindex", "x"), tmp_path / "ck.json"
+    )  # type: ignore[arg-type]
+    reindexer.run([a, b, gone])
+    deleted = {(i.index, i.doc_id, i.urn) for i in writer.items if i.op == "delete"}
+    assert deleted == {
+        (meta, system_metadata_id(a, "ownership"), a),
+        (meta, system_metadata_id(gone, "globalTags"), gone),
+        (graph, edge_id(a, "DownstreamOf", b), a),
+        (graph, edge_id(gone, "Consumes", b), gone),
+        (graph, edge_id(b, "DownstreamOf", a), b),
+        (datasets, document_id(gone), gone),
+    }
+    written = {(i.index, i.doc_id) for i in writer.items if i.op == "index"}
+    assert (graph, edge_id(a, "TaggedWith", "urn:li:tag:t")) in written
+    assert (meta, system_metadata_id(b, "globalTags")) in written
+
+
+def test_what_one_query_excludes_by_id_stays_under_the_cap() -> None:
+    from auditor.rebuild.datahub.reindex import _groups
+
+    keep = {"a": {"1", "2"}, "b": {"3"}, "c": {"4", "5", "6"}, "d": set(), "e": {"7"}}
+    assert _groups(keep, 3) == [["a", "b"], ["c", "d"], ["e"]]
+    assert _groups({"a": {"1", "2", "3", "4"}, "b": set()}, 3) == [["a"], ["b"]]  # too many alone
+    assert _groups({}, 3) == []
+
+
 def test_a_bulk_line_is_valid_utf8_json_also_for_what_orjson_refuses() -> None:
     from auditor.backends.bulk_json import dumps as _json
 
