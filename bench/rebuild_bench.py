@@ -147,6 +147,18 @@ def consume(search: str, n: int, limit: int) -> dict[str, Any]:
     return {"mode": "consume", "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
 
 
+def machine_cpu() -> float | None:
+    """CPU-seconds every process of this machine has used (Linux's /proc/stat), None elsewhere:
+    what a measurement costs the whole machine, the servers' share included."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def barrier() -> None:
     """Under `--workers`: say ready once set up, then start when the parent says go."""
     if os.environ.get("BENCH_BARRIER"):
@@ -206,7 +218,7 @@ def measure(
                 }
             )
             barrier()
-            started = time.monotonic()
+            started, cpu_started, machine_started = time.monotonic(), time.process_time(), machine_cpu()
             for key, value, _ in messages:
                 while True:
                     try:
@@ -219,7 +231,7 @@ def measure(
             count = len(messages)
         else:
             barrier()
-            started = time.monotonic()
+            started, cpu_started, machine_started = time.monotonic(), time.process_time(), machine_cpu()
             # a replay of a filter (`--all`): its checkpoint keeps no urn list, as the CLI's
             ck = Checkpoint("replay", "bench", track_touched=False)
             ck = Replayer(db, producer, ck, path, batch=1000).run(source)  # type: ignore[arg-type]
@@ -244,20 +256,28 @@ def measure(
             existing = search_index.indices(f"{PREFIX}_*")
             items = [i for i in items if i.index in existing]  # as the tool: only DataHub's indices
             barrier()
-            started = time.monotonic()
+            started, cpu_started, machine_started = time.monotonic(), time.process_time(), machine_cpu()
             for i in range(0, len(items), 5000):
                 writer.bulk(items[i : i + 5000])
             count = len(urns)
         else:
             barrier()
-            started = time.monotonic()
+            started, cpu_started, machine_started = time.monotonic(), time.process_time(), machine_cpu()
             # a reindex of a filter (`--entity-type dataset`): no urn list kept, as the CLI's
             ck = Checkpoint("reindex", "bench", track_touched=False)
             reindexer = Reindexer(db, search_index, writer, registry, ck, path, index_prefix=PREFIX)
             ck = reindexer.run(urns)
             count = ck.counts.get("entities", 0)
     seconds = time.monotonic() - started
-    return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+    cpu, machine = time.process_time() - cpu_started, machine_cpu()
+    return {
+        "mode": mode,
+        "seconds": seconds,
+        "count": count,
+        "peak_rss_mib": peak_rss_mib(),
+        "cpu_s": cpu,  # this process's, every thread's
+        "machine_cpu_s": None if machine is None or machine_started is None else machine - machine_started,
+    }
 
 
 def child_argv(mode: str, args: argparse.Namespace, n: int) -> list[str]:
@@ -398,7 +418,21 @@ def against_raw(
         f"{mode}_{'per_s' if unit == 'rows' else 'entities_per_s'}": round(tool_rate),
         f"{mode}_ratio_to_raw": round(tool_rate / raw_rate, 2),
         f"{mode}_peak_rss_mib": round(tool["peak_rss_mib"]),
+        # CPU-seconds: the tool's process, the raw limit's, and the whole machine's during each
+        # (the servers' share included) against what its cores could give in that time
+        f"{mode}_cpu_s": round(tool["cpu_s"], 2),
+        f"{raw_name.split('_per_s')[0].removesuffix('_entities')}_cpu_s": round(raw["cpu_s"], 2),
+        **_machine(mode, tool),
+        **_machine(raw_name.split("_per_s")[0].removesuffix("_entities"), raw),
     }
+
+
+def _machine(name: str, measured: dict[str, Any]) -> dict[str, Any]:
+    """The machine's CPU-seconds during a measurement, of the cores' seconds in that time."""
+    if measured.get("machine_cpu_s") is None:
+        return {}
+    capacity = (os.cpu_count() or 1) * measured["seconds"]
+    return {f"{name}_machine_cpu_s": f"{measured['machine_cpu_s']:.2f} of {capacity:.2f}"}
 
 
 def main() -> int:
