@@ -39,13 +39,21 @@ def said(error: Any, cap: int = REASON_CAP) -> str:
 
 @dataclass(frozen=True)
 class BulkItem:
-    """One write: `index` (the whole doc, replacing) or `delete`."""
+    """One write: `index` (the whole doc, replacing), `create` (only if no doc has the id: 409
+    otherwise) or `delete`."""
 
     op: str
     index: str
     doc_id: str
     urn: str  # the entity it belongs to (failures are reported by urn)
     doc: dict[str, Any] | None = None
+    # (seq_no, primary_term) the doc must still have: a write since then answers 409, never lost
+    if_seq: tuple[int, int] | None = None
+
+    @property
+    def conditional(self) -> bool:
+        """Refused (409) rather than written over a doc that changed since it was read."""
+        return self.if_seq is not None or self.op == "create"
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,11 @@ class IndexWriter:
 
     def _lines(self, item: BulkItem) -> bytes:
         self.written.add(item.index)
-        action = _json({item.op: {"_index": item.index, "_id": item.doc_id}}) + b"\n"
-        return action + _json(item.doc) + b"\n" if item.op == "index" else action
+        meta: dict[str, Any] = {"_index": item.index, "_id": item.doc_id}
+        if item.if_seq is not None:
+            meta["if_seq_no"], meta["if_primary_term"] = item.if_seq
+        action = _json({item.op: meta}) + b"\n"
+        return action + _json(item.doc) + b"\n" if item.op != "delete" else action
 
     def bulk(self, items: Sequence[BulkItem], max_bytes: int = MAX_BYTES) -> list[BulkFailure]:
         """Write every item; return those that failed for good (a delete of a missing doc is fine;

@@ -89,6 +89,12 @@ class Search(Protocol):
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
 
+    # `_id` -> (`_source`, (seq_no, primary_term) or None) of the docs that exist: what a write
+    # conditioned on the doc not having changed since names
+    def get_versioned(
+        self, index: str, ids: Sequence[str]
+    ) -> dict[str, tuple[dict[str, Any], tuple[int, int] | None]]: ...
+
 
 class Events(Protocol):
     """The change-log topics and the MAE group's offsets (never joined, never committed)."""

@@ -526,6 +526,14 @@ class SearchIndex:
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """`_id` -> `_source` of the docs that exist."""
+        return {i: source for i, (source, _) in self.get_versioned(index, ids).items()}
+
+    def get_versioned(
+        self, index: str, ids: Sequence[str]
+    ) -> dict[str, tuple[dict[str, Any], tuple[int, int] | None]]:
+        """`_id` -> (`_source`, its (seq_no, primary_term)) of the docs that exist (a real-time
+        read: the newest write, refreshed or not). The pair is what a bulk write conditions on
+        (`if_seq_no`/`if_primary_term`); None where the engine did not say."""
         if not ids:
             return {}
         try:
@@ -534,4 +542,10 @@ class SearchIndex:
             if "index_not_found" in str(exc):
                 return {}
             raise self._fail(f"reading {index}", exc) from None
-        return {d["_id"]: d.get("_source") or {} for d in response["docs"] if d.get("found")}
+        out: dict[str, tuple[dict[str, Any], tuple[int, int] | None]] = {}
+        for d in response["docs"]:
+            if d.get("found"):
+                seq, term = d.get("_seq_no"), d.get("_primary_term")
+                version = (seq, term) if isinstance(seq, int) and isinstance(term, int) else None
+                out[d["_id"]] = (d.get("_source") or {}, version)
+        return out

@@ -36,17 +36,14 @@ from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import build
+from auditor.rebuild.datahub.stored import Stored, left_behind, read_entity_docs
 from auditor.rebuild.throttle import Throttle
 
 Progress = Callable[[int], None]
 
 
 GUARD_ROUNDS = 5  # re-checks of entities built again (each may have been written again meanwhile)
-# doc ids one query for what the rows no longer imply excludes (the docs the rows imply): a urn
-# with more is read whole and sorted out here
-EXCLUDED_IDS_CAP = 10_000
-
-Read = tuple[dict[str, EntityRows], dict[str, dict[str, Any]]]  # a batch's rows, its stored entity docs
+Read = tuple[dict[str, EntityRows], Stored]  # a batch's rows, its stored entity docs
 
 
 def deployment_versions(backends: ScanBackends, registry: Registry, target: ScanTarget) -> IndexRules:
@@ -108,7 +105,10 @@ class Reindexer:
         Three batches are in hand at once: the next one's rows and stored entity docs are read
         while this one's docs are built and the previous one's bulk is written (the read and the
         bulk each in a thread: the waits on the servers overlap the projection). A batch is
-        guarded and passed by the checkpoint only once its bulk returned, in order."""
+        guarded and passed by the checkpoint only once its bulk returned, in order.
+
+        An entity doc is written on condition that the stored one is still the one read (its
+        kept fields came from it): one the consumer wrote meanwhile is read and built again."""
         ck = self.checkpoint
         todo = [u for u in sorted(set(urns)) if ck.last_urn is None or u > ck.last_urn]
         batches = [todo[i : i + self.batch] for i in range(0, len(todo), self.batch)]
@@ -116,10 +116,10 @@ class Reindexer:
         writing: tuple[list[str], dict[str, EntityRows], Ahead[list[BulkFailure]], int] | None = None
         for i, batch in enumerate(batches):
             assert reading is not None
-            rows, current = reading.result()
+            rows, stored = reading.result()
             if i + 1 < len(batches):
                 reading = Ahead(self._read, batches[i + 1], name="reindex-rows")
-            items = self._items(batch, rows, current)
+            items = self._items(batch, rows, stored)
             if writing is not None:
                 self._passed(*writing)
             writing = (batch, rows, Ahead(self._send, items, name="reindex-bulk"), len(items))
@@ -134,8 +134,8 @@ class Reindexer:
     ) -> None:
         """A batch whose bulk returned: its failures recorded, guarded, then checkpointed."""
         ck = self.checkpoint
-        self._record(sent, bulk.result())
-        self._guard(batch, rows)
+        conflicts = self._record(sent, bulk.result())
+        self._guard(batch, rows, conflicts)
         ck.last_urn = batch[-1]
         if ck.track_touched:
             ck.touched.extend(batch)
@@ -149,26 +149,26 @@ class Reindexer:
 
     def _read(self, urns: list[str]) -> Read:
         """A batch's rows, then its stored entity docs (their unpredictable fields are kept; read
-        a batch ahead, 10-20% sooner done, so a timeseries value the consumer writes to a doc in
-        the batch's time in hand is overwritten by the one read: the next timeseries event sets it
-        again, and a scan never compares those fields)."""
+        a batch ahead, 10-20% sooner done: a doc the consumer writes after this read makes the
+        conditional write of ours answer 409, and the entity is read and built again)."""
         return self._rows(urns), self._stored_docs(urns)
 
-    def _stored_docs(self, urns: list[str]) -> dict[str, dict[str, Any]]:
+    def _stored_docs(self, urns: list[str]) -> Stored:
         by_index: dict[str, list[str]] = {}
         for urn in urns:
             by_index.setdefault(self._index_of(urn), []).append(urn)
-        current: dict[str, dict[str, Any]] = {}
-        for index, mine in by_index.items():
-            current.update(self._current(index, mine))
-        return current
+        return read_entity_docs(
+            self.search, {index: {document_id(u): u for u in mine} for index, mine in by_index.items()}
+        )
 
-    def _guard(self, urns: list[str], rows: dict[str, EntityRows]) -> None:
-        """Entities written while we wrote them are built again from their newer rows, and checked
-        again (a write may land between that read and that write too), up to GUARD_ROUNDS times;
-        those still changing are counted and left to the verification."""
+    def _guard(self, urns: list[str], rows: dict[str, EntityRows], conflicts: set[str] | None = None) -> None:
+        """Entities written while we wrote them are built again from their newer rows and stored
+        docs, and checked again (a write may land between that read and that write too), up to
+        GUARD_ROUNDS times; those still changing are counted and left to the verification.
+        `conflicts`: urns whose entity doc changed after it was read (our write refused)."""
         for _ in range(GUARD_ROUNDS):
-            changed = self._changed(urns, rows)
+            redo = self._changed(urns, rows)
+            changed = redo + sorted((conflicts or set()) - set(redo))
             if not changed:
                 return
             self.checkpoint.count("rewritten_again", len(changed))
@@ -177,7 +177,7 @@ class Reindexer:
             # (and the consumer's) visible first, or an edge we just wrote from the older rows is
             # missed and left behind
             self.writer.refresh_written()
-            self._write(changed, rows)
+            conflicts = self._write(changed, rows)
             urns = changed
         self.checkpoint.count("still_changing", len(urns))
 
@@ -198,58 +198,46 @@ class Reindexer:
     def _left_behind(
         self, index: str, field: str, keep: dict[str, set[str]], types: frozenset[str] | None = None
     ) -> dict[str, list[str]]:
-        """The ids of `index`'s docs of the urns in `keep` (by `field`, of `types` if given) that
-        are not in `keep[urn]`: what the rows no longer imply. The engine is asked for exactly
-        those, the docs the rows imply excluded by id: a batch whose projections are whole reads
-        back nothing (reading every stored doc to sort them here was the reindex's main cost)."""
-        if not self.exists(index):
-            return {}
-        out: dict[str, list[str]] = {}
-        for urns in _groups(keep, EXCLUDED_IDS_CAP):
-            query: dict[str, Any] = {"bool": {"filter": [{"terms": {field: urns}}]}}
-            if types is not None:
-                query["bool"]["filter"].append({"terms": {"relationshipType": sorted(types)}})
-            ids = [i for u in urns for i in keep[u]]
-            if ids and len(ids) <= EXCLUDED_IDS_CAP:
-                query["bool"]["must_not"] = [{"ids": {"values": ids}}]
-            for doc_id, doc in self.search.stream(index, [field], query=query, few=True, from_sort=True):
-                value: Any = doc
-                for part in field.split("."):
-                    value = value.get(part) if isinstance(value, dict) else None
-                if isinstance(value, str) and doc_id not in keep.get(value, ()):
-                    out.setdefault(value, []).append(doc_id)
-        return out
+        """What the rows no longer imply in an index DataHub created (`left_behind`)."""
+        return left_behind(self.search, index, field, keep, types) if self.exists(index) else {}
 
-    def _write(self, urns: list[str], rows: dict[str, EntityRows]) -> None:
+    def _write(self, urns: list[str], rows: dict[str, EntityRows]) -> set[str]:
         items = self._items(urns, rows)
-        self._record(len(items), self._send(items))
+        return self._record(len(items), self._send(items))
 
     def _send(self, items: list[BulkItem]) -> list[BulkFailure]:
         return self.writer.bulk(items)
 
-    def _record(self, sent: int, failures: list[BulkFailure]) -> None:
-        self.checkpoint.count("written", sent - len(failures))
+    def _record(self, sent: int, failures: list[BulkFailure]) -> set[str]:
+        """The failures counted, their urns kept; the urns of conditional writes refused because
+        the doc changed since it was read (409) returned instead: to be read and built again."""
+        refused = [f for f in failures if f.status == 409 and f.item.conditional]
+        failures = [f for f in failures if not (f.status == 409 and f.item.conditional)]
+        self.checkpoint.count("written", sent - len(failures) - len(refused))
+        if refused:
+            self.checkpoint.count("changed_since_read", len(refused))
         failed = sorted({f.item.urn for f in failures} - set(self.checkpoint.failed))
         self.checkpoint.failed.extend(failed)
         self.checkpoint.count("failed_items", len(failures))
+        return {f.item.urn for f in refused}
 
     def _items(
-        self, urns: list[str], rows: dict[str, EntityRows], current: dict[str, dict[str, Any]] | None = None
+        self, urns: list[str], rows: dict[str, EntityRows], stored: Stored | None = None
     ) -> list[BulkItem]:
         """The writes that make the urns' projections what their rows imply, to the indices that
-        exist (nothing sent). `current`: the stored entity docs, read with the rows."""
+        exist (nothing sent). `stored`: the stored entity docs, read with the rows."""
         sysmeta, graph = system_metadata_index(self.prefix), graph_index(self.prefix)
         gone = [u for u in urns if u not in rows]
         if gone:  # rows read ahead: asked again right before their projections are deleted
             rows = {**rows, **self._rows(gone)}
-        if current is None:
-            current = self._stored_docs(urns)
+        if stored is None:
+            stored = self._stored_docs(urns)
         built = {}
         for urn in urns:
             self.throttle.wait()
             if (entity := rows.get(urn)) is not None:
                 built[urn] = build(
-                    self.registry, entity, current.get(urn), self.versions, self._target_of(urn)
+                    self.registry, entity, stored.docs.get(urn), self.versions, self._target_of(urn)
                 )
         stale_meta: dict[str, list[str]] = {}
         stale_edges: dict[str, list[str]] = {}
@@ -272,7 +260,7 @@ class Reindexer:
             else:
                 if docs.entity_doc is not None:
                     doc = docs.entity_doc
-                    items += [BulkItem("index", i, document_id(urn), urn, doc) for i in self._mirrored(index)]
+                    items += self._entity_writes(urn, index, stored, doc)
                     if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
                         doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
                         items += [
@@ -288,6 +276,16 @@ class Reindexer:
             v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
+
+    def _entity_writes(self, urn: str, index: str, stored: Stored, doc: dict[str, Any]) -> list[BulkItem]:
+        """The entity doc to `index` and its mirrors; to the live index it was read from on
+        condition that the stored doc did not change since (a consumer's write is never lost)."""
+        live, out = self._index_of(urn), []
+        for name in self._mirrored(index):
+            condition = stored.condition(urn) if name == live else None
+            op, version = condition or ("index", None)
+            out.append(BulkItem(op, name, document_id(urn), urn, doc, if_seq=version))
+        return out
 
     def _mirrored(self, index: str) -> tuple[str, ...]:
         """`index` and the next index DataHub's zero-downtime reindex is building for it, if any
@@ -305,25 +303,3 @@ class Reindexer:
     def _target_of(self, urn: str) -> str:
         """Where the entity doc is written: the live index, or a full rebuild's new one."""
         return self.entity_indices.get(self._name_of(urn)) or self._index_of(urn)
-
-    def _current(self, index: str, urns: list[str]) -> dict[str, dict[str, Any]]:
-        """The stored entity docs (their unpredictable fields are kept)."""
-        try:
-            found = self.search.get_many(index, [document_id(u) for u in urns])
-        except Exception:
-            return {}
-        by_id = {document_id(u): u for u in urns}
-        return {by_id[i]: d for i, d in found.items() if i in by_id}
-
-
-def _groups(keep: dict[str, set[str]], cap: int) -> list[list[str]]:
-    """The urns in runs whose ids to keep add up to at most `cap` (a urn with more: alone)."""
-    groups: list[list[str]] = []
-    size = cap + 1
-    for urn, ids in keep.items():
-        if size + len(ids) > cap:
-            groups.append([])
-            size = 0
-        groups[-1].append(urn)
-        size += len(ids)
-    return groups

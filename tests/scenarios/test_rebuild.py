@@ -426,6 +426,12 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
 
 
+def reindex_urns(world: World, urns: list[str], tmp: Path) -> Any:
+    """`rebuild reindex` of these urns, applied, through the API."""
+    request = RebuildRequest("reindex", selection=Selection(urns=tuple(urns)), apply=True, state_dir=tmp)
+    return rebuild(world.settings(), request)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("pair", ["postgres/elasticsearch", "mariadb/opensearch"])
 def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(pair: str, tmp_path: Path) -> None:
@@ -467,16 +473,7 @@ def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(pair: 
         edges_before, meta_before = stored()
         assert {stale_edge, foreign_edge} <= edges_before and stale_meta in meta_before
         assert len(meta_before) > len(urns)  # the neighbours' own docs are there to be kept
-        outcome = rebuild(
-            world.settings(),
-            RebuildRequest(
-                "reindex",
-                selection=Selection(urns=tuple(urns)),
-                apply=True,
-                wait_seconds=60,
-                state_dir=tmp_path,
-            ),
-        )
+        outcome = reindex_urns(world, urns, tmp_path)
         edges_after, meta_after = stored()
     finally:
         world.close()
@@ -484,3 +481,37 @@ def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(pair: 
     assert stale_edge not in edges_after and stale_meta not in meta_after
     assert edges_after == edges_before - {stale_edge}, edges_before ^ edges_after
     assert meta_after == meta_before - {stale_meta}, meta_before ^ meta_after
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("pair", ["postgres/elasticsearch", "mariadb/opensearch"])
+def test_a_doc_the_consumer_writes_while_a_reindex_holds_it_is_not_written_over(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The consumer writes a dataset's doc (a newer profile's row count) after the reindex read it
+    and before its bulk: the engine refuses the reindex's conditional write (409), the reindex reads
+    the doc again and writes it with the consumer's value kept."""
+    from auditor.backends.search import SearchIndex
+    from sandbox.naming import entity_doc_id, entity_index
+
+    world = World(*pair.split("/"), tmp_path)
+    try:
+        urns = _datasets(world, 3)
+        target, index = urns[1], entity_index("dataset", world.prefix)
+        read, wrote = SearchIndex.get_versioned, []
+
+        def then_the_consumer_writes(self: SearchIndex, name: str, ids: Any) -> Any:
+            found = read(self, name, ids)
+            if not wrote and entity_doc_id(target) in ids:
+                world.search.upsert(index, entity_doc_id(target), {"rowCount": 4242})
+                wrote.append(target)
+            return found
+
+        monkeypatch.setattr(SearchIndex, "get_versioned", then_the_consumer_writes)
+        outcome = reindex_urns(world, urns, tmp_path)
+        doc = world.search.get(index, entity_doc_id(target))
+    finally:
+        world.close()
+    assert wrote and doc is not None and doc.get("rowCount") == 4242, doc
+    assert outcome.counts.get("changed_since_read") == 1, outcome.counts
+    assert not outcome.failed and not outcome.still_wrong and outcome.exit_code == 0

@@ -131,6 +131,7 @@ class FakeSearch:
     def __init__(self, indices: dict[str, dict[str, dict[str, Any]]], log: list[str] | None = None) -> None:
         self.docs = indices
         self.log = log if log is not None else []
+        self.versions: dict[tuple[str, str], int] = {}  # (index, _id) -> seq_no, where it moved
 
     def version(self) -> str:
         return "fake 1.0"
@@ -163,6 +164,13 @@ class FakeSearch:
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return {i: self.docs.get(index, {})[i] for i in ids if i in self.docs.get(index, {})}
+
+    def get_versioned(
+        self, index: str, ids: Sequence[str]
+    ) -> dict[str, tuple[dict[str, Any], tuple[int, int] | None]]:
+        """The docs, each at the version `versions` gives it (1 if never written through a fake writer)."""
+        found = self.get_many(index, ids)
+        return {i: (doc, (self.versions.get((index, i), 1), 1)) for i, doc in found.items()}
 
 
 def _sort_keys(doc: dict[str, Any], sort: Sequence[str]) -> dict[str, Any]:

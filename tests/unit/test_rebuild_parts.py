@@ -390,8 +390,71 @@ def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(tmp_pa
     assert (meta, system_metadata_id(b, "globalTags")) in written
 
 
+class ConditionalWriter(RecordingWriter):
+    """Writes into a FakeSearch as an engine does: a write on a condition the stored doc no longer
+    meets (another seq_no, or `create` over a doc) is refused with 409, nothing written."""
+
+    def __init__(self, search: Any) -> None:
+        super().__init__()
+        self.search = search
+
+    def bulk(self, items: list[Any]) -> list[Any]:
+        from auditor.backends.index_writer import BulkFailure
+
+        super().bulk(items)
+        refused = []
+        for item in items:
+            docs = self.search.docs.setdefault(item.index, {})
+            at = self.search.versions.get((item.index, item.doc_id), 1)
+            if (item.op == "create" and item.doc_id in docs) or (
+                item.if_seq is not None and (item.doc_id not in docs or item.if_seq != (at, 1))
+            ):
+                refused.append(BulkFailure(item, 409, "version_conflict_engine_exception"))
+            elif item.op == "delete":
+                docs.pop(item.doc_id, None)
+            else:
+                docs[item.doc_id] = item.doc
+                self.search.versions[(item.index, item.doc_id)] = at + 1
+        return refused
+
+
+def test_an_entity_doc_the_consumer_writes_after_the_read_is_read_and_built_again(tmp_path: Path) -> None:
+    from fakes import FakeSearch
+
+    from auditor.platforms.datahub.naming import document_id, entity_index, graph_index, system_metadata_index
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.rebuild.datahub.reindex import Reindexer
+
+    a, new = "urn:li:dataset:a", "urn:li:dataset:new"
+    datasets = entity_index("dataset", "")
+    search = FakeSearch(
+        {datasets: {document_id(a): {"urn": a, "rowCount": 1}}, system_metadata_index(""): {}}
+    )
+    search.docs[graph_index("")] = {}
+    read = search.get_versioned
+
+    def consumer_writes_after_the_read(index: str, ids: Any) -> Any:
+        found = read(index, ids)
+        if index == datasets and search.versions.get((datasets, document_id(a)), 1) == 1:
+            search.docs[datasets][document_id(a)] = {"urn": a, "rowCount": 2}  # a newer profile
+            search.versions[(datasets, document_id(a))] = 2
+            search.docs[datasets][document_id(new)] = {"urn": new, "rowCount": 7}  # created meanwhile
+        return found
+
+    search.get_versioned = consumer_writes_after_the_read  # type: ignore[method-assign]
+    writer = ConditionalWriter(search)
+    store = FakeStore([rows(a, tags("t")), rows(new, tags("t"))])
+    ck = Checkpoint("reindex", "x")
+    Reindexer(store, search, writer, Registry.load(), ck, tmp_path / "ck.json").run([a, new])  # type: ignore[arg-type]
+    doc = search.docs[datasets][document_id(a)]
+    assert doc["rowCount"] == 2 and doc["tags"] == ["urn:li:tag:t"]  # the consumer's value kept, ours written
+    assert search.docs[datasets][document_id(new)]["rowCount"] == 7  # a `create` did not replace it
+    assert ck.counts["changed_since_read"] == 2 and ck.counts["rewritten_again"] == 2 and not ck.failed
+    assert "still_changing" not in ck.counts
+
+
 def test_what_one_query_excludes_by_id_stays_under_the_cap() -> None:
-    from auditor.rebuild.datahub.reindex import _groups
+    from auditor.rebuild.datahub.stored import groups as _groups
 
     keep = {"a": {"1", "2"}, "b": {"3"}, "c": {"4", "5", "6"}, "d": set(), "e": {"7"}}
     assert _groups(keep, 3) == [["a", "b"], ["c", "d"], ["e"]]
