@@ -142,7 +142,12 @@ def _keep(text: str, suffix: str) -> str | None:
     return name
 
 
-def run(debug: bool, fn: Any) -> None:
+def run(debug: bool, fn: Any, json_errors: bool = False) -> None:
+    """Run a command's body: its exit code, or an error said on stderr with its exit code.
+
+    `json_errors`: the command was asked for JSON on stdout, so an error is said there too, as
+    one JSON object (`error`, `hint`, `exit_code`): a scheduler parsing stdout gets an answer
+    instead of nothing."""
     import logging
 
     logging.basicConfig(level=logging.DEBUG if debug else logging.CRITICAL, format="%(name)s: %(message)s")
@@ -162,6 +167,11 @@ def run(debug: bool, fn: Any) -> None:
         err.print(f"[red]error:[/] {console_markup(str(exc))}", highlight=False, emoji=False)
         if exc.hint:
             err.print(f"[dim]hint: {console_markup(exc.hint)}[/]", highlight=False, emoji=False)
+        if json_errors:
+            import json
+
+            said = {"error": str(exc), "hint": exc.hint, "exit_code": int(exc.exit_code)}
+            sys.stdout.write(json.dumps(said, ensure_ascii=False) + "\n")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err.print("[red]interrupted[/]")

@@ -200,7 +200,7 @@ def compare(
             drill_report.render_console(result, stdout_console())
         return 0 if result.passed else 1
 
-    run(debug, go)
+    run(debug, go, json_errors=fmt is Format.json and output is None)
 
 
 def _write_bundle(directory: Path, files: dict[str, str]) -> None:

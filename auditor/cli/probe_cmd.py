@@ -108,4 +108,4 @@ def probe(
             render_probe(result, stdout_console())
         return 0 if result.within_slo else 1
 
-    run(opts["debug"], go)
+    run(opts["debug"], go, json_errors=json_out or fmt == OutFormat.json)

@@ -178,7 +178,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             render_console(outcome, stdout_console())
         return outcome.exit_code
 
-    run(opts["debug"], go)
+    run(opts["debug"], go, json_errors=_as_json(opts) and not opts.get("output"))
 
 
 # the options plan, replay and reindex share (auditor.cli.options: declared once)
@@ -379,4 +379,4 @@ def merge_cmd(
             render_console(merged, stdout_console())
         return int(merged["exit_code"])
 
-    run(debug, go)
+    run(debug, go, json_errors=(json_out or fmt == OutFormat.json) and output is None)

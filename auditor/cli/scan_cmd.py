@@ -132,7 +132,7 @@ def scan(
         emit(report, fmt, output, metrics_file)
         return report.exit_code
 
-    run(debug, go)
+    run(debug, go, json_errors=fmt == Format.json and output is None)
 
 
 def _range_of(path: Path | None, shard: tuple[int, int] | None) -> tuple[str | None, str | None] | None:

@@ -103,4 +103,4 @@ def triage(
             render_console(result, stdout_console(), settings.mae_consumer_group)
         return result.exit_code
 
-    run(debug, go)
+    run(debug, go, json_errors=fmt == OutFormat.json)

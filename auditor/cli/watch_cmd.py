@@ -175,4 +175,4 @@ def watch(
                 server.close()
         return 1 if any(firing for *_, firing in snap.burn_rates()) else 0
 
-    run(opts["debug"], go)
+    run(opts["debug"], go, json_errors=json_lines or fmt == OutFormat.json)

@@ -21,7 +21,7 @@ from faults import drop_mcl
 from pydantic import SecretStr
 from secure_search import SecureElasticsearch
 from test_rebuild import ROOT, rebuild_cli
-from world import World
+from world import World, json_error
 
 from auditor.api import ScanOptions, scan
 from auditor.backends.search import SearchIndex
@@ -153,5 +153,6 @@ def test_a_wrong_password_is_exit_3_and_never_printed(secured) -> None:
         env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert failed.returncode == 3, failed.stderr[-2000:]
-    assert failed.stdout == "" and "401" in failed.stderr and "Traceback" not in failed.stderr
-    assert wrong not in failed.stderr
+    said = json_error(failed.stdout, 3)  # asked for JSON: the error there, not a report
+    assert "401" in said["error"] and "401" in failed.stderr and "Traceback" not in failed.stderr
+    assert wrong not in failed.stderr + failed.stdout

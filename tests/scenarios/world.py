@@ -29,6 +29,16 @@ from sandbox.versions import write_deployment
 from sandbox.writer import GmsWriter
 
 
+def json_error(stdout: str, code: int) -> dict[str, Any]:
+    """What a failed command asked for JSON on stdout printed there: one error object with its
+    exit code, nothing of a report (docs/report.md)."""
+    import json
+
+    said = json.loads(stdout)
+    assert set(said) == {"error", "hint", "exit_code"} and said["exit_code"] == code, stdout[-2000:]
+    return dict(said)
+
+
 def move_group_to_end(bootstrap: str) -> None:
     """Start the MAE group at the log end: earlier scenarios' events are not this world's."""
     admin = admin_client(bootstrap)

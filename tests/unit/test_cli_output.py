@@ -59,3 +59,50 @@ def test_the_command_line_says_it_in_one_error_and_exits_2(tmp_path: Path) -> No
         assert kept.read_text(encoding="utf-8").startswith("#")  # the Markdown report, whole
     finally:
         kept.unlink()
+
+
+def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in an empty directory, no AUDITOR_ settings inherited."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
+    return subprocess.run(
+        [sys.executable, "-m", "auditor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("scan", "--shard", "5/2", "-f", "json"),
+        ("rebuild", "reindex", "--json"),  # nothing selected
+        ("rebuild", "merge", "--json", "no-such-outcome.json"),
+    ],
+)
+def test_an_error_asked_for_as_json_on_stdout_is_one_json_object_there(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    import json
+
+    done = _cli(tmp_path, *args)
+    assert done.returncode == ExitCode.USAGE and "error:" in done.stderr, (done.stdout, done.stderr)
+    said = json.loads(done.stdout)
+    assert said["exit_code"] == done.returncode and said["error"] and "Traceback" not in done.stderr
+    assert " ".join(said["error"].split()) in " ".join(done.stderr.split())  # the same error, both places
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("scan", "--shard", "5/2"), ("scan", "--shard", "5/2", "-f", "json", "-o", "scan.json")],
+)
+def test_an_error_not_asked_for_as_json_on_stdout_leaves_stdout_empty(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    done = _cli(tmp_path, *args)
+    assert done.returncode == ExitCode.USAGE and "error:" in done.stderr and done.stdout == "", done.stdout
+    assert not (tmp_path / "scan.json").exists()
