@@ -21,6 +21,7 @@ from auditor.core.model import (
     Verdict,
     kind_of,
 )
+from auditor.exit_codes import worst
 from auditor.reports.json_report import SCHEMA_VERSION
 
 
@@ -227,10 +228,6 @@ def merge(reports: Iterable[Report]) -> Report:
     return out
 
 
-# as Report.exit_code decides: incomplete, diverged, stalled, outdated
-_EXIT_RANK = {0: 0, 5: 1, 4: 2, 1: 3, 3: 4}
-
-
 def merged_trend(trends: list[list[RunSummary]]) -> list[RunSummary]:
     """The shards' trends added run by run, newest aligned (the k-th last run of every shard job
     is the same scheduled scan); as long as the shortest."""
@@ -247,7 +244,7 @@ def merged_trend(trends: list[list[RunSummary]]) -> list[RunSummary]:
                 min(r.started_at for r in runs),
                 sum(r.entities for r in runs),
                 verdicts,
-                max((r.exit_code for r in runs), key=lambda code: _EXIT_RANK.get(code, 9)),
+                worst(r.exit_code for r in runs),  # the one code every command merges by
             )
         )
     return out
