@@ -205,6 +205,8 @@ class SecureKafka:
         self.ca, keystore = make_certificates(self.tmp, password)
         props = self._properties(keystore, password)
         cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # a leading '-' reads as an option to StorageTool (1 start in 64 failed; sandbox/stack too)
+        cluster = "A" + cluster[1:] if cluster.startswith("-") else cluster
         with self.log.open("ab") as log:
             subprocess.run(
                 self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)),
