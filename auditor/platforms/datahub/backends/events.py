@@ -73,7 +73,11 @@ class EventLog(HitDecoding):
         self.description += self._init_decoding(registry_url, timeout)
 
     def close(self) -> None:
-        self.consumer.close()
+        """The consumer closed and both clients destroyed now, not at the interpreter's exit (a
+        destroy then runs librdkafka's pending callbacks into a finalizing interpreter: SIGSEGV)."""
+        if self.consumer is not None:
+            self.consumer.close()
+        self.consumer = self.admin = None  # type: ignore[assignment]
 
     def partition_of(self, urn: str, partitions: int) -> int:
         """The partition GMS's producer sends a urn-keyed MCL to (murmur2, Kafka's default)."""
