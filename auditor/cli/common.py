@@ -142,6 +142,12 @@ def _keep(text: str, suffix: str) -> str | None:
     return name
 
 
+def json_on_stdout(fmt: Any, json_out: bool = False, output: Path | None = None) -> bool:
+    """Whether a command was asked for JSON on stdout (`-f json` or `--json`, no `-o`): what
+    `run`'s `json_errors` takes, the same test for every command."""
+    return (json_out or getattr(fmt, "value", fmt) == "json") and output is None
+
+
 def run(debug: bool, fn: Any, json_errors: bool = False) -> None:
     """Run a command's body: its exit code, or an error said on stderr with its exit code.
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from auditor.cli import app
-from auditor.cli.common import DebugOpt, Format, err, run, stdout_console, write
+from auditor.cli.common import DebugOpt, Format, err, json_on_stdout, run, stdout_console, write
 from auditor.cli.exits import exits
 from auditor.exit_codes import ExitCode
 
@@ -200,7 +200,7 @@ def compare(
             drill_report.render_console(result, stdout_console())
         return 0 if result.passed else 1
 
-    run(debug, go, json_errors=fmt is Format.json and output is None)
+    run(debug, go, json_errors=json_on_stdout(fmt, output=output))
 
 
 def _write_bundle(directory: Path, files: dict[str, str]) -> None:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from auditor.cli import app
-from auditor.cli.common import JsonFlag, OutFormat, OutFormatOpt, run
+from auditor.cli.common import JsonFlag, OutFormat, OutFormatOpt, json_on_stdout, run
 from auditor.cli.exits import exits
 from auditor.exit_codes import ExitCode
 
@@ -46,7 +46,7 @@ def platforms(fmt: OutFormatOpt = OutFormat.console, json_out: JsonFlag = False)
             _table(rows)
         return 2 if any(r["refused"] for r in rows) else 0
 
-    run(False, go)
+    run(False, go, json_errors=json_on_stdout(fmt, json_out))
 
 
 def _table(rows: list[dict[str, Any]]) -> None:

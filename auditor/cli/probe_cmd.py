@@ -14,6 +14,7 @@ from auditor.cli.common import (
     JsonFlag,
     OutFormat,
     OutFormatOpt,
+    json_on_stdout,
     run,
     stdout_console,
     write,
@@ -108,4 +109,4 @@ def probe(
             render_probe(result, stdout_console())
         return 0 if result.within_slo else 1
 
-    run(opts["debug"], go, json_errors=json_out or fmt == OutFormat.json)
+    run(opts["debug"], go, json_errors=json_on_stdout(fmt, json_out))

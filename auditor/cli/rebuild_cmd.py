@@ -15,6 +15,7 @@ from auditor.cli.common import (
     OutFormat,
     OutFormatOpt,
     err,
+    json_on_stdout,
     run,
     shard_of,
     shard_range,
@@ -178,7 +179,11 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             render_console(outcome, stdout_console())
         return outcome.exit_code
 
-    run(opts["debug"], go, json_errors=_as_json(opts) and not opts.get("output"))
+    run(
+        opts["debug"],
+        go,
+        json_errors=json_on_stdout(opts.get("fmt"), opts.get("json_out", False), opts.get("output")),
+    )
 
 
 # the options plan, replay and reindex share (auditor.cli.options: declared once)
@@ -379,4 +384,4 @@ def merge_cmd(
             render_console(merged, stdout_console())
         return int(merged["exit_code"])
 
-    run(debug, go, json_errors=(json_out or fmt == OutFormat.json) and output is None)
+    run(debug, go, json_errors=json_on_stdout(fmt, json_out, output))

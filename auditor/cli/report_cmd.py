@@ -13,6 +13,7 @@ from auditor.cli.common import (
     DebugOpt,
     Format,
     emit,
+    json_on_stdout,
     run,
 )
 from auditor.cli.exits import SCAN, exits
@@ -43,7 +44,7 @@ def report_merge(
         emit(merged, fmt, output, metrics_file)
         return merged.exit_code
 
-    run(debug, go)
+    run(debug, go, json_errors=json_on_stdout(fmt, output=output))
 
 
 @report_app.command("render")
@@ -67,7 +68,7 @@ def report_render(
         emit(loaded, fmt, output, metrics_file)
         return loaded.exit_code
 
-    run(debug, go)
+    run(debug, go, json_errors=json_on_stdout(fmt, output=output))
 
 
 def _read(path: Path) -> Any:

@@ -15,6 +15,7 @@ from auditor.cli.common import (
     PlatformOpt,
     emit,
     err,
+    json_on_stdout,
     run,
     shard_of,
     since_of,
@@ -132,7 +133,7 @@ def scan(
         emit(report, fmt, output, metrics_file)
         return report.exit_code
 
-    run(debug, go, json_errors=fmt == Format.json and output is None)
+    run(debug, go, json_errors=json_on_stdout(fmt, output=output))
 
 
 def _range_of(path: Path | None, shard: tuple[int, int] | None) -> tuple[str | None, str | None] | None:

@@ -11,6 +11,7 @@ from auditor.cli.common import (
     DebugOpt,
     OutFormat,
     OutFormatOpt,
+    json_on_stdout,
     run,
     stdout_console,
     write,
@@ -103,4 +104,4 @@ def triage(
             render_console(result, stdout_console(), settings.mae_consumer_group)
         return result.exit_code
 
-    run(debug, go, json_errors=fmt == OutFormat.json)
+    run(debug, go, json_errors=json_on_stdout(fmt))

@@ -15,6 +15,7 @@ from auditor.cli.common import (
     ConsumerGroupOpt,
     OutFormat,
     OutFormatOpt,
+    json_on_stdout,
     run,
     stdout_console,
     write,
@@ -175,4 +176,4 @@ def watch(
                 server.close()
         return 1 if any(firing for *_, firing in snap.burn_rates()) else 0
 
-    run(opts["debug"], go, json_errors=json_lines or fmt == OutFormat.json)
+    run(opts["debug"], go, json_errors=json_on_stdout(fmt, json_lines))

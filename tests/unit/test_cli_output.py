@@ -82,6 +82,7 @@ def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ("scan", "--shard", "5/2", "-f", "json"),
         ("rebuild", "reindex", "--json"),  # nothing selected
         ("rebuild", "merge", "--json", "no-such-outcome.json"),
+        ("report", "render", "no-such-report.json", "-f", "json"),
     ],
 )
 def test_an_error_asked_for_as_json_on_stdout_is_one_json_object_there(
