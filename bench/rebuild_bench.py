@@ -412,6 +412,7 @@ def against_raw(
 ) -> dict[str, Any]:
     """The tool's throughput, the raw limit's from the same run, their ratio, the tool's peak RSS."""
     tool_rate, raw_rate = tool["count"] / tool["seconds"], raw["count"] / raw["seconds"]
+    raw_mode = raw_name.split("_per_s")[0].removesuffix("_entities")  # raw_produce, raw_bulk
     return {
         f"{mode}_{unit}": tool["count"],
         raw_name: round(raw_rate),
@@ -421,9 +422,9 @@ def against_raw(
         # CPU-seconds: the tool's process, the raw limit's, and the whole machine's during each
         # (the servers' share included) against what its cores could give in that time
         f"{mode}_cpu_s": round(tool["cpu_s"], 2),
-        f"{raw_name.split('_per_s')[0].removesuffix('_entities')}_cpu_s": round(raw["cpu_s"], 2),
+        f"{raw_mode}_cpu_s": round(raw["cpu_s"], 2),
         **_machine(mode, tool),
-        **_machine(raw_name.split("_per_s")[0].removesuffix("_entities"), raw),
+        **_machine(raw_mode, raw),
     }
 
 

@@ -11,7 +11,7 @@ whole reads back nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +87,7 @@ def left_behind(
     return out
 
 
-def groups(keep: Mapping[str, Sequence[str] | set[str]], cap: int) -> list[list[str]]:
+def groups(keep: Mapping[str, Collection[str]], cap: int) -> list[list[str]]:
     """The urns in runs whose ids to keep add up to at most `cap` (a urn with more: alone)."""
     runs: list[list[str]] = []
     size = cap + 1

@@ -235,5 +235,5 @@ class MclProducer:
             # destroyed now, while the interpreter is whole: left to the interpreter's exit, the
             # destroy ran librdkafka's pending callbacks (its logger) into a finalizing interpreter
             # and the process died of SIGSEGV after its outcome was printed (a broker restarted
-            # mid-replay: 2 runs in 5)
+            # mid-replay: 3 runs in 8 by hand, and one CI run)
             self.producer = None  # type: ignore[assignment]
