@@ -411,8 +411,18 @@ class GmsWriter:
             raise PublishError(f"{len(failed)} MCL(s) failed: {failed[0]}")
 
     def close(self) -> None:
-        """Flush and release the producer."""
-        self.flush()
+        """Flush, then destroy the producer now (idempotent). Left to the interpreter's exit, its
+        destroy runs librdkafka's pending callbacks (the logger) into a finalizing interpreter:
+        after a broker restart that killed the test process with SIGSEGV."""
+        producer = getattr(self, "producer", None)
+        if producer is None:  # pgQueue, or closed already
+            return
+        try:
+            self.flush()
+        finally:
+            self.producer = None  # type: ignore[assignment]
+            producer.purge()
+            producer.close()
 
     def __enter__(self) -> GmsWriter:
         return self

@@ -38,13 +38,24 @@ def root(
 
 
 def main() -> None:
+    import faulthandler
     import sys
 
     from auditor.backends.lean import quick_start
 
     quick_start()  # no unused asyncio transports, no collector passes over the imports
     sys.unraisablehook = _log_unraisable
-    app()
+    # a crash inside a native library (a database driver, librdkafka) says where on stderr,
+    # each thread's Python stack, instead of a bare "Segmentation fault"
+    faulthandler.enable()
+    try:
+        app()
+    finally:  # what was printed is out before the interpreter's teardown, whatever happens in it
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing left to save
+                pass
 
 
 def _log_unraisable(unraisable: Any) -> None:

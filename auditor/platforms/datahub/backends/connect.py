@@ -64,5 +64,7 @@ def open_events(settings: Settings, warnings: list[str]) -> EventLog | None:
             events.close()
         raise
     except BackendUnavailable as exc:
+        if events is not None:  # its clients destroyed now, not left to the interpreter's exit
+            events.close()
         warnings.append(f"{exc}: {WEAKER}")
         return None

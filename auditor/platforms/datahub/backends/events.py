@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.backends import kafka_clients
 from auditor.backends.commit_log import COMMITS_TOPIC, commits_partition, trailing_runs
 from auditor.backends.protocols import Capability
 from auditor.backends.registry import Registry
@@ -38,7 +39,6 @@ class EventLog(HitDecoding):
         self, config: dict[str, Any], registry_url: Registry | str | None = None, timeout: float = 10.0
     ) -> None:
         """`config`: librdkafka settings (`bootstrap.servers`, security options; never logged)."""
-        from confluent_kafka import Consumer
         from confluent_kafka.admin import AdminClient
 
         bootstrap = config.get("bootstrap.servers")
@@ -48,12 +48,27 @@ class EventLog(HitDecoding):
         self.timeout = timeout
         self.description = self.bootstrap
         self.refused: tuple[str, str] | None = None  # (why, hint): the login or the certificate refused
+        self._partitions: dict[str, int] = {}
+        self.topic_errors: dict[str, str] = {}  # why a topic's metadata was refused
+        self.read_whole = True  # whether the last `_read` reached its end (not a timeout)
         conf = {"logger": logging.getLogger("auditor.kafka"), **config, "error_cb": self._client_error}
+        self.consumer: Any = None
         try:
             self.admin = AdminClient(conf)
         except Exception as exc:  # confluent-kafka 2.13+ waits here for an OAUTHBEARER token
             why = f"Kafka {self.bootstrap}: connecting failed: {exc}"
             raise AccessRefused(why, hint=OAUTH_HINT) from None
+        kafka_clients.track(self)  # closed at exit at the latest (backends/kafka_clients.py)
+        try:
+            self._open_consumer(conf)
+            self.description += self._init_decoding(registry_url, timeout)
+        except BaseException:
+            self.close()  # the clients made so far destroyed now, not at the interpreter's exit
+            raise
+
+    def _open_consumer(self, conf: dict[str, Any]) -> None:
+        from confluent_kafka import Consumer
+
         self.consumer = Consumer(
             {
                 **conf,
@@ -67,17 +82,14 @@ class EventLog(HitDecoding):
                 "fetch.wait.max.ms": 20,
             }
         )
-        self._partitions: dict[str, int] = {}
-        self.topic_errors: dict[str, str] = {}  # why a topic's metadata was refused
-        self.read_whole = True  # whether the last `_read` reached its end (not a timeout)
-        self.description += self._init_decoding(registry_url, timeout)
 
     def close(self) -> None:
         """The consumer closed and both clients destroyed now, not at the interpreter's exit (a
         destroy then runs librdkafka's pending callbacks into a finalizing interpreter: SIGSEGV)."""
-        if self.consumer is not None:
-            self.consumer.close()
-        self.consumer = self.admin = None  # type: ignore[assignment]
+        consumer, self.consumer, self.admin = self.consumer, None, None  # type: ignore[assignment]
+        kafka_clients.untrack(self)
+        if consumer is not None:
+            consumer.close()  # destroys its handle too
 
     def partition_of(self, urn: str, partitions: int) -> int:
         """The partition GMS's producer sends a urn-keyed MCL to (murmur2, Kafka's default)."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.backends import kafka_clients
 from auditor.backends.avro_wire import WireDecoder
 from auditor.backends.registry import Registry, as_registry
 from auditor.errors import BackendUnavailable, ConfigError
@@ -72,6 +73,7 @@ class MclTail:
                 "enable.partition.eof": False,
             }
         )
+        kafka_clients.track(self)  # closed at exit at the latest (backends/kafka_clients.py)
         self.consumer.subscribe(list(self.topics), on_assign=self._on_assign, on_revoke=self._on_revoke)
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
@@ -148,4 +150,6 @@ class MclTail:
             raise BackendUnavailable(f"Kafka: committing the watch's offsets failed: {exc}") from None
 
     def close(self) -> None:
-        self.consumer.close()
+        """Leave the group and destroy the client (idempotent)."""
+        kafka_clients.untrack(self)
+        self.consumer.close()  # a closed consumer's close does nothing

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import fastavro
 
+from auditor.backends import kafka_clients
 from auditor.backends.avro_encode import EncodeError, Writer, compile_schema
 from auditor.backends.protocols import Capability
 from auditor.backends.registry import GlueSchemas, Registry, as_registry, glue_frame
@@ -100,6 +101,7 @@ class MclProducer:
         self._load_schema(registry_url)
         self.log = ClientLog()
         self.producer = Producer(producer_config(config, self.log))
+        kafka_clients.track(self)  # closed at exit at the latest (backends/kafka_clients.py)
         self.pending = Deliveries()
         self._queued = 0
 
@@ -225,15 +227,23 @@ class MclProducer:
             raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}", hint=hint) from None
 
     def close(self) -> None:
-        if self.producer is None:  # closed already
+        """Flush (10 s at most), then destroy the client now, while the interpreter is whole.
+
+        Left to the interpreter's exit, the destroy ran librdkafka's pending callbacks (its
+        logger) into a finalizing interpreter and the process died of SIGSEGV after its outcome
+        was printed (a broker restarted mid-replay). What the flush could not deliver was
+        reported already; it is purged, so that the client's own close does not wait for it."""
+        producer, self.producer = self.producer, None  # type: ignore[assignment]
+        if producer is None:  # closed already
             return
+        kafka_clients.untrack(self)
         try:
-            self._client(self.producer.flush, 10)
+            self._client(producer.flush, 10)
         except BackendUnavailable:  # the same fatal error the run already reported
             logging.getLogger("auditor.kafka").debug("producer closed after a fatal error", exc_info=True)
         finally:
-            # destroyed now, while the interpreter is whole: left to the interpreter's exit, the
-            # destroy ran librdkafka's pending callbacks (its logger) into a finalizing interpreter
-            # and the process died of SIGSEGV after its outcome was printed (a broker restarted
-            # mid-replay: 3 runs in 8 by hand, and one CI run)
-            self.producer = None  # type: ignore[assignment]
+            try:
+                producer.purge()
+                producer.close()  # rd_kafka_destroy, whoever else still holds the object
+            except Exception:  # a client whose fatal error was reported above
+                logging.getLogger("auditor.kafka").debug("producer destroy failed", exc_info=True)

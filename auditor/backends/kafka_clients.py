@@ -1,0 +1,64 @@
+"""Every Kafka client a process of the tool opens is closed before the interpreter finalizes.
+
+librdkafka's destroy serves what the client still has pending: log lines for the Python logger,
+the error callback, an admin request's future. Run while the interpreter is being torn down
+(a client left to the garbage collector's last pass, or to a module's teardown), those calls
+land in a half-finalized interpreter and the process dies of SIGSEGV after its work is done,
+its outcome lost in stdout's buffer (seen after a broker restart mid-replay, in CI and by hand).
+Each owner of clients (the event log, the MCL producer, the watch's tail) registers here when it
+opens them; whatever is still open when the process exits is closed by an `atexit` hook, which
+runs before the finalization. An owner closed by its user, or collected, drops out by itself
+(the set holds weak references).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import sys
+import threading
+import weakref
+from typing import Protocol
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_open: weakref.WeakSet[Closable] = weakref.WeakSet()
+_lock = threading.Lock()
+_hooked = False
+
+
+def track(owner: Closable) -> None:
+    """`owner.close()` (idempotent) runs at the latest when the process exits."""
+    global _hooked
+    with _lock:
+        if not _hooked:
+            atexit.register(close_all)
+            _hooked = True
+        _open.add(owner)
+
+
+def untrack(owner: Closable) -> None:
+    with _lock:
+        _open.discard(owner)
+
+
+def close_all() -> int:
+    """Close every client still open (what the process printed flushed first: a client that
+    crashes in its destroy no longer takes the outcome with it). The number closed."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or no stream at all
+            pass
+    with _lock:
+        owners = list(_open)
+        _open.clear()
+    for owner in owners:
+        try:
+            owner.close()
+        except Exception:  # the broker gone, say: closing is all that is left to do
+            logging.getLogger("auditor.kafka").debug("closing %r at exit failed", owner, exc_info=True)
+    return len(owners)
