@@ -32,6 +32,7 @@ from sqlalchemy import text  # noqa: E402
 from auditor.api import ScanOptions, scan  # noqa: E402
 from auditor.backends.lean import collector_on  # noqa: E402
 from auditor.settings import load_settings  # noqa: E402
+from bench.rebuild_bench import machine_cpu  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.openmetadata import indices  # noqa: E402
 from sandbox.openmetadata.databases import scratch_database  # noqa: E402
@@ -161,12 +162,14 @@ def main() -> int:
             own_peak = _reset_peak()
             profiler = cProfile.Profile() if args.profile else None
             started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
+            machine = machine_cpu()
             if profiler:
                 profiler.enable()
             report = scan(settings, options=ScanOptions(grace=300.0, use_state=False))
             if profiler:
                 profiler.disable()
             scan_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+            machine_s = None if machine is None else (machine_cpu() or 0.0) - machine
             reader_cpu_s = _children_cpu() - children
             slower = max(table_s, index_s)
             print(
@@ -177,6 +180,14 @@ def main() -> int:
                 f"scan: {scan_s:.2f} s ({cpu_s:.2f} s of CPU, all threads, {reader_cpu_s:.2f} s in its "
                 f"reader), {len(report.findings)} findings; {scan_s / slower:.2f}x the slower bare read"
             )
+            cores = os.cpu_count() or 1
+            floor = None if machine_s is None else machine_s / cores  # every core busy all along
+            if floor is not None:
+                print(
+                    f"the machine's CPU during the scan (servers included): {machine_s:.2f} s of "
+                    f"{cores * scan_s:.2f} s its {cores} cores could give; done on every core at once "
+                    f"it would take {floor:.2f} s, {floor / slower:.2f}x the slower bare read"
+                )
             # the same scan with the documents spilled by the scan's own thread (readers off),
             # then the default again: alternated, so that a drift of the machine's load hits both
             off = _timed_scan(_settings(url, endpoints.search_url(args.search), alias, readers=0))
@@ -206,6 +217,8 @@ def main() -> int:
                         "bare_index_s": round(index_s, 3),
                         "ratio": round(scan_s / slower, 2),
                         "reader_cpu_s": round(reader_cpu_s, 3),
+                        "machine_cpu_s": None if machine_s is None else round(machine_s, 3),
+                        "ratio_if_every_core_busy": None if floor is None else round(floor / slower, 2),
                         "readers_off_s": round(off[0], 3),
                         "ratio_readers_off": round(off[0] / slower, 2),
                         "again_s": round(again[0], 3),

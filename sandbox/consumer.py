@@ -141,7 +141,13 @@ class MaeConsumer:
         """Wait until the group's committed offsets reach the end offsets of every partition."""
         deadline = time.monotonic() + timeout
         while True:
-            lags = group_lag(self.endpoints.kafka, self.group_id, self.topics)
+            try:
+                lags = group_lag(self.endpoints.kafka, self.group_id, self.topics)
+            except KafkaException:  # a broker just restarted ("leader epoch is newer"): wait it out
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+                continue
             if all(p.committed >= p.end or (p.committed == OFFSET_UNSET and p.end == 0) for p in lags):
                 return True
             if time.monotonic() > deadline:

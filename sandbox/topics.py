@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from sandbox.naming import MAE_CONSUMER_GROUP, MCL_TOPICS, TOPIC_PARTITIONS
@@ -105,9 +105,17 @@ def committed_offsets(
     partitions = topic_partitions(admin, topics)
     if not partitions:
         return {}
-    request = [ConsumerGroupTopicPartitions(group, partitions)]
-    result = admin.list_consumer_group_offsets(request)[group].result()
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+    # a consumer of the group that never subscribes (never joins) and never commits, not the
+    # admin client's list_consumer_group_offsets: that one crashes the process (SIGSEGV, librdkafka
+    # issue 5040) when the coordinator answers NOT_COORDINATOR, as it does after a broker restart
+    reader = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": CLIENT_LOG}
+    )
+    try:
+        result = reader.committed(partitions, timeout=30)
+    finally:
+        reader.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in result}
 
 
 def end_offsets(bootstrap: str, topics: Iterable[str] = MCL_TOPICS) -> dict[tuple[str, int], int]:

@@ -14,16 +14,22 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from auditor.platforms.datahub.backends.events import EventLog
 
 
-@pytest.mark.integration
-def test_commit_times_date_the_groups_committed_offsets(kafka: str) -> None:
-    topic = f"t{uuid.uuid4().hex[:10]}_commits"
+def _topic(kafka: str, name: str, messages: int) -> tuple[str, str, AdminClient]:
+    """A fresh topic of two partitions holding `messages`, a fresh group id, the admin client."""
+    topic = f"t{uuid.uuid4().hex[:10]}_{name}"
     group = f"t{uuid.uuid4().hex[:10]}_group"
     admin = AdminClient({"bootstrap.servers": kafka})
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(10)
     producer = Producer({"bootstrap.servers": kafka})
-    for i in range(6):
+    for i in range(messages):
         producer.produce(topic, key=f"k{i}", value=b"v", partition=i % 2)
     producer.flush(10)
+    return topic, group, admin
+
+
+@pytest.mark.integration
+def test_commit_times_date_the_groups_committed_offsets(kafka: str) -> None:
+    topic, group, admin = _topic(kafka, "commits", 6)
     committer = Consumer({"bootstrap.servers": kafka, "group.id": group, "enable.auto.commit": False})
     events = EventLog({"bootstrap.servers": kafka})
     try:
@@ -55,5 +61,43 @@ def test_commit_times_date_the_groups_committed_offsets(kafka: str) -> None:
         assert sampled == {(topic, 0): 3, (topic, 1): 3}
     finally:
         committer.close()
+        events.close()
+        admin.delete_topics([topic])
+
+
+@pytest.mark.integration
+def test_reading_a_groups_offsets_never_joins_it_nor_moves_its_member(kafka: str) -> None:
+    """The sample reads the group's offsets through a consumer of the group (the admin client's
+    call crashes librdkafka on NOT_COORDINATOR): it must not join the group, rebalance its live
+    member, or commit."""
+    topic, group, admin = _topic(kafka, "member", 4)
+    revoked: list[int] = []
+    member = Consumer(
+        {
+            "bootstrap.servers": kafka,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    member.subscribe([topic], on_revoke=lambda _c, parts: revoked.append(len(parts)))
+    events = EventLog({"bootstrap.servers": kafka})
+    try:
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert len(member.assignment()) == 2
+        member.commit(offsets=[TopicPartition(topic, 0, 1), TopicPartition(topic, 1, 2)], asynchronous=False)
+        for _ in range(3):
+            sampled = {(s.topic, s.partition): s.committed for s in events.sample([topic], group)}
+            assert sampled == {(topic, 0): 1, (topic, 1): 2}
+            member.poll(0.5)  # the member keeps its session (and would see a rebalance)
+        members, owners = events.group_members(group)
+        assert members == 1 and set(owners) == {(topic, 0), (topic, 1)}
+        assert revoked == [] and len(member.assignment()) == 2  # never rebalanced
+        committed = {(tp.topic, tp.partition): tp.offset for tp in member.committed(member.assignment(), 10)}
+        assert committed == {(topic, 0): 1, (topic, 1): 2}  # nothing committed by the reader
+    finally:
+        member.close()
         events.close()
         admin.delete_topics([topic])

@@ -413,13 +413,13 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
             stdout, stderr, code = done.stdout, done.stderr, done.returncode
         else:
             code = run.returncode
+        assert code == 0, stdout[-2000:] + stderr[-3000:]  # a failure says why (a crash: its stacks)
         assert world.consumer.drain(120)
         after = world.scan()
     finally:
         if subprocess.run([str(ROOT / "sandbox" / "stack"), "status"], capture_output=True).returncode:
             subprocess.run([str(ROOT / "sandbox" / "stack"), "up"], capture_output=True, timeout=300)
         world.close()
-    assert code == 0, stdout[-2000:] + stderr[-3000:]  # a failure says why
     outcome = json.loads(stdout)
     assert outcome["failed"] == [] and outcome["still_wrong"] == []  # nothing lost or unreported
     assert outcome["counts"]["produced"] >= outcome["rows"]

@@ -53,6 +53,8 @@ class EventLog(HitDecoding):
         self.read_whole = True  # whether the last `_read` reached its end (not a timeout)
         conf = {"logger": logging.getLogger("auditor.kafka"), **config, "error_cb": self._client_error}
         self.consumer: Any = None
+        self._conf = conf
+        self._group_readers: dict[str, Any] = {}  # group -> a consumer that only reads its offsets
         try:
             self.admin = AdminClient(conf)
         except Exception as exc:  # confluent-kafka 2.13+ waits here for an OAUTHBEARER token
@@ -87,9 +89,11 @@ class EventLog(HitDecoding):
         """The consumer closed and both clients destroyed now, not at the interpreter's exit (a
         destroy then runs librdkafka's pending callbacks into a finalizing interpreter: SIGSEGV)."""
         consumer, self.consumer, self.admin = self.consumer, None, None  # type: ignore[assignment]
+        readers, self._group_readers = self._group_readers, {}
         kafka_clients.untrack(self)
-        if consumer is not None:
-            consumer.close()  # destroys its handle too
+        for client in [consumer, *readers.values()]:
+            if client is not None:
+                client.close()  # destroys its handle too
 
     def partition_of(self, urn: str, partitions: int) -> int:
         """The partition GMS's producer sends a urn-keyed MCL to (murmur2, Kafka's default)."""
@@ -157,36 +161,33 @@ class EventLog(HitDecoding):
     def group_members(self, group: str) -> tuple[int, dict[tuple[str, int], str]]:
         """Active members of the group, and which member owns each assigned partition."""
         try:
-            futures = self.admin.describe_consumer_groups([group], request_timeout=self.timeout)
-            described = futures[group].result(timeout=self.timeout)
+            return _members(self._describe(group))
         except Exception:
             return 0, {}
-        owners = {
-            (tp.topic, tp.partition): m.member_id
-            for m in described.members
-            if m.assignment is not None
-            for tp in m.assignment.topic_partitions
-        }
-        return len(described.members), owners
+
+    def _describe(self, group: str) -> Any:
+        """The group's description (DescribeGroups); raises what the broker answered."""
+        futures = self.admin.describe_consumer_groups([group], request_timeout=self.timeout)
+        return futures[group].result(timeout=self.timeout)
 
     def sample(self, topics: Iterable[str], group: str) -> list[OffsetSample]:
         """The group's committed offsets and the log bounds of every partition of `topics`."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka import KafkaError, TopicPartition
 
         wanted = [TopicPartition(t, p) for t in topics for p in range(self.partitions(t))]
         if not wanted:
             return []
-        try:
-            futures = self.admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, wanted)], request_timeout=self.timeout
-            )
-            committed = {
-                (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-                for tp in futures[group].result(timeout=self.timeout).topic_partitions
-            }
+        members, owners = 0, dict[tuple[str, int], str]()
+        try:  # first: a group we may not describe is refused here at once, saying so
+            members, owners = _members(self._describe(group))
         except Exception as exc:
-            raise self._fail(f"offsets of group {group}", exc) from None
-        members, owners = self.group_members(group)
+            error = exc.args[0] if exc.args else None
+            if getattr(error, "code", lambda: None)() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                raise self._fail(f"offsets of group {group}", exc) from None
+        committed = {
+            (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+            for tp in self._committed(group, wanted)
+        }
         out = []
         now = time.time()
         for tp in wanted:
@@ -206,6 +207,47 @@ class EventLog(HitDecoding):
                 )
             )
         return out
+
+    def _committed(self, group: str, wanted: list[Any]) -> list[Any]:
+        """The group's committed offsets of `wanted`. A coordinator that moved (a broker restarted,
+        a rolling upgrade) answers NOT_COORDINATOR until the client has looked it up again: asked
+        again until the timeout, not reported as an outage."""
+        from confluent_kafka import KafkaError
+
+        moved = {
+            KafkaError.NOT_COORDINATOR,
+            KafkaError.COORDINATOR_NOT_AVAILABLE,
+            KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        }
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = max(0.5, deadline - time.monotonic())
+            try:
+                return list(self._group_reader(group).committed(wanted, timeout=left))
+            except Exception as exc:
+                error = exc.args[0] if exc.args else None
+                again = getattr(error, "code", lambda: None)() in moved
+                if not again or time.monotonic() + 0.25 >= deadline:
+                    raise self._fail(f"offsets of group {group}", exc) from None
+                time.sleep(0.25)
+
+    def _group_reader(self, group: str) -> Any:
+        """A consumer of `group` that only reads its committed offsets (OffsetFetch): it never
+        subscribes (so never joins the group) and never commits.
+
+        Not the admin client's list_consumer_group_offsets: when the group's coordinator answers
+        NOT_COORDINATOR (it moved: a broker restarted, a rolling upgrade), librdkafka (2.16 and
+        before, its issue 5040) asks the admin client's consumer-group handler, which it does not
+        have, to look the coordinator up again, and the process dies of SIGSEGV (seen in CI: a
+        replay waiting for the MAE group right after a broker restart). A consumer has that
+        handler: it looks the coordinator up again and retries."""
+        from confluent_kafka import Consumer
+
+        reader = self._group_readers.get(group)
+        if reader is None:
+            reader = Consumer({**self._conf, "group.id": group, "enable.auto.commit": False})
+            self._group_readers[group] = reader
+        return reader
 
     def _read(self, topic: str, partition: int, start: int, stop: int, cap: int) -> Iterable[Any]:
         """Messages of one partition from `start` up to (not including) `stop`, at most `cap`."""
@@ -339,3 +381,14 @@ class EventLog(HitDecoding):
                     hits.append(hit)
         # the read stops early at the cap, at the end of the log, or on a timeout (not whole)
         return hits, read < cap and self.read_whole
+
+
+def _members(described: Any) -> tuple[int, dict[tuple[str, int], str]]:
+    """A group description's member count, and which member owns each assigned partition."""
+    owners = {
+        (tp.topic, tp.partition): m.member_id
+        for m in described.members
+        if m.assignment is not None
+        for tp in m.assignment.topic_partitions
+    }
+    return len(described.members), owners
