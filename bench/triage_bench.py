@@ -215,7 +215,9 @@ def round_of(env: dict[str, str], urns: dict[str, list[str]], label: str) -> dic
             took, code, out, err = triage(env, asked(state, urn))
             times.append(took)
             by_state.setdefault(state, []).append(took)
-            verdict = "refused" if out is None and code == 2 else (out or {}).get("verdict")
+            # refused: exit 2, and on stdout (JSON asked for) the one error object, or nothing
+            refused = code == 2 and (out is None or set(out) == {"error", "hint", "exit_code"})
+            verdict = "refused" if refused else (out or {}).get("verdict")
             if verdict != EXPECTED[state]:
                 wrong.append((state, urn, code, verdict, err.strip()[:200]))
     times.sort()
