@@ -412,8 +412,8 @@ class GmsWriter:
 
     def close(self) -> None:
         """Flush, then destroy the producer now (idempotent). Left to the interpreter's exit, its
-        destroy runs librdkafka's pending callbacks (the logger) into a finalizing interpreter:
-        after a broker restart that killed the test process with SIGSEGV."""
+        destroy would run librdkafka's pending callbacks (the logger) into a finalizing
+        interpreter."""
         producer = getattr(self, "producer", None)
         if producer is None:  # pgQueue, or closed already
             return

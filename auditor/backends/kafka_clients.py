@@ -3,10 +3,10 @@
 librdkafka's destroy serves what the client still has pending: log lines for the Python logger,
 the error callback, an admin request's future. Run while the interpreter is being torn down
 (a client left to the garbage collector's last pass, or to a module's teardown), those calls
-land in a half-finalized interpreter and the process dies of SIGSEGV after its work is done,
-its outcome lost in stdout's buffer (seen after a broker restart mid-replay, in CI and by hand).
-Each owner of clients (the event log, the MCL producer, the watch's tail) registers here when it
-opens them; whatever is still open when the process exits is closed by an `atexit` hook, which
+land in a half-finalized interpreter and can crash the process after its work is done, its
+outcome lost in stdout's buffer (confluent-kafka-python issues 358 and 265). Each owner of
+clients (the event log, the MCL producer, the watch's tail) registers here when it opens them;
+whatever is still open when the process exits is closed by an `atexit` hook, which
 runs before the finalization. An owner closed by its user, or collected, drops out by itself
 (the set holds weak references).
 """

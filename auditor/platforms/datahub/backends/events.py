@@ -86,8 +86,8 @@ class EventLog(HitDecoding):
         )
 
     def close(self) -> None:
-        """The consumer closed and both clients destroyed now, not at the interpreter's exit (a
-        destroy then runs librdkafka's pending callbacks into a finalizing interpreter: SIGSEGV)."""
+        """Every client closed and destroyed now, not at the interpreter's exit (a destroy then
+        runs librdkafka's pending callbacks into a finalizing interpreter); idempotent."""
         consumer, self.consumer, self.admin = self.consumer, None, None  # type: ignore[assignment]
         readers, self._group_readers = self._group_readers, {}
         kafka_clients.untrack(self)
@@ -236,11 +236,11 @@ class EventLog(HitDecoding):
         subscribes (so never joins the group) and never commits.
 
         Not the admin client's list_consumer_group_offsets: when the group's coordinator answers
-        NOT_COORDINATOR (it moved: a broker restarted, a rolling upgrade), librdkafka (2.16 and
-        before, its issue 5040) asks the admin client's consumer-group handler, which it does not
-        have, to look the coordinator up again, and the process dies of SIGSEGV (seen in CI: a
-        replay waiting for the MAE group right after a broker restart). A consumer has that
-        handler: it looks the coordinator up again and retries."""
+        NOT_COORDINATOR (it moved: a broker restarted, a rolling upgrade), librdkafka (2.16, and
+        its newest source: issue 5040) asks the admin client's consumer-group handler, which it
+        does not have, to look the coordinator up again, and the process dies of SIGSEGV (seen in
+        CI: a replay waiting for the MAE group right after a broker restart). A consumer has that
+        handler: it looks the coordinator up again, and `_committed` asks once more."""
         from confluent_kafka import Consumer
 
         reader = self._group_readers.get(group)

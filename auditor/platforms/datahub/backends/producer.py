@@ -229,10 +229,10 @@ class MclProducer:
     def close(self) -> None:
         """Flush (10 s at most), then destroy the client now, while the interpreter is whole.
 
-        Left to the interpreter's exit, the destroy ran librdkafka's pending callbacks (its
-        logger) into a finalizing interpreter and the process died of SIGSEGV after its outcome
-        was printed (a broker restarted mid-replay). What the flush could not deliver was
-        reported already; it is purged, so that the client's own close does not wait for it."""
+        Left to the interpreter's exit, the destroy would run librdkafka's pending callbacks (its
+        logger) into a finalizing interpreter (backends/kafka_clients.py). What the flush could
+        not deliver was reported already; it is purged, so that the client's own close does not
+        wait for it."""
         producer, self.producer = self.producer, None  # type: ignore[assignment]
         if producer is None:  # closed already
             return
