@@ -1,4 +1,5 @@
-"""Every Kafka client a process of the tool opens is closed before the interpreter finalizes.
+"""Every Kafka client a process of the tool opens is closed before the interpreter finalizes;
+and how a client's error reads (`error_of`).
 
 librdkafka's destroy serves what the client still has pending: log lines for the Python logger,
 the error callback, an admin request's future. Run while the interpreter is being torn down
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import sys
 import threading
 import weakref
 from typing import Protocol
@@ -46,13 +46,8 @@ def untrack(owner: Closable) -> None:
 
 
 def close_all() -> int:
-    """Close every client still open (what the process printed flushed first: a client that
-    crashes in its destroy no longer takes the outcome with it). The number closed."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed, or no stream at all
-            pass
+    """Close every client still open; the number closed. (The command line flushes what it
+    printed before this runs: a client that crashes in its destroy cannot take it along.)"""
     with _lock:
         owners = list(_open)
         _open.clear()
@@ -62,3 +57,10 @@ def close_all() -> int:
         except Exception:  # the broker gone, say: closing is all that is left to do
             logging.getLogger("auditor.kafka").debug("closing %r at exit failed", owner, exc_info=True)
     return len(owners)
+
+
+def error_of(exc: BaseException) -> tuple[int | None, str]:
+    """The code and the text of a KafkaException's KafkaError (None and the text for another)."""
+    error = exc.args[0] if exc.args else exc
+    code = error.code() if hasattr(error, "code") else None
+    return code, error.str() if hasattr(error, "str") else str(error)

@@ -158,13 +158,6 @@ class EventLog(HitDecoding):
             raise self._fail("listing consumer groups", exc) from None
         return sorted(g.group_id for g in listed.valid if g.group_id.startswith(prefix))
 
-    def group_members(self, group: str) -> tuple[int, dict[tuple[str, int], str]]:
-        """Active members of the group, and which member owns each assigned partition."""
-        try:
-            return _members(self._describe(group))
-        except Exception:
-            return 0, {}
-
     def _describe(self, group: str) -> Any:
         """The group's description (DescribeGroups); raises what the broker answered."""
         futures = self.admin.describe_consumer_groups([group], request_timeout=self.timeout)
@@ -180,9 +173,8 @@ class EventLog(HitDecoding):
         members, owners = 0, dict[tuple[str, int], str]()
         try:  # first: a group we may not describe is refused here at once, saying so
             members, owners = _members(self._describe(group))
-        except Exception as exc:
-            error = exc.args[0] if exc.args else None
-            if getattr(error, "code", lambda: None)() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        except Exception as exc:  # otherwise: no members known (the offsets still count)
+            if kafka_clients.error_of(exc)[0] == KafkaError.GROUP_AUTHORIZATION_FAILED:
                 raise self._fail(f"offsets of group {group}", exc) from None
         committed = {
             (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
@@ -225,8 +217,7 @@ class EventLog(HitDecoding):
             try:
                 return list(self._group_reader(group).committed(wanted, timeout=left))
             except Exception as exc:
-                error = exc.args[0] if exc.args else None
-                again = getattr(error, "code", lambda: None)() in moved
+                again = kafka_clients.error_of(exc)[0] in moved
                 if not again or time.monotonic() + 0.25 >= deadline:
                     raise self._fail(f"offsets of group {group}", exc) from None
                 time.sleep(0.25)

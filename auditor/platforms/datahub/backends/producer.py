@@ -29,13 +29,6 @@ def message_errors() -> frozenset[int]:
     return frozenset(getattr(KafkaError, n) for n in names if hasattr(KafkaError, n))
 
 
-def _kafka_error(exc: BaseException) -> tuple[int | None, str]:
-    """The code and the text of a KafkaException's KafkaError."""
-    error = exc.args[0] if exc.args else exc
-    code = error.code() if hasattr(error, "code") else None
-    return code, error.str() if hasattr(error, "str") else str(error)
-
-
 POLL_EVERY = 64  # messages produced between two polls for delivery reports
 
 
@@ -182,7 +175,7 @@ class MclProducer:
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self._client(self.producer.poll, 0.5)
             except KafkaException as exc:
-                code, why = _kafka_error(exc)
+                code, why = kafka_clients.error_of(exc)
                 if code not in message_errors():
                     raise BackendUnavailable(f"Kafka {self.description}: produce failed: {why}") from None
                 size = f"{len(value):,} bytes"
@@ -215,7 +208,7 @@ class MclProducer:
                 raise  # one of our callbacks failed: a bug to show, not the broker's refusal
             code: int | None = None
             if isinstance(cause, KafkaException):
-                code, why = _kafka_error(cause)
+                code, why = kafka_clients.error_of(cause)
             elif self.log.fatal is not None:
                 why = self.log.fatal
             else:
