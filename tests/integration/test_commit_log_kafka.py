@@ -92,7 +92,10 @@ def test_reading_a_groups_offsets_never_joins_it_nor_moves_its_member(kafka: str
             samples = events.sample([topic], group)
             assert {(s.topic, s.partition): s.committed for s in samples} == {(topic, 0): 1, (topic, 1): 2}
             member.poll(0.5)  # the member keeps its session (and would see a rebalance)
+        # one member, the live one, owns both partitions (what tells a quiet partition of a busy
+        # member from a stalled one)
         assert {s.members for s in samples} == {1}
+        assert {s.owner for s in samples} == {member.memberid()}
         assert revoked == [] and len(member.assignment()) == 2  # never rebalanced
         committed = {(tp.topic, tp.partition): tp.offset for tp in member.committed(member.assignment(), 10)}
         assert committed == {(topic, 0): 1, (topic, 1): 2}  # nothing committed by the reader

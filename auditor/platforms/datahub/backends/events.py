@@ -196,6 +196,7 @@ class EventLog(HitDecoding):
                     high,
                     members,
                     now,
+                    owners.get((tp.topic, tp.partition)),  # its member: a quiet one of a busy member lags
                 )
             )
         return out
