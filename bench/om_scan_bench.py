@@ -32,7 +32,7 @@ from sqlalchemy import text  # noqa: E402
 from auditor.api import ScanOptions, scan  # noqa: E402
 from auditor.backends.lean import collector_on  # noqa: E402
 from auditor.settings import load_settings  # noqa: E402
-from bench.rebuild_bench import machine_cpu  # noqa: E402
+from bench.rebuild_bench import machine_cpu, programs_cpu, programs_delta  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.openmetadata import indices  # noqa: E402
 from sandbox.openmetadata.databases import scratch_database  # noqa: E402
@@ -162,7 +162,7 @@ def main() -> int:
             own_peak = _reset_peak()
             profiler = cProfile.Profile() if args.profile else None
             started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
-            machine = machine_cpu()
+            machine, programs = machine_cpu(), programs_cpu()
             if profiler:
                 profiler.enable()
             report = scan(settings, options=ScanOptions(grace=300.0, use_state=False))
@@ -170,6 +170,7 @@ def main() -> int:
                 profiler.disable()
             scan_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
             machine_s = None if machine is None else (machine_cpu() or 0.0) - machine
+            by_program = programs_delta(programs, programs_cpu())
             reader_cpu_s = _children_cpu() - children
             slower = max(table_s, index_s)
             print(
@@ -188,6 +189,7 @@ def main() -> int:
                     f"{cores * scan_s:.2f} s its {cores} cores could give; done on every core at once "
                     f"it would take {floor:.2f} s, {floor / slower:.2f}x the slower bare read"
                 )
+                print(f"by program (the scan's reader under python too): {by_program}")
             # the same scan with the documents spilled by the scan's own thread (readers off),
             # then the default again: alternated, so that a drift of the machine's load hits both
             off = _timed_scan(_settings(url, endpoints.search_url(args.search), alias, readers=0))

@@ -159,6 +159,38 @@ def machine_cpu() -> float | None:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def programs_cpu() -> dict[int, tuple[str, float]]:
+    """Each process's program name and CPU-seconds (Linux's /proc/<pid>/stat: its own time plus its
+    reaped children's, so a server's exited workers count under the server), {} elsewhere."""
+    out: dict[int, tuple[str, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue  # gone since the listing
+        name, rest = raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
+        name = name.split("/")[0] if name.startswith("kworker") else name  # renamed as it works
+        out[int(pid)] = (name, sum(int(x) for x in rest[11:15]) / tick)  # utime stime cutime cstime
+    return out
+
+
+def programs_delta(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], least: float = 0.05
+) -> str:
+    """What each program used between two `programs_cpu` readings (a process started between them:
+    all its time), the largest first."""
+    used: dict[str, float] = {}
+    for pid, (name, seconds) in after.items():
+        earlier = before.get(pid)
+        used[name] = used.get(name, 0.0) + seconds - (earlier[1] if earlier and earlier[0] == name else 0.0)
+    shown = sorted(((s, n) for n, s in used.items() if s >= least), reverse=True)
+    return ", ".join(f"{n} {s:.2f} s" for s, n in shown) or "nothing measurable"
+
+
 def barrier() -> None:
     """Under `--workers`: say ready once set up, then start when the parent says go."""
     if os.environ.get("BENCH_BARRIER"):

@@ -80,7 +80,7 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
         data = parse_entity(row.json, row.id)
     except BadRow as exc:
         return _finding(entity, index, row.id, Kind.MALFORMED_ASPECT, changed, reason=str(exc))
-    truth = row_fields(data, row.owners, row.tags, row.domains)
+    truth = row_fields(data, row.owners, row.tags, row.domains, own_hash=row.own_hash)
     changed = _millis(truth.updated_at) or changed
     if doc is None:
         return _finding(
@@ -127,7 +127,7 @@ def row_key(row: OmRow) -> Key | None:
         data = parse_entity(row.json, row.id)
     except BadRow:
         return None
-    return row_fields(data, row.owners, row.tags, row.domains).key()
+    return row_fields(data, row.owners, row.tags, row.domains, own_hash=row.own_hash).key()
 
 
 def doc_key(source: dict[str, Any]) -> Key | None:

@@ -76,3 +76,36 @@ def test_children_s_tags_may_or_may_not_be_counted():
         seen = doc_fields(entity(tags=[PII, own_hash_child], classificationTags=held, glossaryTags=[]))
         assert differences(truth, seen) == ["classificationTags"], held
         assert not keys_agree(truth.key(), seen.key()), held
+
+
+def test_a_label_source_counts_in_any_spelling_and_an_unknown_one_in_neither_field():
+    """tag_usage stores the source as an ordinal, a TagLabel spells it; the key's split fields
+    bucket every spelling alike (and an odd value, even an unhashable one, in neither)."""
+    spelled = [
+        {"tagFQN": "PII.Sensitive", "source": 0},
+        {"tagFQN": "Glossary.Revenue", "source": "Glossary"},
+        {"tagFQN": "PII.Name", "source": "CLASSIFICATION"},
+        {"tagFQN": "Glossary.Cost", "source": 1},
+        {"tagFQN": "Odd.One", "source": ["Classification"]},
+        {"tagFQN": "Tier.Tier1", "source": "Classification"},
+    ]
+    truth = row_fields(entity(), tags=spelled)
+    own = dict(zip(("classificationTags", "glossaryTags"), truth.split, strict=True))
+    assert own["classificationTags"] == (frozenset({"PII.Sensitive", "PII.Name"}),) * 2
+    assert own["glossaryTags"] == (frozenset({"Glossary.Revenue", "Glossary.Cost"}),) * 2
+    assert row_fields(entity(), tags=[]).split == ((frozenset(), frozenset()),) * 2
+
+
+def test_the_fqn_hash_a_caller_already_made_gives_the_same_fields():
+    """The tag attach hands its hash of the JSON's FQN on (`own_hash`); the fields are the ones
+    made without it, and a child's label still counts as the child's."""
+    from auditor.platforms.openmetadata.document import fqn_hash
+
+    own_hash = fqn_hash("svc.db.sch.orders")
+    labels = [
+        {"tagFQN": "PII.Sensitive", "source": 0, "target": own_hash},
+        {"tagFQN": "PII.Name", "source": 0, "target": own_hash + ".abc"},
+    ]
+    made = row_fields(entity(), tags=labels)
+    assert row_fields(entity(), tags=labels, own_hash=own_hash) == made
+    assert made.split[0] == (frozenset({"PII.Sensitive"}), frozenset({"PII.Sensitive", "PII.Name"}))

@@ -50,21 +50,24 @@ def _paged(rows: Iterable[OmRow], lookup: Lookup) -> Iterator[OmRow]:
 def _attach(page: Sequence[OmRow], lookup: Lookup) -> list[OmRow]:
     wanted: dict[str, list[int]] = {}
     parsed: list[dict[str, Any] | None] = []
+    hashes: list[str | None] = []
     for n, row in enumerate(page):
         data = load_object(row.json)  # unreadable: the check reports it, with the reason
         own = data.get("fullyQualifiedName") if data else None
-        if data and isinstance(own, str) and own:
-            for child in child_hashes(data, fqn_hash(own)):
+        own_hash = fqn_hash(own) if data and isinstance(own, str) and own else None
+        if data and own_hash:
+            for child in child_hashes(data, own_hash):
                 wanted.setdefault(child, []).append(n)
         parsed.append(data)
+        hashes.append(own_hash)
     found: dict[int, list[dict[str, Any]]] = {}
     for target, tag, source, label_type, state in lookup(sorted(wanted)) if wanted else ():
         label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state}
         for n in wanted.get(str(target), ()):
             found.setdefault(n, []).append({**label, "target": str(target)})
     return [
-        row if data is None else replace(row, json=data, tags=(*row.tags, *found.get(n, ())))
-        for n, (row, data) in enumerate(zip(page, parsed, strict=True))
+        row if data is None else replace(row, json=data, tags=(*row.tags, *found.get(n, ())), own_hash=h)
+        for n, (row, data, h) in enumerate(zip(page, parsed, hashes, strict=True))
     ]
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from auditor.core.json_guard import loads
-from auditor.platforms.openmetadata.derive import inline_child_labels, part_hash
+from auditor.platforms.openmetadata.derive import MAPPING, inline_child_labels, part_hash
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
@@ -60,9 +60,11 @@ DOC_SOURCE = (
     "glossaryTags",
 )
 SPLIT_FIELDS = ("classificationTags", "glossaryTags")
-# TagLabel.TagSource as tag_usage stores it (an ordinal) or as a TagLabel spells it
-_SOURCES = {0: "classificationTags", 1: "glossaryTags", "classification": "classificationTags"}
-_SOURCES["glossary"] = "glossaryTags"
+# TagLabel.TagSource as tag_usage stores it (an ordinal) or as a TagLabel spells it (any case) ->
+# its field's place in SPLIT_FIELDS
+_SOURCE_INDEX: dict[int | str, int] = {0: 0, 1: 1, "classification": 0, "glossary": 1}
+_SOURCE_INDEX.update({"Classification": 0, "Glossary": 1})  # as TagLabel spells them: no lower()
+_NO_SPLIT_TAGS = ((frozenset[str](), frozenset[str]()), (frozenset[str](), frozenset[str]()))
 
 
 def as_bool(value: Any) -> bool | None:
@@ -88,7 +90,7 @@ def _number(value: Any) -> float | None:
 
 
 def _owner_key(ref: Any) -> str | None:
-    if not isinstance(ref, Mapping):
+    if not isinstance(ref, MAPPING):
         return None
     if ref.get("id"):
         return str(ref["id"]).lower()
@@ -102,19 +104,19 @@ def owner_set(refs: Iterable[Any]) -> frozenset[str]:
 
 
 def _one(value: Any) -> list[Any]:
-    return [value] if isinstance(value, Mapping) else []
+    return [value] if isinstance(value, MAPPING) else []
 
 
 def domain_refs(holder: Mapping[str, Any]) -> list[Any]:
     """A row's or a doc's domain references: `domains` (1.9 on) or the one `domain` before it."""
     single = holder.get("domain")
-    return [*_list(holder.get("domains")), *([single] if isinstance(single, Mapping) else [])]
+    return [*_list(holder.get("domains")), *([single] if isinstance(single, MAPPING) else [])]
 
 
 def tag_set(labels: Iterable[Any]) -> frozenset[str]:
     out = set()
     for label in labels:
-        fqn = label.get("tagFQN") if isinstance(label, Mapping) else label
+        fqn = label.get("tagFQN") if isinstance(label, MAPPING) else label
         if isinstance(fqn, str) and fqn:
             out.add(fqn)
     return frozenset(out)
@@ -224,9 +226,13 @@ def _fqn_hash(fqn: str) -> str:
     return ".".join(part_hash(p) for p in split_fqn(fqn))
 
 
-def _source_field(label: Any) -> str | None:
-    source = label.get("source") if isinstance(label, Mapping) else None
-    return _SOURCES.get(source.lower() if isinstance(source, str) else source)
+def _source_index(label: Any) -> int | None:
+    """Which split field a label goes to (0: classificationTags, 1: glossaryTags), None: neither."""
+    source = label.get("source") if isinstance(label, MAPPING) else None
+    found = _SOURCE_INDEX.get(source) if isinstance(source, int | str) else None
+    if found is None and isinstance(source, str):
+        found = _SOURCE_INDEX.get(source.lower())
+    return found
 
 
 def _not_tier(fqn: str) -> bool:
@@ -238,17 +244,26 @@ def split_tags(
 ) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     """The row's `classificationTags` and `glossaryTags` as (must hold, may hold): the entity's own
     labels of each source, and those plus its children's; Tier.* left out."""
-    mine: dict[str, set[str]] = {name: set() for name in SPLIT_FIELDS}
-    theirs: dict[str, set[str]] = {name: set() for name in SPLIT_FIELDS}
-    for labels, into in ((own, mine), (children, theirs)):
+    mine: tuple[set[str], set[str]] | None = None
+    theirs: tuple[set[str], set[str]] | None = None
+    for labels, of_children in ((own, False), (children, True)):
         for label in labels:  # each label's source looked at once
-            name = _source_field(label)
-            if name is None:
+            at = _source_index(label)
+            if at is None:
                 continue
             fqn = label.get("tagFQN")  # a label with a source is a mapping
             if isinstance(fqn, str) and fqn and _not_tier(fqn):
-                into[name].add(fqn)
-    return tuple((frozenset(mine[n]), frozenset(mine[n] | theirs[n])) for n in SPLIT_FIELDS)
+                if of_children:
+                    theirs = theirs or (set(), set())
+                    theirs[at].add(fqn)
+                else:
+                    mine = mine or (set(), set())
+                    mine[at].add(fqn)
+    if mine is None and theirs is None:
+        return _NO_SPLIT_TAGS  # most rows: nothing to build
+    held = mine or (set(), set())
+    extra = theirs or (set(), set())
+    return tuple((frozenset(held[n]), frozenset(held[n] | extra[n])) for n in range(len(SPLIT_FIELDS)))
 
 
 def row_fields(
@@ -256,22 +271,24 @@ def row_fields(
     owners: Iterable[Any] = (),
     tags: Iterable[Any] = (),
     domains: Iterable[Any] = (),
+    own_hash: str | None = None,
 ) -> KeyFields:
     """The truth: the entity JSON plus its owner and domain relationships (inherited ones
-    included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py)."""
+    included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py).
+    `own_hash`: the hash of the JSON's FQN when the caller has it (made here otherwise)."""
     tags = list(tags)
     fqn = entity.get("fullyQualifiedName")
-    targeted = any(isinstance(t, Mapping) and t.get("target") is not None for t in tags)
+    targeted = any(isinstance(t, MAPPING) and t.get("target") is not None for t in tags)
     # the hash of the entity's FQN tells its own usages from its children's (none: no need)
-    own_hash = _fqn_hash(fqn) if targeted and isinstance(fqn, str) and fqn else None
+    own_hash = (own_hash or _fqn_hash(fqn)) if targeted and isinstance(fqn, str) and fqn else None
     entity_tags, inline = _list(entity.get("tags")), inline_child_labels(entity)  # walked once
     own = [
         *entity_tags,
-        *(t for t in tags if not isinstance(t, Mapping) or t.get("target") in (None, own_hash)),
+        *(t for t in tags if not isinstance(t, MAPPING) or t.get("target") in (None, own_hash)),
     ]
     children = [
         *inline,
-        *(t for t in tags if isinstance(t, Mapping) and t.get("target") not in (None, own_hash)),
+        *(t for t in tags if isinstance(t, MAPPING) and t.get("target") not in (None, own_hash)),
     ]
     return KeyFields(
         version=_number(entity.get("version")),
@@ -297,7 +314,7 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
         fqn=source.get("fullyQualifiedName"),
         description=source.get("description") or "",
         owners=owner_set([*_list(source.get("owners")), *_one(source.get("owner"))]),  # `owner` before 1.5
-        tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, Mapping) else [])]),
+        tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, MAPPING) else [])]),
         deleted=bool(as_bool(source.get("deleted"))),
         domains=owner_set(domain_refs(source)),
         split=tuple(_doc_split(source.get(name)) for name in SPLIT_FIELDS),
@@ -312,12 +329,12 @@ def _doc_split(value: Any) -> tuple[frozenset[str], frozenset[str]] | None:
 
 
 def _changed_fields(change: Any) -> set[str]:
-    if not isinstance(change, Mapping):
+    if not isinstance(change, MAPPING):
         return set()
     names = set()
     for key in ("fieldsAdded", "fieldsUpdated", "fieldsDeleted"):
         for item in _list(change.get(key)):
-            if isinstance(item, Mapping) and item.get("name"):
+            if isinstance(item, MAPPING) and item.get("name"):
                 names.add(str(item["name"]))
     return names
 
@@ -328,7 +345,7 @@ def only_the_delete_flag_moved(entity: Mapping[str, Any], doc: KeyFields) -> boo
     before it. True when the row's last change touched only `deleted`, came right after the
     version the doc holds, and the doc's flag agrees: its version and updatedAt are not stale."""
     change = entity.get("changeDescription")
-    if _changed_fields(change) != {"deleted"} or not isinstance(change, Mapping):
+    if _changed_fields(change) != {"deleted"} or not isinstance(change, MAPPING):
         return False
     return (
         _number(change.get("previousVersion")) == doc.version

@@ -18,6 +18,7 @@ class OmRow:
     owners: tuple[dict[str, Any], ...] = ()  # entity_relationship owns=8: {"id", "type"}
     tags: tuple[dict[str, Any], ...] = ()  # tag_usage: {"tagFQN", "source", "labelType", "state"}
     domains: tuple[dict[str, Any], ...] = ()  # entity_relationship has=10 from a domain (or inherited)
+    own_hash: str | None = None  # the hash of the JSON's FQN, where the children's tags were looked up
 
     @property
     def fingerprint(self) -> tuple[Any, ...]:
