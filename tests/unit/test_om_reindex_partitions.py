@@ -215,17 +215,30 @@ def test_the_order_is_read_in_the_databases_own_order_by_name_and_id(monkeypatch
     assert store.reindex_partitions("job", ["table"]) is None  # no partition table
 
 
-def test_an_openmetadata_repair_paces_its_writes_at_the_rate_asked() -> None:
-    """--rate on OpenMetadata: at most `rate` entities a second, smoothed (the shared Throttle)."""
-    import time
+def test_an_openmetadata_repair_paces_its_writes_at_the_rate_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--rate on OpenMetadata: at most `rate` entities a second, smoothed (the shared Throttle), on
+    a clock of the test's own (no wall-time bound for a loaded machine to break)."""
+    import auditor.rebuild.openmetadata as om_repair
+    from auditor.rebuild.throttle import Throttle
 
-    from auditor.rebuild.openmetadata import OmRepair
+    now = [100.0]
+    slept: list[float] = []
 
-    work = OmRepair(store=None, search=None, writer=None, rate=200.0)  # type: ignore[arg-type]
-    started = time.monotonic()
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    made: list[float | None] = []
+
+    def throttle(rate: float | None) -> Throttle:
+        made.append(rate)
+        return Throttle(rate, clock=lambda: now[0], sleep=sleep)
+
+    monkeypatch.setattr(om_repair, "Throttle", throttle)
+    work = om_repair.OmRepair(store=None, search=None, writer=None, rate=200.0)  # type: ignore[arg-type]
     work.pace(41)  # the first goes at once, the next 40 one every 5 ms
-    assert time.monotonic() - started >= 0.2
-    unpaced = OmRepair(store=None, search=None, writer=None)  # type: ignore[arg-type]
-    started = time.monotonic()
+    assert made == [200.0] and len(slept) == 40
+    assert sum(slept) == pytest.approx(0.2) and now[0] == pytest.approx(100.2)
+    unpaced = om_repair.OmRepair(store=None, search=None, writer=None)  # type: ignore[arg-type]
     unpaced.pace(10_000)
-    assert time.monotonic() - started < 0.2
+    assert made == [200.0, None] and len(slept) == 40  # no rate: never waits
