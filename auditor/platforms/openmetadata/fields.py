@@ -229,7 +229,7 @@ def _fqn_hash(fqn: str) -> str:
 def _source_index(label: Any) -> int | None:
     """Which split field a label goes to (0: classificationTags, 1: glossaryTags), None: neither."""
     source = label.get("source") if isinstance(label, MAPPING) else None
-    found = _SOURCE_INDEX.get(source) if isinstance(source, int | str) else None
+    found = _SOURCE_INDEX.get(source) if isinstance(source, int | float | str) else None  # hashable
     if found is None and isinstance(source, str):
         found = _SOURCE_INDEX.get(source.lower())
     return found
