@@ -62,7 +62,7 @@ DOC_SOURCE = (
 SPLIT_FIELDS = ("classificationTags", "glossaryTags")
 # TagLabel.TagSource as tag_usage stores it (an ordinal) or as a TagLabel spells it (any case) ->
 # its field's place in SPLIT_FIELDS
-_SOURCE_INDEX: dict[int | str, int] = {0: 0, 1: 1, "classification": 0, "glossary": 1}
+_SOURCE_INDEX: dict[float | str, int] = {0: 0, 1: 1, "classification": 0, "glossary": 1}
 _SOURCE_INDEX.update({"Classification": 0, "Glossary": 1})  # as TagLabel spells them: no lower()
 _NO_SPLIT_TAGS = ((frozenset[str](), frozenset[str]()), (frozenset[str](), frozenset[str]()))
 
