@@ -80,9 +80,12 @@ Workers = Annotated[
 ]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the outcome here.")]
 
-# what each command can return (--workers: the worst shard's); an unknown --urn is OpenMetadata's
-# (DataHub's repair of a urn without rows has nothing to do)
-UNKNOWN = {ExitCode.UNKNOWN_URN: "unknown urn: no entity has an --urn (an id or fully qualified name)"}
+# what each command can return (--workers: the worst shard's); an unknown --urn: no row and no
+# document has it (DataHub), no table has the id or name (OpenMetadata)
+UNKNOWN = {
+    ExitCode.UNKNOWN_URN: "unknown urn: no entity has an --urn (no row and no document has it; "
+    "OpenMetadata: no id or fully qualified name): nothing is written"
+}
 PLAN = {ExitCode.OK: "the plan printed", ExitCode.USAGE: None, ExitCode.INCOMPLETE: None, **UNKNOWN}
 WRITES = {
     ExitCode.OK: "applied and verified clean (or a dry run)",
@@ -224,7 +227,7 @@ def plan_cmd(**opts: Any) -> None:
 
 
 @rebuild_app.command("replay")
-@exits(WRITES)
+@exits({**WRITES, **UNKNOWN})
 @with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
 def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> None:
     """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.

@@ -26,6 +26,7 @@ from auditor.rebuild.datahub.full import FullRebuild
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.datahub.rows import RowSource
+from auditor.rebuild.datahub.unknown import refuse_unknown
 from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
 from auditor.rebuild.guard import guarded, locked
 from auditor.rebuild.request import RebuildRequest
@@ -73,6 +74,9 @@ def rebuild(
 ) -> RebuildOutcome:
     """Plan (always), then, with `apply`, repair and verify. `executors`: what each of the
     platform's modes writes; the plan's other actions are left to another mode (or a person)."""
+    if request.selection is not None and request.selection.urns:  # --urn: refused when no entity has it
+        urns = request.selection.urns
+        refuse_unknown(backends.store, backends.scan.search, registry, target.index_prefix, urns)
     repairs = repair_plan(request)
     outcome = RebuildOutcome(request.mode, request.apply and request.mode != "plan", repairs)
     # a plan is counted as a reindex would do it (the mode that writes the most)

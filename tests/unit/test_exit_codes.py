@@ -31,7 +31,7 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("registry",): {0, 2},
     ("platforms",): {0, 2},
     ("rebuild", "plan"): {0, 2, 3, 7},
-    ("rebuild", "replay"): {0, 1, 2, 3, 6},
+    ("rebuild", "replay"): {0, 1, 2, 3, 6, 7},
     ("rebuild", "reindex"): {0, 1, 2, 3, 6, 7},
     ("rebuild", "after-restore"): {0, 1, 2, 3, 6},
     ("rebuild", "merge"): {0, 1, 2, 3},

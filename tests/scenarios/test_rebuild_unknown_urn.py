@@ -1,0 +1,50 @@
+"""`rebuild --urn` with a urn no entity has (no row, no document): refused with exit 7 naming it,
+nothing written, in every mode; a urn with documents and no rows is still repaired (its
+documents removed), and a known urn beside an unknown one is not repaired on its own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from faults import _datasets, hard_delete
+from test_rebuild import ROOT, rebuild_cli
+from world import World
+
+from sandbox.naming import entity_doc_id, entity_index
+
+pytestmark = pytest.mark.integration
+
+TYPO = "urn:li:dataset:(urn:li:dataPlatform:hive,no_such_db.no_such_table,PROD)"
+
+
+def test_a_urn_no_entity_has_is_refused_and_one_with_documents_only_is_cleaned(tmp_path: Path) -> None:
+    world = World("postgres", "opensearch", tmp_path, n=20)
+    try:
+        orphan = next(iter(hard_delete(world)))  # its rows gone, its documents left
+        known = next(u for u in _datasets(world, 3) if u != orphan)
+        index = entity_index("dataset", world.prefix)
+        assert world.search.get(index, entity_doc_id(orphan)) is not None
+        for mode, more in (("reindex", ()), ("replay", ("--wait", "30"))):
+            args, env = rebuild_cli(world, tmp_path, mode, "--urn", TYPO, *more)
+            refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+            assert refused.returncode == 7, (mode, refused.stdout[-1500:], refused.stderr[-1500:])
+            assert TYPO in refused.stderr and "nothing to repair" in refused.stderr, refused.stderr
+            assert not list(tmp_path.glob("rebuild-*.json")), "a refused repair left a checkpoint"
+        # one typo among known urns: the whole repair is refused (fix the list, run it again)
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", known, "--urn", TYPO, "--urn", orphan)
+        refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 7 and TYPO in refused.stderr, refused.stderr[-1500:]
+        world.refresh()
+        assert world.search.get(index, entity_doc_id(orphan)) is not None  # nothing was written
+        # documents without rows: known to the index, so repaired (removed)
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", orphan)
+        cleaned = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert cleaned.returncode == 0, cleaned.stdout[-1500:] + cleaned.stderr[-1500:]
+        assert json.loads(cleaned.stdout)["still_wrong"] == []
+        world.refresh()
+        assert world.search.get(index, entity_doc_id(orphan)) is None
+    finally:
+        world.close()
