@@ -1,6 +1,7 @@
 """`rebuild --urn` with a urn no entity has (no row, no document): refused with exit 7 naming it,
-nothing written, in every mode; a urn with documents and no rows is still repaired (its
-documents removed), and a known urn beside an unknown one is not repaired on its own."""
+nothing written, in every mode (a plan, and the shards of `--workers` each); a urn with
+documents and no rows is still repaired (its documents removed), and a known urn beside an
+unknown one is not repaired on its own."""
 
 from __future__ import annotations
 
@@ -33,6 +34,16 @@ def test_a_urn_no_entity_has_is_refused_and_one_with_documents_only_is_cleaned(t
             assert refused.returncode == 7, (mode, refused.stdout[-1500:], refused.stderr[-1500:])
             assert TYPO in refused.stderr and "nothing to repair" in refused.stderr, refused.stderr
             assert not list(tmp_path.glob("rebuild-*.json")), "a refused repair left a checkpoint"
+        args, env = rebuild_cli(world, tmp_path, "plan", "--urn", TYPO)
+        args.remove("--apply")  # a plan writes nothing anyway
+        refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 7 and TYPO in refused.stderr, refused.stderr[-1500:]
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", TYPO, "--workers", "2")
+        refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        merged = json.loads(refused.stdout)  # each shard refused it, in the merged outcome
+        assert refused.returncode == 7 and merged["exit_code"] == 7, refused.stdout[-1500:]
+        assert [s["exit_code"] for s in merged["shards"]] == [7, 7]
+        assert all(TYPO in s["error"] for s in merged["shards"]), merged["shards"]
         # one typo among known urns: the whole repair is refused (fix the list, run it again)
         args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", known, "--urn", TYPO, "--urn", orphan)
         refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
