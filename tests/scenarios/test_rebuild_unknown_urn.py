@@ -14,7 +14,7 @@ from faults import _datasets, hard_delete
 from test_rebuild import ROOT, rebuild_cli
 from world import World
 
-from sandbox.naming import entity_doc_id, entity_index
+from sandbox.naming import entity_doc_id, entity_doc_id_v3, entity_index, entity_index_v3
 
 pytestmark = pytest.mark.integration
 
@@ -57,5 +57,23 @@ def test_a_urn_no_entity_has_is_refused_and_one_with_documents_only_is_cleaned(t
         assert json.loads(cleaned.stdout)["still_wrong"] == []
         world.refresh()
         assert world.search.get(index, entity_doc_id(orphan)) is None
+    finally:
+        world.close()
+
+
+def test_a_urn_known_only_to_the_v3_index_is_repaired_not_refused(tmp_path: Path) -> None:
+    """DataHub writing V3 beside V2: a urn whose only trace is its V3 document (no row, no V2
+    document, no system metadata, no edge) is known to search; its repair removes that document."""
+    world = World("postgres", "opensearch", tmp_path, n=20, v3={"dataset": "primary"}, own_topics=True)
+    try:
+        primary = entity_index_v3("primary", world.prefix)
+        ghost = _datasets(world, 1)[0].replace(",PROD)", "-ghost,PROD)")
+        world.search.put(primary, entity_doc_id_v3(ghost), {"urn": ghost, "_entityType": "dataset"})
+        world.refresh()
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", ghost)
+        cleaned = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert cleaned.returncode == 0, cleaned.stdout[-1500:] + cleaned.stderr[-1500:]
+        world.refresh()
+        assert world.search.get(primary, entity_doc_id_v3(ghost)) is None
     finally:
         world.close()
