@@ -45,8 +45,7 @@ def build(
     entity = JoinedEntity(rows.urn, entity_type(rows.urn), None, rows=rows)
     aspects = entity.aspects
     versions = versions or IndexRules.installed(registry)
-    etype = entity.entity_type
-    etype = registry.entity(etype).name if registry.has_entity(etype) else etype  # as the registry spells it
+    etype = registry.spelled(entity.entity_type)
     withheld = versions.not_written(etype, index)
     expected = project_entity(registry, rows.urn, aspects, withheld)
     doc: dict[str, Any] | None = None

@@ -293,8 +293,7 @@ class Reindexer:
         return (index, *self.mirrors.get(index, ()))
 
     def _name_of(self, urn: str) -> str:
-        etype = entity_type(urn)
-        return self.registry.entity(etype).name if self.registry.has_entity(etype) else etype
+        return self.registry.spelled(entity_type(urn))
 
     def _index_of(self, urn: str) -> str:
         """The live entity index (its stored docs keep their unpredictable fields)."""

@@ -40,8 +40,7 @@ def unknown_urns(
     by_index: dict[str, dict[str, str]] = {}
     v3 = v3_indices(search, prefix, registry)  # a V3 document (its own id) counts as one
     for urn in rest:
-        etype = entity_type(urn)
-        name = registry.entity(etype).name if registry.has_entity(etype) else etype
+        name = registry.spelled(entity_type(urn))
         by_index.setdefault(entity_index(name, prefix), {})[document_id(urn)] = urn
         if name in v3:
             by_index.setdefault(v3[name], {})[document_id_v3(urn)] = urn

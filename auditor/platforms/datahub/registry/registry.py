@@ -164,6 +164,10 @@ class Registry:
     def has_entity(self, name: str) -> bool:
         return name in self._entities or name.lower() in self._entities_lower
 
+    def spelled(self, name: str) -> str:
+        """An entity type as the registry spells it (`DataSet` -> `dataset`); an unknown one as given."""
+        return self.entity(name).name if self.has_entity(name) else name
+
     def aspect(self, name: str) -> AspectSpec:
         try:
             return self._aspects[name]
