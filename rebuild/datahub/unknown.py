@@ -33,7 +33,7 @@ def unknown_urns(
 ) -> list[str]:
     """The urns of `urns` that have no row and no document (in the order given)."""
     wanted = list(dict.fromkeys(urns))
-    held = {e.urn for e in store.stream_entities(urns=tuple(sorted(wanted)))}
+    held = {urn for urn, _ in store.fingerprints(tuple(sorted(wanted)))}  # keys and digests, no JSON
     rest = [u for u in wanted if u not in held]
     if not rest:
         return []

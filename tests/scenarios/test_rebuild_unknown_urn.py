@@ -1,7 +1,7 @@
 """`rebuild --urn` with a urn no entity has (no row, no document): refused with exit 7 naming it,
-nothing written, in every mode (a plan, and the shards of `--workers` each); a urn with
-documents and no rows is still repaired (its documents removed), and a known urn beside an
-unknown one is not repaired on its own."""
+nothing written, in every mode (a plan, and the shards of `--workers` each); a urn with rows and
+no document is known by its rows; a urn with documents and no rows is still repaired (its
+documents removed), and a known urn beside an unknown one is not repaired on its own."""
 
 from __future__ import annotations
 
@@ -38,6 +38,13 @@ def test_a_urn_no_entity_has_is_refused_and_one_with_documents_only_is_cleaned(t
         args.remove("--apply")  # a plan writes nothing anyway
         refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert refused.returncode == 7 and TYPO in refused.stderr, refused.stderr[-1500:]
+        # rows and no document at all (written with no change-log event): known by its rows
+        fresh = f"urn:li:tag:{world.prefix}-rows-only"
+        world.writer.write(fresh, "tagKey", {"name": f"{world.prefix}-rows-only"}, drop_mcl=True)
+        args, env = rebuild_cli(world, tmp_path, "plan", "--urn", fresh)
+        args.remove("--apply")
+        planned = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert planned.returncode == 0 and json.loads(planned.stdout)["rows"] == 1, planned.stderr[-1500:]
         args, env = rebuild_cli(world, tmp_path, "reindex", "--urn", TYPO, "--workers", "2")
         refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         merged = json.loads(refused.stdout)  # each shard refused it, in the merged outcome
