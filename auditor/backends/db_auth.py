@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
-
-from auditor.backends.aws_chain import resolve
 from auditor.errors import AccessRefused, ConfigError
+
+if TYPE_CHECKING:  # SQLAlchemy is imported when an IAM engine is made, not by every start
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +51,11 @@ def iam_engine(url: str, region: str | None, **engine_options: Any) -> Engine:
         import boto3
     except ImportError:
         raise ConfigError("store.aws_iam needs boto3", hint="pip install 'datahub-auditor[aws]'") from None
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import make_url
+
+    from auditor.backends.aws_chain import resolve
+
     parsed = make_url(url)
     if parsed.password:  # a placeholder (OpenMetadata insists on one): the token replaces it
         log.debug("store.aws_iam: the store URL's password is not used (an IAM token is)")

@@ -1,16 +1,18 @@
 """The row stream when the database connection goes away mid-read (a killed session): it
-resumes after the last row it handed out, or fails clearly; it is never silently short."""
+resumes after the last row it handed out, or fails clearly; it is never silently short. Both
+ways the store reads: through the driver itself (a plain URL) and through an SQLAlchemy engine."""
 
 from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 import pytest
 from sqlalchemy import Engine, text
 
+from auditor.backends.dbapi import DirectEngine
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.backends import store as store_module
 from auditor.platforms.datahub.backends.store import MetadataStore
@@ -26,6 +28,27 @@ def finalise_lost_connections() -> Iterator[None]:
     pytest's own teardown (CPython 3.11 fails an AST compile if a finaliser raises inside it)."""
     yield
     gc.collect()
+
+
+@pytest.fixture(params=["direct", "sqlalchemy"])
+def store_of(request: pytest.FixtureRequest, engine: Engine) -> Iterator[Callable[[str], MetadataStore]]:
+    """`store_of(table)`: the store as `open_store` makes it for a plain URL (the driver itself),
+    or on the SQLAlchemy engine handed in."""
+    made: list[MetadataStore] = []
+
+    def make(table: str) -> MetadataStore:
+        url = engine.url.render_as_string(hide_password=False)
+        if request.param == "direct":
+            store = MetadataStore(url, table)
+            assert isinstance(store.engine, DirectEngine)
+        else:
+            store = MetadataStore(url, table, engine=engine)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
 
 
 @pytest.fixture
@@ -72,8 +95,10 @@ def kill_reader(engine: Engine, table: str) -> int:
         return len(ids)
 
 
-def test_a_killed_session_is_resumed_after_the_last_row(engine: Engine, table: str) -> None:
-    store = MetadataStore(engine.url.render_as_string(hide_password=False), table, engine=engine)
+def test_a_killed_session_is_resumed_after_the_last_row(
+    engine: Engine, table: str, store_of: Callable[[str], MetadataStore]
+) -> None:
+    store = store_of(table)
     rows = store.stream_rows()
     try:
         first = [next(rows) for _ in range(500)]
@@ -87,10 +112,10 @@ def test_a_killed_session_is_resumed_after_the_last_row(engine: Engine, table: s
 
 
 def test_past_the_retries_the_read_fails_clearly(
-    engine: Engine, table: str, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, table: str, monkeypatch: pytest.MonkeyPatch, store_of: Callable[[str], MetadataStore]
 ) -> None:
     monkeypatch.setattr(store_module, "RESUME_ATTEMPTS", 0)
-    store = MetadataStore(engine.url.render_as_string(hide_password=False), table, engine=engine)
+    store = store_of(table)
     rows = store.stream_rows()
     try:
         for _ in range(500):

@@ -1,4 +1,6 @@
-"""The metadata store: DataHub's `metadata_aspect_v2` read through SQLAlchemy, in urn byte order."""
+"""The metadata store: DataHub's `metadata_aspect_v2` read in urn byte order, through the driver
+itself for a plain URL (backends/dbapi.py: no SQLAlchemy import on a cold start) and through
+SQLAlchemy for the rest (IAM's token hook, another driver, an engine handed in)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,9 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-
+from auditor.backends.dbapi import DirectError, direct_engine
 from auditor.backends.protocols import Capability
 from auditor.backends.store_order import (  # noqa: F401  (re-exported: the store's public names)
     BYTE_ORDER_COLLATIONS,
@@ -25,15 +25,18 @@ from auditor.platforms.datahub.backends.store_repair import IN_LIST, PAGE_URNS, 
 from auditor.platforms.datahub.backends.store_sql import first_line as _first_line
 from auditor.settings import redact_url
 
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
 log = logging.getLogger(__name__)
 
 
 RESUME_ATTEMPTS = 4  # a row stream's reconnects after a lost connection (backoff 0.5 s .. 4 s)
 
 
-def _connection_lost(exc: SQLAlchemyError) -> bool:
+def _connection_lost(exc: BaseException) -> bool:
     """The connection went away (restart, killed session, network), not a bad query."""
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+    if getattr(exc, "connection_invalidated", False):  # SQLAlchemy's DBAPIError, our DirectError
         return True
     orig = getattr(exc, "orig", None)
     code = orig.args[0] if orig is not None and orig.args and isinstance(orig.args[0], int) else None
@@ -67,10 +70,20 @@ class MetadataStore(RepairReads):
             raise ConfigError(f"invalid table name: {table!r}")
         self.table = table
         self.description = redact_url(url)
-        try:
-            self.engine = engine or create_engine(url, pool_pre_ping=True)
-        except Exception as exc:  # bad URL or missing driver
-            raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
+        direct = direct_engine(url) if engine is None else None
+        if direct is not None:
+            self.engine: Any = direct
+            self.errors: tuple[type[Exception], ...] = (DirectError,)
+            self.sql: Any = str
+        else:
+            from sqlalchemy import create_engine, text
+            from sqlalchemy.exc import SQLAlchemyError
+
+            try:
+                self.engine = engine or create_engine(url, pool_pre_ping=True)
+            except Exception as exc:  # bad URL or missing driver
+                raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
+            self.errors, self.sql = (SQLAlchemyError,), text
         self.postgres = self.engine.dialect.name == "postgresql"
         self._sorts_as_bytes: bool | None = None
         self.resumed = 0  # reads resumed after a lost connection (the scan reports it)
@@ -93,11 +106,11 @@ class MetadataStore(RepairReads):
         return self._sorts_as_bytes
 
     def _probe_collation(self) -> bool:
-        columns = text(
+        columns = self.sql(
             "SELECT c.collname FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation "
             "WHERE a.attrelid = to_regclass(:table) AND a.attname IN ('urn', 'aspect')"
         )
-        database = text("SELECT datcollate FROM pg_database WHERE datname = current_database()")
+        database = self.sql("SELECT datcollate FROM pg_database WHERE datname = current_database()")
         values = ", ".join(f"(:p{i})" for i in range(len(COLLATION_PROBE)))
         params = {f"p{i}": v for i, v in enumerate(COLLATION_PROBE)}
         try:
@@ -111,10 +124,10 @@ class MetadataStore(RepairReads):
                         return False
                     own, byte = f'ORDER BY x COLLATE "{name}"', 'ORDER BY x COLLATE "C"'
                     probe = f"SELECT array_agg(x {own}) = array_agg(x {byte}) FROM (VALUES {values}) v(x)"
-                    if not conn.execute(text(probe), params).scalar():
+                    if not conn.execute(self.sql(probe), params).scalar():
                         return False
                 return True
-        except SQLAlchemyError:
+        except self.errors:
             return False
 
     # -- reading ------------------------------------------------------------------------
@@ -172,7 +185,7 @@ class MetadataStore(RepairReads):
                     if part:
                         yield part
                 return
-            except SQLAlchemyError as exc:
+            except self.errors as exc:
                 what = _first_line(exc)
                 if attempt >= RESUME_ATTEMPTS or not _connection_lost(exc):
                     raise BackendUnavailable(f"metadata store {self.description} failed: {what}") from None
@@ -208,7 +221,8 @@ class MetadataStore(RepairReads):
             f"WHERE {where} ORDER BY {urn}, {aspect}"
         )
         with self.engine.connect() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=batch).execute(text(sql), params)
+            streamed = conn.execution_options(stream_results=True, yield_per=batch)
+            result = streamed.execute(self.sql(sql), params)
             yield from result.partitions(batch)
 
     def stream_entities(
@@ -249,9 +263,9 @@ class MetadataStore(RepairReads):
         try:
             with self.engine.connect() as conn:
                 streamed = conn.execution_options(stream_results=True, yield_per=batch)
-                for part in streamed.execute(text(sql), params).partitions(batch):
+                for part in streamed.execute(self.sql(sql), params).partitions(batch):
                     yield from ((str(r[0]), int(r[1])) for r in part)
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(
                 f"metadata store {self.description} failed: {_first_line(exc)}"
             ) from None
@@ -261,16 +275,16 @@ class MetadataStore(RepairReads):
         try:
             with self.engine.connect() as conn:
                 value = conn.execute(
-                    text(f"SELECT MAX(createdon) FROM {self.table} WHERE version = 0")
+                    self.sql(f"SELECT MAX(createdon) FROM {self.table} WHERE version = 0")
                 ).scalar()
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
         return as_utc(value) if value is not None else None
 
     def count_changed_since(self, entity_type: str, since: datetime) -> int:
         """Entities of a type with a version-0 row written at or after `since`."""
         prefix = f"urn:li:{entity_type}:"
-        sql = text(
+        sql = self.sql(
             f"SELECT COUNT(DISTINCT urn) FROM {self.table} WHERE version = 0 "
             f"AND {self._order('urn')} >= :lo AND {self._order('urn')} < :hi AND createdon >= :since"
         )
@@ -282,12 +296,12 @@ class MetadataStore(RepairReads):
         try:
             with self.engine.connect() as conn:
                 return int(conn.execute(sql, params).scalar() or 0)
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description} failed: {exc}") from None
 
     def versions(self, urn: str) -> dict[str, tuple[int, str | None]]:
         """Per aspect of one urn: how many versions the table keeps, and who wrote version 0."""
-        sql = text(
+        sql = self.sql(
             f"SELECT urn, aspect, COUNT(*), MAX(CASE WHEN version = 0 THEN createdby END) "
             f"FROM {self.table} WHERE urn = :urn GROUP BY urn, aspect"
         )
@@ -295,14 +309,14 @@ class MetadataStore(RepairReads):
             with self.engine.connect() as conn:  # PAD SPACE: `= 'b'` also matches 'b '
                 rows = conn.execute(sql, {"urn": urn})
                 return {str(a): (int(n), by) for u, a, n, by in rows if u == urn}
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
 
     def upgrade_rows(self) -> list[tuple[str, str, datetime | None]]:
         """DataHub's finished upgrade steps: (`dataHubUpgrade` urn, its result's JSON, createdon),
         oldest first: what its upgrade jobs record of which releases ran (docs/versions.md)."""
         lo = "urn:li:dataHubUpgrade:"
-        sql = text(
+        sql = self.sql(
             f"SELECT urn, metadata, createdon FROM {self.table} WHERE version = 0 "
             f"AND aspect = 'dataHubUpgradeResult' AND {self._order('urn')} >= :lo "
             f"AND {self._order('urn')} < :hi"
@@ -310,7 +324,7 @@ class MetadataStore(RepairReads):
         try:
             with self.engine.connect() as conn:
                 rows = conn.execute(sql, {"lo": lo, "hi": prefix_upper_bound(lo)}).all()
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
         out = [(str(u), str(m or ""), as_utc(c) if c is not None else None) for u, m, c in rows]
         out.sort(key=lambda r: (r[2] is None, r[2] or datetime.min.replace(tzinfo=UTC), r[0]))
@@ -320,9 +334,9 @@ class MetadataStore(RepairReads):
         """Server version; raises BackendUnavailable when the store cannot be reached."""
         try:
             with self.engine.connect() as conn:
-                row = conn.execute(text("SELECT version()")).scalar()
-                conn.execute(text(f"SELECT 1 FROM {self.table} WHERE 1 = 0"))
-        except SQLAlchemyError as exc:
+                row = conn.execute(self.sql("SELECT version()")).scalar()
+                conn.execute(self.sql(f"SELECT 1 FROM {self.table} WHERE 1 = 0"))
+        except self.errors as exc:
             raise BackendUnavailable(
                 f"metadata store {self.description} unreachable: "
                 f"{str(getattr(exc, 'orig', exc) or exc).splitlines()[0]}"

@@ -6,9 +6,6 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import SQLAlchemyError
-
 from auditor.core.model import Selection
 from auditor.core.records import AspectRow, RowsDigest
 from auditor.errors import BackendUnavailable
@@ -29,7 +26,9 @@ def row_fingerprint(row: AspectRow) -> tuple[Any, str]:
 class RepairReads(StoreQueries):
     """Keyset pages of version-0 rows, digests of their key ranges, fingerprints of urns."""
 
-    engine: Engine
+    engine: Any  # backends/dbapi.DirectEngine, or SQLAlchemy's Engine
+    errors: tuple[type[Exception], ...]  # what the engine raises
+    sql: Any  # a query's text as the engine takes it (str, or SQLAlchemy's text())
     description: str
 
     def page_digest(
@@ -70,11 +69,11 @@ class RepairReads(StoreQueries):
             value = f"('x' || LEFT(MD5({text_}), 15))::bit(60)::bigint"
         else:
             value = f"CAST(CONV(LEFT(MD5({text_}), 15), 16, 10) AS UNSIGNED)"
-        sql = text(f"SELECT COUNT(*), SUM({value}), MAX(createdon) FROM {source} WHERE {where}")
+        sql = self.sql(f"SELECT COUNT(*), SUM({value}), MAX(createdon) FROM {source} WHERE {where}")
         try:
             with self.engine.connect() as conn:
                 count, total, newest = conn.execute(sql, params).one()
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description}: {first_line(exc)}") from None
         return RowsDigest(int(count or 0), int(total or 0), newest)
 
@@ -100,8 +99,8 @@ class RepairReads(StoreQueries):
         )
         try:
             with self.engine.connect() as conn:
-                raw = [(r[0], AspectRow(r[1], r[2], r[3], r[4])) for r in conn.execute(text(sql), params)]
-        except SQLAlchemyError as exc:
+                raw = [(r[0], AspectRow(r[1], r[2], r[3], r[4])) for r in conn.execute(self.sql(sql), params)]
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description} failed: {first_line(exc)}") from None
         found = raw
         if urns and not self.postgres:  # PAD SPACE: `IN ('b')` also matches 'b '
@@ -125,9 +124,9 @@ class RepairReads(StoreQueries):
         where += self._exact_range(selection, params) + self._row_bounds(selection, params)
         try:
             with self.engine.connect() as conn:
-                found = conn.execute(text(f"SELECT COUNT(*) FROM {self.table} WHERE {where}"), params)
+                found = conn.execute(self.sql(f"SELECT COUNT(*) FROM {self.table} WHERE {where}"), params)
                 total = int(found.scalar() or 0)
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise BackendUnavailable(f"metadata store {self.description}: {first_line(exc)}") from None
         return total
 
@@ -149,12 +148,12 @@ class RepairReads(StoreQueries):
         for i in range(0, len(urns), PAGE_URNS):
             params: dict[str, Any] = {}
             where = self._where((), None, None, params, tuple(urns[i : i + PAGE_URNS]))
-            sql = text(f"SELECT urn, aspect, createdon, {digest} FROM {self.table} WHERE {where}")
+            sql = self.sql(f"SELECT urn, aspect, createdon, {digest} FROM {self.table} WHERE {where}")
             try:
                 with self.engine.connect() as conn:
                     for urn, aspect, created, md5 in conn.execute(sql, params):
                         if urn in wanted:  # PAD SPACE: `IN ('b')` also matches 'b '
                             out[(urn, aspect)] = (created, md5)
-            except SQLAlchemyError as exc:
+            except self.errors as exc:
                 raise BackendUnavailable(f"metadata store {self.description}: {first_line(exc)}") from None
         return out

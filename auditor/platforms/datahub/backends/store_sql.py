@@ -5,13 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from auditor.backends.store_order import prefix_upper_bound
 from auditor.core.model import Selection
 
 
-def first_line(exc: SQLAlchemyError) -> str:
+def first_line(exc: BaseException) -> str:
     cause = getattr(exc, "orig", None) or exc
     return f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
 

@@ -1,0 +1,302 @@
+"""DataHub's aspect table read through the database's own driver (psycopg, PyMySQL), not SQLAlchemy.
+
+The store's reads are plain SQL with named parameters; what they need of an engine is small: a
+pooled connection checked before use, a query's rows whole or streamed from a server-side cursor
+in partitions, and an error that says whether the connection was lost. SQLAlchemy and its dialect
+cost a cold process 0.16-0.17 s of imports on this project's machine, most of what a triage on
+call spends above its floor; and its first connection asks the server for its settings (sql_mode,
+the isolation level, the version) before the first query.
+
+`DirectEngine` is that subset, with the same names (`connect()`, `execute(sql, params)`,
+`execution_options(stream_results=..., yield_per=...)`, `scalar()`, `one()`, `all()`,
+`partitions(n)`, `dialect.name`, `dispose()`), so the store's code reads the same on both. It
+serves a plain URL the drivers understand as SQLAlchemy's dialects would read it
+(`postgresql+psycopg://` with libpq's parameters in the query; `mysql+pymysql://` or
+`mariadb+pymysql://` with `charset`, `connect_timeout` and the `ssl_*` keys); anything else (IAM's
+token hook, another driver, options SQLAlchemy would translate) stays with SQLAlchemy:
+`direct_engine(url)` returns None for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+POSTGRES = ("postgresql+psycopg",)
+MYSQL = ("mysql+pymysql", "mariadb+pymysql")
+# the MySQL URL keys read here as SQLAlchemy's PyMySQL dialect reads them; any other key: SQLAlchemy
+MYSQL_KEYS = {
+    "charset": str,
+    "connect_timeout": int,
+    "read_timeout": int,
+    "write_timeout": int,
+    "ssl_ca": str,
+    "ssl_key": str,
+    "ssl_cert": str,
+    "ssl_capath": str,
+    "ssl_cipher": str,
+    "ssl_check_hostname": bool,
+}
+# SQLAlchemy's text(): `:name` is a parameter unless after a word character, a colon or a
+# backslash, or before a colon (PostgreSQL's `::cast`, a literal 'urn:li:...')
+_PARAM = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
+POOL = 5  # idle connections kept, as SQLAlchemy's default pool
+# PyMySQL's codes for a connection gone (server gone away, lost, out of sync, killed, timed out)
+_MYSQL_GONE = {2006, 2013, 2014, 2045, 2055, 4031}
+
+
+class DirectError(Exception):
+    """A driver's error, as the store reads SQLAlchemy's: the driver's own in `orig`, and whether
+    the connection it happened on is gone (`connection_invalidated`)."""
+
+    def __init__(self, orig: BaseException, connection_invalidated: bool):
+        super().__init__(str(orig))
+        self.orig = orig
+        self.connection_invalidated = connection_invalidated
+
+
+def _bool(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+class _Dialect:
+    def __init__(self, name: str, driver: str):
+        self.name, self.driver = name, driver
+
+
+def direct_engine(url: str) -> DirectEngine | None:
+    """The direct engine for a URL it serves exactly as SQLAlchemy would; None otherwise."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in POSTGRES + MYSQL or parts.fragment:
+        return None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if len({k for k, _ in query}) != len(query):  # a repeated key: SQLAlchemy makes a list of it
+        return None
+    kwargs: dict[str, Any] = {}
+    if parts.username:
+        kwargs["user"] = unquote(parts.username)
+    if parts.password is not None:
+        kwargs["password"] = unquote(parts.password)
+    if parts.hostname:
+        kwargs["host"] = parts.hostname
+    if port is not None:
+        kwargs["port"] = port
+    database = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
+    if scheme in POSTGRES:
+        if "," in parts.netloc:  # several hosts: SQLAlchemy splits them its own way
+            return None
+        if database:
+            kwargs["dbname"] = database
+        kwargs.update(dict(query))  # libpq's own parameters, as SQLAlchemy passes them
+        return DirectEngine("postgresql", "psycopg", kwargs)
+    if database:
+        kwargs["database"] = database
+    ssl: dict[str, Any] = {}
+    for key, value in query:
+        kind = MYSQL_KEYS.get(key)
+        if kind is None:
+            return None
+        typed: Any = _bool(value) if kind is bool else kind(value) if kind is int else value
+        if key.startswith("ssl_"):
+            ssl[key[4:]] = typed
+        else:
+            kwargs[key] = typed
+    if ssl:
+        kwargs["ssl"] = ssl
+    return DirectEngine(scheme.split("+")[0], "pymysql", kwargs)
+
+
+def bind(sql: str) -> str:
+    """`:name` parameters as the drivers' `%(name)s` (a literal `%` doubled)."""
+    return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+class DirectEngine:
+    """Up to POOL idle connections kept (as SQLAlchemy's pool), each checked before use."""
+
+    def __init__(self, name: str, driver: str, kwargs: dict[str, Any]):
+        self.dialect = _Dialect(name, driver)
+        self._kwargs = kwargs
+        self._idle: list[Any] = []  # list.pop and append: safe between threads
+
+    def _open(self) -> Any:
+        try:
+            if self.dialect.driver == "psycopg":
+                import psycopg
+
+                return psycopg.connect(**self._kwargs)
+            import pymysql
+
+            return pymysql.connect(**self._kwargs)
+        except Exception as exc:  # refused, unreachable, bad credentials: the store says which
+            raise DirectError(exc, connection_invalidated=True) from None
+
+    def _gone(self, raw: Any) -> bool:
+        return bool(raw.closed) if self.dialect.driver == "psycopg" else not raw.open
+
+    def _alive(self, raw: Any) -> bool:
+        """SQLAlchemy's pool_pre_ping: a connection the server dropped while idle is replaced."""
+        if self._gone(raw):
+            return False
+        try:
+            if self.dialect.driver == "psycopg":
+                raw.execute("SELECT 1")
+                raw.rollback()
+            else:
+                raw.ping(reconnect=False)
+            return True
+        except Exception:
+            _close(raw)
+            return False
+
+    @contextmanager
+    def connect(self) -> Iterator[DirectConnection]:
+        try:
+            raw = self._idle.pop()
+        except IndexError:
+            raw = None
+        if raw is None or not self._alive(raw):
+            raw = self._open()
+        conn = DirectConnection(self, raw)
+        try:
+            yield conn
+        finally:
+            conn.release()
+
+    def _give_back(self, raw: Any, clean: bool) -> None:
+        if clean and not self._gone(raw):
+            try:
+                raw.rollback()  # what was read in the block's transaction is let go
+            except Exception:
+                clean = False
+        if clean and len(self._idle) < POOL:
+            self._idle.append(raw)
+        else:
+            _close(raw)
+
+    def dispose(self) -> None:
+        while self._idle:
+            _close(self._idle.pop())
+
+    def error(self, raw: Any, exc: BaseException) -> DirectError:
+        return DirectError(exc, connection_invalidated=self._gone(raw) or self._lost(exc))
+
+    def _lost(self, exc: BaseException) -> bool:
+        if self.dialect.driver == "psycopg":
+            import psycopg
+
+            return isinstance(exc, psycopg.OperationalError)
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        text_ = str(exc).lower()
+        return code in _MYSQL_GONE or "already closed" in text_ or "connection was killed" in text_
+
+
+def _close(raw: Any) -> None:
+    try:
+        raw.close()
+    except Exception:  # already gone: nothing to give back
+        pass
+
+
+class DirectConnection:
+    """A connection for one `with` block: a transaction read and rolled back at the end."""
+
+    def __init__(self, engine: DirectEngine, raw: Any):
+        self.engine, self.raw = engine, raw
+        self._stream = False
+        self._batch = 1000
+        self._broken = False
+        self._open_cursors: list[Any] = []
+
+    def execution_options(self, stream_results: bool = False, yield_per: int = 1000) -> DirectConnection:
+        self._stream, self._batch = stream_results, yield_per
+        return self
+
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> DirectResult:
+        try:
+            if self._stream:
+                cursor = self._stream_cursor()
+            else:
+                cursor = self.raw.cursor()
+            self._open_cursors.append(cursor)
+            cursor.execute(bind(sql), params or {})
+        except DirectError:
+            raise
+        except Exception as exc:
+            self._broken = True
+            raise self.engine.error(self.raw, exc) from None
+        return DirectResult(self, cursor, self._batch)
+
+    def _stream_cursor(self) -> Any:
+        if self.engine.dialect.driver == "psycopg":
+            cursor = self.raw.cursor(name=f"auditor_{id(self):x}_{len(self._open_cursors)}")
+            cursor.itersize = self._batch
+            return cursor
+        import pymysql.cursors
+
+        return self.raw.cursor(pymysql.cursors.SSCursor)
+
+    def fetch(self, cursor: Any, many: int | None) -> Sequence[Any]:
+        try:
+            return cursor.fetchmany(many) if many else cursor.fetchall()
+        except Exception as exc:
+            self._broken = True
+            raise self.engine.error(self.raw, exc) from None
+
+    def release(self) -> None:
+        abandoned = self.engine.dialect.driver == "pymysql" and any(_unread(c) for c in self._open_cursors)
+        for cursor in self._open_cursors:
+            if abandoned:  # not drained (closing would read every row left): the connection goes
+                result = getattr(cursor, "_result", None)
+                if result is not None:  # nor drained later by its finaliser, on a closed socket
+                    result.unbuffered_active = False
+                continue
+            try:
+                cursor.close()
+            except Exception:
+                self._broken = True
+        self._open_cursors = []
+        self.engine._give_back(self.raw, clean=not (self._broken or abandoned))
+
+
+def _unread(cursor: Any) -> bool:
+    """A PyMySQL stream left with rows on the wire (a server-side cursor on PostgreSQL is closed
+    with the transaction instead)."""
+    result = getattr(cursor, "_result", None)
+    return bool(getattr(result, "unbuffered_active", False))
+
+
+class DirectResult:
+    """A query's rows as SQLAlchemy's Result hands them (tuples; whole, one, or in partitions)."""
+
+    def __init__(self, conn: DirectConnection, cursor: Any, batch: int):
+        self._conn, self._cursor, self._batch = conn, cursor, batch
+
+    def partitions(self, size: int | None = None) -> Iterator[Sequence[Any]]:
+        while rows := self._conn.fetch(self._cursor, size or self._batch):
+            yield rows
+
+    def __iter__(self) -> Iterator[Any]:
+        for part in self.partitions():
+            yield from part
+
+    def all(self) -> list[Any]:
+        return list(self._conn.fetch(self._cursor, None))
+
+    def one(self) -> Any:
+        rows = self.all()
+        if len(rows) != 1:
+            raise DirectError(LookupError(f"expected one row, got {len(rows)}"), connection_invalidated=False)
+        return rows[0]
+
+    def scalar(self) -> Any:
+        rows = self._conn.fetch(self._cursor, 1)
+        return rows[0][0] if rows else None
