@@ -246,8 +246,9 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         for index in raw.list_indices(f"{PREFIX}_*"):
             kind = {SYSMETA_INDEX: "sysmeta", GRAPH_INDEX: "edges"}.get(index, "entity")
             found[kind] += raw.count(index)
-        with open_store(settings).engine.connect() as conn:
-            rows = conn.execute(text(f"SELECT COUNT(*) FROM {TABLE} WHERE version = 0")).scalar_one()
+        store = open_store(settings)
+        with store.engine.connect() as conn:  # the driver's own engine or SQLAlchemy's: same calls
+            rows = conn.execute(store.sql(f"SELECT COUNT(*) FROM {TABLE} WHERE version = 0")).scalar()
         return {"mode": mode, **found, "rows": int(rows)}
     elif mode == "stages":
         return stages(settings)

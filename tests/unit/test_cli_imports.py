@@ -79,3 +79,28 @@ print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections, gc.get_th
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "0", "20000"]
+
+
+def test_a_datahub_triage_reads_its_store_without_sqlalchemy_or_the_report_renderers() -> None:
+    # what a triage imports, then its store opened on a plain URL of each kind and asked: each
+    # fails on the closed port (the driver's own error, the password kept out), none imported
+    # SQLAlchemy (0.16 s of a cold start) or the scan report's HTML renderer
+    code = """
+import sys
+from auditor.backends.lean import quick_start
+quick_start()
+import auditor.cli.triage_cmd, auditor.api, auditor.reports.triage_report
+from auditor.platforms.datahub.triage import walk
+from auditor.platforms.datahub.backends.store import MetadataStore
+from auditor.errors import BackendUnavailable
+for url in ("postgresql+psycopg://u:s3cret@127.0.0.1:9/db", "mysql+pymysql://u:s3cret@127.0.0.1:9/db"):
+    store = MetadataStore(url)
+    try:
+        store.versions("urn:li:tag:x")
+    except BackendUnavailable as exc:
+        print(type(store.engine).__name__, "s3cret" in str(exc))
+print("sqlalchemy" in sys.modules, "auditor.reports.html" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["DirectEngine False", "DirectEngine False", "False False"]
