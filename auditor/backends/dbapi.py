@@ -137,10 +137,12 @@ class DirectEngine:
 
             return pymysql.connect(**self._kwargs)
         except Exception as exc:  # refused, unreachable, bad credentials: the store says which
-            raise DirectError(exc, connection_invalidated=True) from None
+            raise DirectError(exc, connection_invalidated=False) from None
 
     def _gone(self, raw: Any) -> bool:
-        return bool(raw.closed) if self.dialect.driver == "psycopg" else not raw.open
+        if self.dialect.driver == "psycopg":
+            return bool(raw.closed or raw.broken)
+        return not raw.open
 
     def _alive(self, raw: Any) -> bool:
         """SQLAlchemy's pool_pre_ping: a connection the server dropped while idle is replaced."""
@@ -190,10 +192,8 @@ class DirectEngine:
         return DirectError(exc, connection_invalidated=self._gone(raw) or self._lost(exc))
 
     def _lost(self, exc: BaseException) -> bool:
-        if self.dialect.driver == "psycopg":
-            import psycopg
-
-            return isinstance(exc, psycopg.OperationalError)
+        if self.dialect.driver == "psycopg":  # psycopg marks the connection broken (`_gone`)
+            return False
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
         text_ = str(exc).lower()
         return code in _MYSQL_GONE or "already closed" in text_ or "connection was killed" in text_
