@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from triage_bench import EXPECTED, Breakage, _env, asked, pick, triage  # noqa: E402
+from triage_bench import EXPECTED, Breakage, _env, asked, floor_imports, pick, triage  # noqa: E402
 
 
 def pct(values: list[float], p: float) -> float:
@@ -158,13 +158,9 @@ def cpu_of(fn: Any) -> tuple[Any, float]:
 
 def floor_cpu(env: dict[str, str], store: str, search: str, runs: int = 5) -> tuple[float, float]:
     """What any triage process pays before its own code runs: the interpreter and the libraries
-    it needs with this store and search cluster (the CLI keeps aiohttp out, as here); wall and
-    CPU medians."""
-    drivers = {"postgres": "psycopg", "mariadb": "pymysql", "opensearch": "opensearchpy"}
-    imports = (
-        "import sys; sys.modules['aiohttp'] = None; import typer, pydantic_settings, sqlalchemy, "
-        f"{drivers[store]}, {drivers.get(search, search)}, confluent_kafka, fastavro"
-    )
+    it needs with this store and search cluster (triage_bench.floor_imports); wall and CPU
+    medians."""
+    imports = floor_imports(store, search)
     walls, cpus = [], []
     for _ in range(runs):
         wall, cpu = cpu_of(lambda: _timed(env, imports))

@@ -240,18 +240,26 @@ def round_of(env: dict[str, str], urns: dict[str, list[str]], label: str) -> dic
 
 
 # what any triage process pays before its own code runs: the interpreter and the libraries it
-# needs (the CLI keeps aiohttp out, as here), timed in the same run: the floor the figures sit on
-FLOOR_IMPORTS = (
-    "import sys; sys.modules['aiohttp'] = None; "
-    "import typer, pydantic_settings, sqlalchemy, pymysql, opensearchpy, confluent_kafka, fastavro"
-)
+# needs (the CLI keeps aiohttp and httpx out, as here), timed in the same run: the floor the figures
+# sit on. The store's driver, not SQLAlchemy: a plain store URL is read through the driver itself
+# (auditor/backends/dbapi.py; until 2026-12-06 the floor imported SQLAlchemy, PyMySQL and
+# opensearch-py whatever the stack)
+DRIVERS = {"postgres": "psycopg", "mariadb": "pymysql"}
+CLIENTS = {"opensearch": "opensearchpy", "elasticsearch": "elasticsearch"}
 
 
-def import_floor(env: dict[str, str], runs: int = 5) -> float:
+def floor_imports(store: str, search: str) -> str:
+    return (
+        "import sys; sys.modules['aiohttp'] = None; sys.modules['httpx'] = None; "
+        f"import typer, pydantic_settings, {DRIVERS[store]}, {CLIENTS[search]}, confluent_kafka, fastavro"
+    )
+
+
+def import_floor(env: dict[str, str], store: str, search: str, runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         began = time.monotonic()
-        subprocess.run([sys.executable, "-c", FLOOR_IMPORTS], env=env, check=True, timeout=60)
+        subprocess.run([sys.executable, "-c", floor_imports(store, search)], env=env, check=True, timeout=60)
         times.append(time.monotonic() - began)
     return statistics.median(times)
 
@@ -268,7 +276,7 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     try:
         triage(_env(args.store, args.search, None), urns["consistent"][0])  # the bytecode, written once
-        floor = import_floor(_env(args.store, args.search, None))
+        floor = import_floor(_env(args.store, args.search, None), args.store, args.search)
         print(f"import floor (interpreter + libraries, fresh process): {floor:.2f}s")
         results.append(round_of(_env(args.store, args.search, None), urns, "no state file"))
         with tempfile.TemporaryDirectory() as tmp:

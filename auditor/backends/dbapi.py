@@ -58,8 +58,16 @@ class DirectError(Exception):
         self.connection_invalidated = connection_invalidated
 
 
-def _bool(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
+def _typed(kind: type, value: str) -> Any:
+    """A query value as SQLAlchemy coerces it (its `asbool` words); ValueError otherwise."""
+    if kind is bool:
+        word = value.strip().lower()
+        if word in ("true", "yes", "on", "y", "t", "1"):
+            return True
+        if word in ("false", "no", "off", "n", "f", "0"):
+            return False
+        raise ValueError(value)
+    return kind(value)
 
 
 class _Dialect:
@@ -104,7 +112,10 @@ def direct_engine(url: str) -> DirectEngine | None:
         kind = MYSQL_KEYS.get(key)
         if kind is None:
             return None
-        typed: Any = _bool(value) if kind is bool else kind(value) if kind is int else value
+        try:
+            typed = _typed(kind, value)
+        except ValueError:  # SQLAlchemy's own error says what is wrong with it
+            return None
         if key.startswith("ssl_"):
             ssl[key[4:]] = typed
         else:

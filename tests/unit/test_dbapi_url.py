@@ -52,6 +52,8 @@ def test_a_mysql_url_takes_sqlalchemys_keys_and_types() -> None:
         "mysql+pymysql://u@h/db?charset=utf8&charset=latin1",  # repeated: SQLAlchemy makes a list
         "postgresql+psycopg://u@h1,h2/db",  # several hosts
         "postgresql+psycopg://u@h:notaport/db",
+        "mysql+pymysql://u@h/db?connect_timeout=soon",  # SQLAlchemy's error says what is wrong
+        "mysql+pymysql://u@h/db?ssl_check_hostname=maybe",
     ],
 )
 def test_anything_else_stays_with_sqlalchemy(url: str) -> None:
