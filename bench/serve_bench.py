@@ -35,7 +35,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from triage_bench import EXPECTED, Breakage, _env, asked, floor_imports, pick, triage  # noqa: E402
+from triage_bench import (  # noqa: E402
+    EXPECTED,
+    Breakage,
+    _env,
+    asked,
+    cli_verdict,
+    floor_imports,
+    pick,
+    triage,
+)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -181,7 +190,7 @@ def cold_cli(env: dict[str, str], work: list[tuple[str, str]]) -> dict[str, Any]
         (took, code, out, err), cpu = cpu_of(lambda text=text: triage(env, text))
         times.append(took)
         cpus.append(cpu)
-        verdict = "refused" if out is None and code == 2 else (out or {}).get("verdict")
+        verdict = cli_verdict(code, out)  # the refusal's error object on stdout counts as refused
         if verdict != EXPECTED[state]:
             wrong.append((state, text, code, verdict, err.strip()[:200]))
     result = {

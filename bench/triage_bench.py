@@ -206,6 +206,13 @@ def triage(env: dict[str, str], text_: str) -> tuple[float, int, dict[str, Any] 
     return took, done.returncode, out, done.stderr
 
 
+def cli_verdict(code: int, out: dict[str, Any] | None) -> str | None:
+    """A cold triage's verdict; refused: exit 2, and on stdout (JSON asked for) the one error
+    object, or nothing."""
+    refused = code == 2 and (out is None or set(out) == {"error", "hint", "exit_code"})
+    return "refused" if refused else (out or {}).get("verdict")
+
+
 def round_of(env: dict[str, str], urns: dict[str, list[str]], label: str) -> dict[str, Any]:
     times: list[float] = []
     by_state: dict[str, list[float]] = {}
@@ -215,9 +222,7 @@ def round_of(env: dict[str, str], urns: dict[str, list[str]], label: str) -> dic
             took, code, out, err = triage(env, asked(state, urn))
             times.append(took)
             by_state.setdefault(state, []).append(took)
-            # refused: exit 2, and on stdout (JSON asked for) the one error object, or nothing
-            refused = code == 2 and (out is None or set(out) == {"error", "hint", "exit_code"})
-            verdict = "refused" if refused else (out or {}).get("verdict")
+            verdict = cli_verdict(code, out)
             if verdict != EXPECTED[state]:
                 wrong.append((state, urn, code, verdict, err.strip()[:200]))
     times.sort()
