@@ -239,8 +239,6 @@ class DirectConnection:
                 cursor = self.raw.cursor()
             self._open_cursors.append(cursor)
             cursor.execute(bind(sql), params or {})
-        except DirectError:
-            raise
         except Exception as exc:
             self._broken = True
             raise self.engine.error(self.raw, exc) from None

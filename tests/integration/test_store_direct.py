@@ -99,25 +99,19 @@ def test_the_driver_itself_reads_what_sqlalchemy_reads(engine: Engine, scratch_t
     assert [u for u, *_ in got["upgrades"]] == [URNS[-1]]
 
 
-def _kill_others(engine: Engine) -> int:
-    """End every other session of the database, as a server restart or a failover would."""
+def _idle_session(store: MetadataStore) -> int:
+    """The server's id of the store's one idle pooled connection."""
+    (raw,) = store.engine._idle
+    return int(raw.info.backend_pid) if store.postgres else int(raw.thread_id())
+
+
+def _kill(engine: Engine, session: int) -> None:
+    """End one session, as a server restart or a failover would (no other test's session)."""
     with engine.connect() as conn:
         if engine.dialect.name == "postgresql":
-            sql = (
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                "AND backend_type = 'client backend'"
-            )
-            return len(conn.execute(text(sql)).fetchall())
-        ids = conn.execute(
-            text(
-                "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() "
-                "AND db = DATABASE() AND command = 'Sleep'"
-            )
-        ).fetchall()
-        for (session,) in ids:
-            conn.execute(text(f"KILL {int(session)}"))
-        return len(ids)
+            assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": session}).scalar()
+        else:
+            conn.execute(text(f"KILL {session}"))
 
 
 def test_a_pooled_connection_the_server_dropped_is_replaced(engine: Engine, scratch_table: str) -> None:
@@ -125,9 +119,10 @@ def test_a_pooled_connection_the_server_dropped_is_replaced(engine: Engine, scra
     store = MetadataStore(engine.url.render_as_string(hide_password=False), scratch_table)
     try:
         before = store.versions("urn:li:tag:b")
-        engine.dispose()  # the test's own pooled sessions are not the store's
-        assert _kill_others(engine) >= 1  # the store's idle connection among them
+        killed = _idle_session(store)
+        _kill(engine, killed)
         assert store.versions("urn:li:tag:b") == before  # checked before use, opened again
+        assert _idle_session(store) != killed  # a new connection, not the dead one
     finally:
         store.close()
 
