@@ -44,8 +44,6 @@ MYSQL_KEYS = {
 # backslash, or before a colon (PostgreSQL's `::cast`, a literal 'urn:li:...')
 _PARAM = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
 POOL = 5  # idle connections kept, as SQLAlchemy's default pool
-# PyMySQL's codes for a connection gone (server gone away, lost, out of sync, killed, timed out)
-_MYSQL_GONE = {2006, 2013, 2014, 2045, 2055, 4031}
 
 
 class DirectError(Exception):
@@ -200,14 +198,9 @@ class DirectEngine:
             _close(self._idle.pop())
 
     def error(self, raw: Any, exc: BaseException) -> DirectError:
-        return DirectError(exc, connection_invalidated=self._gone(raw) or self._lost(exc))
-
-    def _lost(self, exc: BaseException) -> bool:
-        if self.dialect.driver == "psycopg":  # psycopg marks the connection broken (`_gone`)
-            return False
-        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-        text_ = str(exc).lower()
-        return code in _MYSQL_GONE or "already closed" in text_ or "connection was killed" in text_
+        """The driver's error; the connection is lost when the driver closed or broke it (the
+        store also reads the driver's codes and messages: platforms/datahub/backends/store.py)."""
+        return DirectError(exc, connection_invalidated=self._gone(raw))
 
 
 def _close(raw: Any) -> None:
