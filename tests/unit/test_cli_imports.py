@@ -84,7 +84,7 @@ print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections, gc.get_th
 def test_a_datahub_triage_reads_its_store_without_sqlalchemy_or_the_report_renderers() -> None:
     # what a triage imports, then its store opened on a plain URL of each kind and asked: each
     # fails on the closed port (the driver's own error, the password kept out), none imported
-    # SQLAlchemy (0.16 s of a cold start) or the scan report's HTML renderer
+    # SQLAlchemy (0.14-0.19 s of a cold start) or the scan report's HTML renderer
     code = """
 import sys
 from auditor.backends.lean import quick_start
