@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -120,7 +121,7 @@ class _Judge:
                 "rate": p.rate,
             }
         evidence = Evidence(
-            reason=reason,
+            reason=sys.intern(reason),  # one string per distinct reason: a restore has millions alike
             seen_before=h.times_seen if h else 0,
             first_seen=h.first_seen if h else None,
             kafka=p is not None,

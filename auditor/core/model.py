@@ -129,7 +129,7 @@ class PartitionHealth(StrEnum):
     UNKNOWN = "unknown"  # no offset committed yet, or no sample
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One observed difference between the truth and a projection, before classification."""
 
@@ -173,7 +173,7 @@ class Finding:
         return str(name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionPosition:
     """The MAE group's position on one change-log partition, sampled over a window."""
 
@@ -211,7 +211,7 @@ class PartitionPosition:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Observation:
     """When each side of a finding was read: only rows -> offsets -> docs -> rows proves divergence.
 
@@ -229,7 +229,7 @@ class Observation:
     settled: bool = True  # False: its rows changed in every round (a live write each time)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """What a verdict rests on."""
 
@@ -249,7 +249,7 @@ class Evidence:
     observed: Observation | None = None  # the causally ordered re-observation it rests on
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Classified:
     """A finding with exactly one verdict, its diverged subkind and the evidence."""
 

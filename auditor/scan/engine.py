@@ -13,7 +13,7 @@ name what the platform's evidence decides (docs/architecture.md, docs/adding-a-p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +25,7 @@ from auditor.scan.finish import finish
 from auditor.scan.memory import record_trend, remember
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Observed:
     """A candidate as its re-reads left it, with the change-log evidence sampled among them."""
 
@@ -92,8 +92,9 @@ class Parts:
         """The streaming comparison: every candidate finding, and what was read."""
         raise NotImplementedError
 
-    def reobserve(self, candidates: Sequence[Finding]) -> Seen:
-        """Read each candidate again in causal order; by default none is read again."""
+    def reobserve(self, candidates: list[Finding]) -> Seen:
+        """Read each candidate again in causal order; by default none is read again. The list is
+        the platform's to take (the kernel's re-reads empty it as they go: memory)."""
         return Seen(observed=[Observed(f) for f in candidates], candidates=len(candidates),
                     entities=len({f.urn for f in candidates}))  # fmt: skip
 
@@ -182,7 +183,8 @@ def run(
     }  # fmt: skip
     if log and joined.findings:
         log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
-    seen = parts.reobserve(joined.findings)
+    candidates, joined.findings = joined.findings, []  # the re-observation takes them (memory)
+    seen = parts.reobserve(candidates)
     report.reobserved = reobserved(seen)
     history = state.history(f.key for f in seen.still)  # a scan without state reads an empty one
     classified = parts.review(judge(seen, history, judging, parts.weigh))

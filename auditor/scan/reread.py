@@ -112,14 +112,23 @@ class Rereader:
         """There was nothing to re-read (a platform may still close what it opened)."""
 
     # -- the loop ---------------------------------------------------------------------------
-    def run(self, candidates: Sequence[Finding]) -> Seen:
+    def run(self, candidates: list[Finding]) -> Seen:
+        """Re-read the candidates' entities, batch by batch. The candidates are taken: the list is
+        emptied once grouped by urn, and each batch's are let go once re-read (what is still wrong
+        was read again; what converged or stayed unsettled is kept in `Seen`), so the join's
+        findings and the re-read ones are not all held at once (a scan after a search restore has
+        millions)."""
         began = self.clock()
         by_urn = _by_urn(candidates)
+        out = Seen(candidates=len(candidates), entities=len(by_urn))
+        candidates.clear()
         urns = sorted(by_urn)
-        out = Seen(candidates=len(candidates), entities=len(urns))
         size = self.batch or len(urns) or 1
         for i in range(0, len(urns), size):
-            self._batch(urns[i : i + size], by_urn, out)
+            batch = urns[i : i + size]
+            self._batch(batch, by_urn, out)
+            for urn in batch:
+                del by_urn[urn]
         if not urns:
             self.idle()
         out.seconds = self.clock() - began

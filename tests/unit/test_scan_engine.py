@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,7 +34,7 @@ class Recording(Parts):
         self.calls.append("join")
         return Joined(list(self.found), {"thing": 3}, {"things": 2}, warnings=["joined"])
 
-    def reobserve(self, candidates: Sequence[Finding]) -> Seen:
+    def reobserve(self, candidates: list[Finding]) -> Seen:
         self.calls.append("reobserve")
         return self.seen if self.seen is not None else super().reobserve(candidates)
 

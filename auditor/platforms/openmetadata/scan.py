@@ -9,7 +9,7 @@ against the grace, and the state file (a finding seen again past its grace: dive
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,8 +180,8 @@ class OmParts(Parts):
         self.names = joined.names
         return Joined(joined.findings, joined.entities, joined.documents, warnings=joined.warnings)
 
-    def reobserve(self, candidates: Sequence[Finding]) -> Seen:
-        self.seen = reobserve(self.scanner, self.by_type, self.names, list(candidates),
+    def reobserve(self, candidates: list[Finding]) -> Seen:
+        self.seen = reobserve(self.scanner, self.by_type, self.names, candidates,
                               visibility=self.options.visibility, rounds=self.options.rounds)  # fmt: skip
         return self.seen
 

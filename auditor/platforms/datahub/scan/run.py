@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 
@@ -93,7 +93,7 @@ class DataHubParts(Parts):
         joined.read = {"rows": backends.store.rows_read - rows, "documents": backends.search.docs_read - docs}
         return joined
 
-    def reobserve(self, candidates: Sequence[Finding]) -> Seen:
+    def reobserve(self, candidates: list[Finding]) -> Seen:
         assert self.scanner is not None  # the join came first
         visibility = self.target.visibility if self.options.visibility is None else self.options.visibility
         observer = Observer(self.scanner, self.kafka, visibility=visibility)

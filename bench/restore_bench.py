@@ -1,0 +1,118 @@
+"""Memory of a scan after a search restore: the bench catalog's table read against empty indices.
+
+    python bench/scan_bench.py --n 100000 --store postgres --search elasticsearch   # seed once
+    python bench/restore_bench.py --store postgres --search elasticsearch [-t dataset]
+
+A search cluster restored from an old snapshot, or rebuilt empty, leaves every entity of the
+table without its documents: the join finds an entity document, a system-metadata document per
+aspect and an edge per relationship missing, about 13 findings an entity on this catalog, and
+every one of them is re-observed, judged and counted. This bench makes empty copies of the
+`bench` prefix's indices (same mappings) under `benchrestored`, then runs the command line's
+`auditor scan --no-state -f json` twice, each in a fresh process: against the consistent `bench`
+indices (nothing found: the scan's own memory) and against the empty ones. It prints each run's
+findings, wall time and peak RSS (the process and the reader processes it waited for), and the
+memory the findings add: (restored peak - consistent peak) per 100,000 findings. The empty
+indices are deleted at the end. Kafka is left out (no offsets: time-only evidence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sandbox.endpoints import Endpoints  # noqa: E402
+
+PREFIX, EMPTY, TABLE = "bench", "benchrestored", "metadata_aspect_v2_bench"
+
+
+def empty_copies(search: str) -> list[str]:
+    """Empty indices named as the bench prefix's, with their mappings."""
+    from sandbox.search import connect
+
+    client = connect(search)
+    made = []
+    for index in client.list_indices(f"{PREFIX}_*"):
+        copy = EMPTY + index[len(PREFIX) :]
+        client.delete_index(copy)
+        client.ensure_index(copy, client.mappings(index))
+        made.append(copy)
+    if not made:
+        raise SystemExit(f"no {PREFIX}_* indices: seed the catalog with bench/scan_bench.py first")
+    return made
+
+
+def scan(store: str, search: str, prefix: str, types: list[str]) -> dict[str, Any]:
+    """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's)."""
+    endpoints = Endpoints.from_env()
+    env = {
+        **os.environ,
+        "AUDITOR_STORE_URL": endpoints.store_url(store),
+        "AUDITOR_SEARCH_URL": endpoints.search_url(search),
+        "AUDITOR_STORE_TABLE": TABLE,
+        "AUDITOR_INDEX_PREFIX": prefix,
+    }
+    for name in ("AUDITOR_KAFKA", "AUDITOR_KAFKA_BOOTSTRAP", "AUDITOR_SCHEMA_REGISTRY"):
+        env.pop(name, None)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out, tempfile.TemporaryFile() as err:
+        command = [sys.executable, "-m", "auditor.cli", "scan", "--no-state", "-f", "json", "-o", out.name]
+        for entity_type in types:
+            command += ["-t", entity_type]
+        started = time.monotonic()
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the bench's
+        seconds = time.monotonic() - started
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            err.seek(0)
+            raise SystemExit(f"scan exited {code}: {err.read().decode(errors='replace')[-2000:]}")
+        report = json.load(out)
+    findings = sum(row["count"] for row in report["counts"])
+    return {
+        "prefix": prefix,
+        "exit": code,
+        "entities": sum(report["entities"].values()),
+        "findings": findings,
+        "seconds": round(seconds, 2),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", default="postgres", choices=("postgres", "mariadb"))
+    parser.add_argument("--search", default="elasticsearch")
+    parser.add_argument("-t", "--entity-type", action="append", default=[], help="only these types")
+    args = parser.parse_args()
+    made = empty_copies(args.search)
+    try:
+        clean = scan(args.store, args.search, PREFIX, args.entity_type)
+        restored = scan(args.store, args.search, EMPTY, args.entity_type)
+    finally:
+        from sandbox.search import connect
+
+        client = connect(args.search)
+        for index in made:
+            client.delete_index(index)
+    added = restored["peak_rss_mib"] - clean["peak_rss_mib"]
+    per = added / restored["findings"] * 100_000 if restored["findings"] else 0.0
+    for run in (clean, restored):
+        print(
+            f"{run['prefix']:>14}: {run['entities']:,} entities, {run['findings']:,} findings, "
+            f"{run['seconds']:.1f} s, peak RSS {run['peak_rss_mib']:.0f} MiB (exit {run['exit']})"
+        )
+    print(f"the findings' memory: {added:.0f} MiB, {per:.1f} MiB per 100,000 findings")
+    print(json.dumps({"clean": clean, "restored": restored, "mib_per_100k_findings": round(per, 1)}))
+
+
+if __name__ == "__main__":
+    main()
