@@ -8,11 +8,13 @@ table without its documents: the join finds an entity document, a system-metadat
 aspect and an edge per relationship missing, about 13 findings an entity on this catalog, and
 every one of them is re-observed, judged and counted. This bench makes empty copies of the
 `bench` prefix's indices (same mappings) under `benchrestored`, then runs the command line's
-`auditor scan --no-state -f json` twice, each in a fresh process: against the consistent `bench`
-indices (nothing found: the scan's own memory) and against the empty ones. It prints each run's
-findings, wall time and peak RSS (the process and the reader processes it waited for), and the
-memory the findings add: (restored peak - consistent peak) per 100,000 findings. The empty
-indices are deleted at the end. Kafka is left out (no offsets: time-only evidence).
+`auditor scan -f json` three times, each in a fresh process with a state file of its own: against
+the consistent `bench` indices (nothing found: the scan's own memory), then twice against the
+empty ones (the first sight, and the second, which reads every finding's history back as a
+scheduled scan does). It prints each run's findings, wall time and peak RSS (the process and the
+reader processes it waited for), and the memory the findings add: (restored peak - consistent
+peak) per 100,000 findings. The empty indices and the state file are removed at the end. Kafka is
+left out (no offsets: time-only evidence).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def empty_copies(search: str) -> list[str]:
     return made
 
 
-def scan(store: str, search: str, prefix: str, types: list[str]) -> dict[str, Any]:
+def scan(store: str, search: str, prefix: str, types: list[str], state: Path) -> dict[str, Any]:
     """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's)."""
     endpoints = Endpoints.from_env()
     env = {
@@ -60,11 +62,12 @@ def scan(store: str, search: str, prefix: str, types: list[str]) -> dict[str, An
         "AUDITOR_SEARCH_URL": endpoints.search_url(search),
         "AUDITOR_STORE_TABLE": TABLE,
         "AUDITOR_INDEX_PREFIX": prefix,
+        "AUDITOR_STATE_FILE": str(state),
     }
     for name in ("AUDITOR_KAFKA", "AUDITOR_KAFKA_BOOTSTRAP", "AUDITOR_SCHEMA_REGISTRY"):
         env.pop(name, None)
     with tempfile.NamedTemporaryFile(suffix=".json") as out, tempfile.TemporaryFile() as err:
-        command = [sys.executable, "-m", "auditor.cli", "scan", "--no-state", "-f", "json", "-o", out.name]
+        command = [sys.executable, "-m", "auditor.cli", "scan", "-f", "json", "-o", out.name]
         for entity_type in types:
             command += ["-t", entity_type]
         started = time.monotonic()
@@ -94,24 +97,29 @@ def main() -> None:
     parser.add_argument("-t", "--entity-type", action="append", default=[], help="only these types")
     args = parser.parse_args()
     made = empty_copies(args.search)
+    states = tempfile.TemporaryDirectory()
     try:
-        clean = scan(args.store, args.search, PREFIX, args.entity_type)
-        restored = scan(args.store, args.search, EMPTY, args.entity_type)
+        clean = scan(args.store, args.search, PREFIX, args.entity_type, Path(states.name) / "clean.sqlite")
+        state = Path(states.name) / "restored.sqlite"
+        first = scan(args.store, args.search, EMPTY, args.entity_type, state)
+        second = scan(args.store, args.search, EMPTY, args.entity_type, state)
     finally:
+        states.cleanup()
         from sandbox.search import connect
 
         client = connect(args.search)
         for index in made:
             client.delete_index(index)
-    added = restored["peak_rss_mib"] - clean["peak_rss_mib"]
-    per = added / restored["findings"] * 100_000 if restored["findings"] else 0.0
-    for run in (clean, restored):
+    per: dict[str, float] = {}
+    for name, run in (("consistent", clean), ("restored, first sight", first), ("restored, second", second)):
+        added = run["peak_rss_mib"] - clean["peak_rss_mib"]
+        per[name] = round(added / run["findings"] * 100_000, 1) if run["findings"] else 0.0
         print(
-            f"{run['prefix']:>14}: {run['entities']:,} entities, {run['findings']:,} findings, "
+            f"{name:>22}: {run['entities']:,} entities, {run['findings']:,} findings, "
             f"{run['seconds']:.1f} s, peak RSS {run['peak_rss_mib']:.0f} MiB (exit {run['exit']})"
+            + (f", {per[name]:.1f} MiB per 100,000 findings more" if run["findings"] else "")
         )
-    print(f"the findings' memory: {added:.0f} MiB, {per:.1f} MiB per 100,000 findings")
-    print(json.dumps({"clean": clean, "restored": restored, "mib_per_100k_findings": round(per, 1)}))
+    print(json.dumps({"clean": clean, "first": first, "second": second, "mib_per_100k_findings": per}))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,9 @@ class ScanState:
 
     def history(self, keys: Iterable[str]) -> dict[str, History]:
         out: dict[str, History] = {}
+        # one object per distinct history: a restore's millions of findings were mostly first
+        # seen by the same scan
+        alike: dict[tuple[float, int], History] = {}
         keys = list(keys)
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
@@ -72,7 +75,10 @@ class ScanState:
             for key, first, times in self.db.execute(
                 f"SELECT key, first_seen, times_seen FROM finding WHERE key IN ({marks})", chunk
             ):
-                out[key] = History(datetime.fromtimestamp(first, UTC), times)
+                seen = alike.get((first, times))
+                if seen is None:
+                    seen = alike[first, times] = History(datetime.fromtimestamp(first, UTC), times)
+                out[key] = seen
         return out
 
     def record_findings(

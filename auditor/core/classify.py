@@ -42,7 +42,7 @@ RESTORE_MIN_ENTITIES = 10
 RESTORE_MIN_SHARE = 0.9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class History:
     """What earlier scans (the state file) know of a finding."""
 
