@@ -78,7 +78,7 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
         if code not in (0, 1):
             err.seek(0)
             raise SystemExit(f"scan exited {code}: {err.read().decode(errors='replace')[-2000:]}")
-        report = json.load(out)
+        report = json.loads(Path(out.name).read_text())  # the report replaces the file: read by name
     findings = sum(row["count"] for row in report["counts"])
     return {
         "prefix": prefix,
