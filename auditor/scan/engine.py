@@ -13,7 +13,7 @@ name what the platform's evidence decides (docs/architecture.md, docs/adding-a-p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -115,28 +115,38 @@ class Parts:
 
 
 Weigh = Callable[[list[tuple[Observed, Classified]]], list[Classified]]
+# what earlier scans know of the findings: by key, or the state's look-up of some keys
+HistoryOf = Mapping[str, History] | Callable[[Iterable[str]], Mapping[str, History]]
+HISTORY_CHUNK = 10_000  # findings judged per look-up of their history
 
 
-def judge(seen: Seen, history: dict[str, History], judging: Judging, weigh: Weigh) -> list[Classified]:
+def judge(seen: Seen, history: HistoryOf, judging: Judging, weigh: Weigh) -> list[Classified]:
     """One verdict per re-observed candidate, from the kernel: the still wrong by `classify` (then
-    the platform's evidence), the converged and the unsettled in flight."""
+    the platform's evidence), the converged and the unsettled in flight. `history`: what earlier
+    scans know, by finding key; or the state's look-up, asked chunk by chunk as the judging goes
+    (a scan after a restore holds no history for millions of findings at once)."""
     now = datetime.now(UTC)
-    judged = [
-        (
-            o,
-            classify(
-                o.finding,
-                now,
-                grace=judging.grace,
-                settle=judging.settle,
-                position=o.position,
-                kafka=o.kafka if o.position is not None else None,
-                history=history.get(o.finding.key),
-                observed=o.observation,
-            ),
-        )
-        for o in seen.observed
-    ]
+    judged: list[tuple[Observed, Classified]] = []
+    observed = seen.observed
+    for i in range(0, len(observed), HISTORY_CHUNK):
+        chunk = observed[i : i + HISTORY_CHUNK]
+        known = history if isinstance(history, Mapping) else history(o.finding.key for o in chunk)
+        judged += [
+            (
+                o,
+                classify(
+                    o.finding,
+                    now,
+                    grace=judging.grace,
+                    settle=judging.settle,
+                    position=o.position,
+                    kafka=o.kafka if o.position is not None else None,
+                    history=known.get(o.finding.key),
+                    observed=o.observation,
+                ),
+            )
+            for o in chunk
+        ]
     out = weigh(judged)
     for o in seen.converged:
         at = o.observation.docs_read_at.isoformat(timespec="seconds") if o.observation else "the re-read"
@@ -186,8 +196,8 @@ def run(
     candidates, joined.findings = joined.findings, []  # the re-observation takes them (memory)
     seen = parts.reobserve(candidates)
     report.reobserved = reobserved(seen)
-    history = state.history(f.key for f in seen.still)  # a scan without state reads an empty one
-    classified = parts.review(judge(seen, history, judging, parts.weigh))
+    # the history of the findings still wrong, read chunk by chunk (a scan without state reads none)
+    classified = parts.review(judge(seen, state.history, judging, parts.weigh))
     if judging.use_state:
         remember(state, seen.still, report, parts.types(selection))
     parts.close(report, classified)

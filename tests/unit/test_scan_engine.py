@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from auditor.core.classify import History, diverged
 from auditor.core.model import Classified, Finding, Kind, Observation, Report, Selection, Verdict
 from auditor.scan import engine
@@ -63,10 +65,13 @@ class Remembering(FakeState):
         super().__init__()
         self.known = history or {}
         self.asked: list[str] = []
+        self.lookups: list[int] = []  # keys per look-up
 
     def history(self, keys: Iterable[str]) -> dict[str, History]:
-        self.asked = list(keys)
-        return {k: v for k, v in self.known.items() if k in self.asked}
+        keys = list(keys)
+        self.asked += keys
+        self.lookups.append(len(keys))
+        return {k: v for k, v in self.known.items() if k in keys}
 
 
 def scan(parts: Parts, state: FakeState, use_state: bool = True) -> Report:
@@ -106,6 +111,21 @@ def test_a_second_sight_past_the_grace_is_persistent() -> None:
     seen_before = Remembering({orphan.key: History(OLD, 1)})
     again = scan(Recording([orphan]), seen_before)
     assert again.findings[0].verdict == Verdict.DIVERGED and again.findings[0].evidence.seen_before == 1
+
+
+def test_the_history_is_read_chunk_by_chunk_and_each_chunk_judged_with_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(engine, "HISTORY_CHUNK", 10)
+    orphans = [finding(f"o{i:02}", Kind.ORPHAN_DOCUMENT, changed=None) for i in range(25)]
+    state = Remembering({orphans[3].key: History(OLD, 1), orphans[22].key: History(OLD, 2)})
+    report = scan(Recording(orphans), state)
+    assert state.lookups == [10, 10, 5] and sorted(state.asked) == sorted(f.key for f in orphans)
+    persistent = {
+        c.finding.urn: c.evidence.seen_before for c in report.findings if c.verdict == Verdict.DIVERGED
+    }
+    assert persistent == {"o03": 1, "o22": 2}  # a second sight in the first chunk and in the last
+    assert sum(c.verdict == Verdict.IN_FLIGHT for c in report.findings) == 23
 
 
 def test_converged_and_unsettled_candidates_are_in_flight_and_only_the_unsettled_remembered() -> None:
