@@ -11,10 +11,11 @@ every one of them is re-observed, judged and counted. This bench makes empty cop
 `auditor scan -f json` three times, each in a fresh process with a state file of its own: against
 the consistent `bench` indices (nothing found: the scan's own memory), then twice against the
 empty ones (the first sight, and the second, which reads every finding's history back as a
-scheduled scan does). It prints each run's findings, wall time and peak RSS (the process and the
-reader processes it waited for), and the memory the findings add: (restored peak - consistent
-peak) per 100,000 findings. The empty indices and the state file are removed at the end. Kafka is
-left out (no offsets: time-only evidence).
+scheduled scan does). It prints each run's findings, wall time and peak RSS (wait4's: the
+largest of the scan's process and the reader processes it waited for, not their sum), and the
+memory the findings add: (restored peak - consistent peak) per 100,000 findings. The empty indices
+and the state file are removed at the end. Kafka is left out (no offsets: time-only evidence): no
+setting is inherited from the shell.
 """
 
 from __future__ import annotations
@@ -55,17 +56,24 @@ def empty_copies(search: str) -> list[str]:
 
 def scan(store: str, search: str, prefix: str, types: list[str], state: Path) -> dict[str, Any]:
     """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's)."""
+    from auditor import platforms
+    from auditor.settings import env_names
+
     endpoints = Endpoints.from_env()
+    # nothing the settings would read is inherited (a Kafka or a config file of the shell's):
+    # every setting's variables, the auditor's and each platform's, and their _FILE forms
+    read = {"AUDITOR_CONFIG"}
+    for names in env_names(platforms.environments()).values():
+        read.update(names)
+        read.update(f"{name}_FILE" for name in names)
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in read},
         "AUDITOR_STORE_URL": endpoints.store_url(store),
         "AUDITOR_SEARCH_URL": endpoints.search_url(search),
         "AUDITOR_STORE_TABLE": TABLE,
         "AUDITOR_INDEX_PREFIX": prefix,
         "AUDITOR_STATE_FILE": str(state),
     }
-    for name in ("AUDITOR_KAFKA", "AUDITOR_KAFKA_BOOTSTRAP", "AUDITOR_SCHEMA_REGISTRY"):
-        env.pop(name, None)
     with tempfile.NamedTemporaryFile(suffix=".json") as out, tempfile.TemporaryFile() as err:
         command = [sys.executable, "-m", "auditor.cli", "scan", "-f", "json", "-o", out.name]
         for entity_type in types:
@@ -74,7 +82,7 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
         child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the bench's
         seconds = time.monotonic() - started
-        code = os.waitstatus_to_exitcode(status)
+        code = child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         if code not in (0, 1):
             err.seek(0)
             raise SystemExit(f"scan exited {code}: {err.read().decode(errors='replace')[-2000:]}")
