@@ -3,9 +3,9 @@
 The store's reads are plain SQL with named parameters; what they need of an engine is small: a
 pooled connection checked before use, a query's rows whole or streamed from a server-side cursor
 in partitions, and an error that says whether the connection was lost. SQLAlchemy and its dialect
-cost a cold process 0.14-0.19 s of imports on this project's machine (median 0.18 s), the largest
-single import of a cold triage; and its first connection asks the server for its settings (sql_mode,
-the isolation level, the version) before the first query.
+cost a cold process 0.14-0.19 s of imports on this project's machine (medians 0.37 s with it,
+0.19 s without), the largest single import of a cold triage; and its first connection asks the
+server for its settings (sql_mode, the isolation level, the version) before the first query.
 
 `DirectEngine` is that subset, with the same names (`connect()`, `execute(sql, params)`,
 `execution_options(stream_results=..., yield_per=...)`, `scalar()`, `one()`, `all()`,
