@@ -101,7 +101,7 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", default="postgres", choices=("postgres", "mariadb"))
-    parser.add_argument("--search", default="elasticsearch")
+    parser.add_argument("--search", default="elasticsearch", choices=("opensearch", "elasticsearch"))
     parser.add_argument("-t", "--entity-type", action="append", default=[], help="only these types")
     args = parser.parse_args()
     made = empty_copies(args.search)
