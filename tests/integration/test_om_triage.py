@@ -15,12 +15,19 @@ from typing import Any
 import pytest
 from test_om_profile import ROOT, World, _inject, om_world
 
+from sandbox.openmetadata.entities import now_ms
+from sandbox.openmetadata.faults import Fault
+
 pytestmark = pytest.mark.integration
 
 
-def triage(w: World, text: str, *more: str) -> tuple[int, dict[str, Any], str]:
+def triage(
+    w: World, text: str, *more: str, visibility: float | None = None
+) -> tuple[int, dict[str, Any], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
     env["AUDITOR_STATE_FILE"] = str(w.state)
+    if visibility is not None:
+        env["AUDITOR_INDEX_VISIBILITY_SECONDS"] = str(visibility)
     args = [sys.executable, "-m", "auditor.cli", "triage", text, "--platform", "openmetadata"]
     args += ["--store-url", w.store_url, "--search-url", w.search_url, "--cluster-alias", w.alias]
     done = subprocess.run([*args, *more], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -81,3 +88,31 @@ def test_each_state_is_named_at_its_boundary_with_its_repair(tmp_path: Path) -> 
         code, data, said = triage(w, hit["orphan"], *json_out)
         assert code == 1 and data["subkind"] == "orphan_document", said
         assert data["first_break"] == {"boundary": "document", "status": "broken"}
+
+
+def test_a_divergence_its_row_dates_long_ago_is_judged_without_the_visibility_wait(tmp_path: Path) -> None:
+    """On call, a triage paid the whole visibility delay (3 s by default) on every divergence. A
+    table written an hour ago whose document never came has nothing left on its way: judged on a
+    first read of the document, long before a (here 20 s) delay would end. One written just now
+    still waits the delay out before its document is read."""
+    with om_world("postgres", "opensearch3", tmp_path) as w:
+        s = w.server
+        schema = s.entities[w.catalog.of_type("table")[0].parent_id]
+        hour_ago = now_ms() - 3_600_000
+        old = s.create(
+            "table", "old_never_indexed", schema, fault=Fault.SEARCH_WRITE_FAILS, updated_at=hour_ago
+        )
+        fresh = s.create("table", "fresh_never_indexed", schema, fault=Fault.SEARCH_WRITE_FAILS)
+        w.refresh()
+        json_out = ("--format", "json", "--grace", "0")
+
+        code, data, said = triage(w, old.id, *json_out, visibility=20)
+        assert code == 1 and data["verdict"] == "diverged" and data["subkind"] == "missing_document", said
+        assert data["seconds"] < 20, data["seconds"]  # the 20 s delay was not waited out
+        observed = data["findings"][0]["evidence"]["observed"]
+        assert observed["rounds"] == 1, observed
+
+        code, data, said = triage(w, fresh.id, *json_out, visibility=4)
+        assert code == 1 and data["subkind"] == "missing_document", said
+        assert data["seconds"] >= 4, data["seconds"]  # written just now: the delay is waited out
+        assert data["findings"][0]["evidence"]["observed"]["rounds"] == 2

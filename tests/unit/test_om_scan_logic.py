@@ -99,10 +99,11 @@ class FakeSearch:
         return {i: d for i, d in self.docs.items() if i in ids}
 
 
-def _reobserve(store: FakeStore, search: FakeSearch, candidates):
+def _reobserve(store: FakeStore, search: FakeSearch, candidates, visibility: float = 0.0, slept=None):
     scanner = OmScanner(store, search)  # type: ignore[arg-type]
     names = {"table": "table_search_index"}
-    return reobserve(scanner, {"table": TABLE}, names, candidates, visibility=0.0, sleep=lambda s: None)
+    sleep = slept.append if slept is not None else (lambda s: None)
+    return reobserve(scanner, {"table": TABLE}, names, candidates, visibility=visibility, sleep=sleep)
 
 
 def test_a_difference_gone_on_the_re_read_converged_during_the_scan() -> None:
@@ -119,10 +120,10 @@ def test_a_difference_gone_on_the_re_read_converged_during_the_scan() -> None:
 
 
 def test_a_row_changing_under_every_re_read_stays_in_flight() -> None:
-    changing = [{A: row(A, updatedAt=now_ms() + n)} for n in range(7)]
+    changing = [{A: row(A, updatedAt=now_ms() + n)} for n in range(9)]
     candidate = check(TABLE, "t", row(A), None)
     seen = _reobserve(FakeStore(changing), FakeSearch({}), [candidate])
-    assert len(seen.unsettled) == 1 and seen.rounds == 3
+    assert len(seen.unsettled) == 1 and seen.rounds == 4  # the first without the wait, three with it
     assert judge(seen, {}, None, grace=300)[0].verdict == Verdict.IN_FLIGHT
 
 
@@ -173,3 +174,52 @@ def test_an_orphan_first_seen_is_unconfirmed_then_diverged() -> None:
         0
     ]
     assert later.verdict == Verdict.DIVERGED and later.subkind == "orphan_document"
+
+
+HOUR_AGO = 3_600_000
+
+
+@pytest.mark.parametrize(
+    ("the_row", "the_doc", "waits"),
+    [
+        # dated by the row, changed an hour ago: the server wrote (or queued) its doc long before
+        (row(A, updatedAt=-HOUR_AGO), None, False),
+        (row(A, updatedAt=-HOUR_AGO, description="new"), doc(A, updatedAt=-HOUR_AGO), False),
+        (OmRow(A, "{not json", -HOUR_AGO, None), doc(A), False),
+        # a fresh change: its doc may still be on its way
+        (row(A, updatedAt=0), None, True),
+        (row(A, updatedAt=-30_000), None, True),  # within the clock skew allowed: waited for
+        # an orphan has no change time: first seen it is unconfirmed with or without the wait
+        (None, doc(A), False),
+        # owners, tags and domains move with other rows; a soft delete reaches children by a script
+        (row(A, updatedAt=-HOUR_AGO, owners=[{"id": B, "type": "user"}]), doc(A, updatedAt=-HOUR_AGO), True),
+        (row(A, updatedAt=-HOUR_AGO, deleted=True), doc(A, updatedAt=-HOUR_AGO), True),
+    ],
+    ids=["missing", "description", "malformed", "fresh", "within-skew", "orphan", "owners", "soft-delete"],
+)  # fmt: skip
+def test_only_a_finding_its_rows_date_long_ago_is_judged_without_the_wait(the_row, the_doc, waits) -> None:
+    """A triage paid the whole visibility delay on every divergence; what the row dates long ago
+    is settled by a first read without it, and everything else waits as before."""
+    the_row = _aged(the_row)
+    the_doc = _aged(the_doc)
+    candidate = check(TABLE, "table_search_index", the_row, the_doc)
+    assert candidate is not None
+    slept: list[float] = []
+    store, search = FakeStore([{A: the_row} if the_row else {}]), FakeSearch({A: the_doc} if the_doc else {})
+    seen = _reobserve(store, search, [candidate], visibility=2.5, slept=slept)
+    assert [f.finding.kind for f in seen.observed] == [candidate.kind]  # still wrong, either way
+    assert slept == ([2.5] if waits else []), slept
+    assert seen.rounds == (2 if waits else 1)
+    assert seen.observed[0].observation.rounds == seen.rounds
+
+
+def _aged(x):
+    """Rows and docs above give their updatedAt as an offset from now (ms); make it a time."""
+    if x is None:
+        return None
+    if isinstance(x, OmDoc):
+        return OmDoc(x.id, x.index, {**x.source, "updatedAt": now_ms() + x.source["updatedAt"]})
+    if not isinstance(x.json, dict):
+        return OmRow(x.id, x.json, now_ms() + x.updated_at, x.deleted)
+    data = {**x.json, "updatedAt": now_ms() + x.json["updatedAt"]}
+    return OmRow(x.id, data, data["updatedAt"], data["deleted"], owners=tuple(data.pop("owners", ())))

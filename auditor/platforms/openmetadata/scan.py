@@ -15,8 +15,8 @@ from typing import Any
 
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
-from auditor.core.classify import History, decided
-from auditor.core.model import Classified, Evidence, Finding, Report, Selection, Verdict
+from auditor.core.classify import CLOCK_SKEW_SECONDS, History, decided
+from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Selection, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
@@ -46,9 +46,36 @@ class OmScanOptions:
     use_state: bool = True
 
 
+# the compared fields only a write of the entity itself changes, which moves its updatedAt; owners,
+# tags and domains also move with other rows (a parent's owners inherited, "add assets" to a
+# domain, a tag renamed), and a soft delete reaches its children's documents by a script over the
+# index, which may run long
+DATED_FIELDS = frozenset({"version", "updatedAt", "name", "fullyQualifiedName", "description"})
+
+
+def dated_by_row(f: Finding) -> bool:
+    """A finding whose row's updatedAt dates every write that could still change it: a document
+    missing, a field of the row's own JSON stale, a row that cannot be read."""
+    if f.kind in (Kind.MISSING_DOCUMENT, Kind.MALFORMED_ASPECT):
+        return True
+    if f.kind == Kind.STALE_FIELDS:
+        return all(d.get("field") in DATED_FIELDS for d in f.details.get("fields", ()))
+    return False
+
+
 class OmRereader(Rereader):
     """OpenMetadata's reads for the engine's causal re-observation: each candidate's row, then
-    (after the visibility delay: it has no change log to say when) its document, then its row."""
+    (after the visibility delay: it has no change log to say when) its document, then its row.
+
+    A first round reads the documents without the wait and settles what no wait could change:
+    a finding dated by its row (`dated_by_row`) whose updatedAt is older than the visibility
+    delay and the clock skew allowed between the servers (the server wrote that change's
+    document, or queued its retry, in the same request, long before), and an orphan (no change
+    time: first seen it is unconfirmed, in flight, and seen again by an earlier scan its
+    document outlived a whole scan; a delete in flight would only have turned "unconfirmed" into
+    "converged", both in flight). Waiting would only delay the verdict: a triage paid the whole
+    delay on every divergence. Everything else (owners, tags or domains, a soft delete, a recent
+    change) waits as before."""
 
     def __init__(
         self,
@@ -63,6 +90,18 @@ class OmRereader(Rereader):
         # every candidate in one batch: the reads go 1,000 ids a query, and the wait is paid once
         super().__init__(visibility=visibility, batch=0, max_rounds=rounds, sleep=sleep)
         self.scanner, self.entities, self.names = scanner, entities, names
+
+    @property
+    def quick(self) -> bool:
+        return True
+
+    def without_wait(self, finding: Finding, evidence: tuple[Any, Any] | None) -> bool:
+        if finding.kind == Kind.ORPHAN_DOCUMENT:
+            return True
+        changed = finding.changed_at
+        if changed is None or not dated_by_row(finding):
+            return False
+        return changed.timestamp() + CLOCK_SKEW_SECONDS + self.visibility <= self.clock()
 
     def prepare(self, candidates: dict[str, list[Finding]]) -> dict[str, list[str]]:
         by_type: dict[str, list[str]] = {}  # one candidate per entity: the type of its first
