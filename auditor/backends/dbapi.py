@@ -1,4 +1,5 @@
-"""DataHub's aspect table read through the database's own driver (psycopg, PyMySQL), not SQLAlchemy.
+"""The stores read through the database's own driver (psycopg, PyMySQL), not SQLAlchemy: DataHub's
+aspect table, OpenMetadata's entity and bookkeeping tables.
 
 The store's reads are plain SQL with named parameters; what they need of an engine is small: a
 pooled connection checked before use, a query's rows whole or streamed from a server-side cursor
@@ -14,13 +15,16 @@ serves a plain URL the drivers understand as SQLAlchemy's dialects would read it
 (`postgresql+psycopg://` with libpq's parameters in the query; `mysql+pymysql://` or
 `mariadb+pymysql://` with `charset`, `connect_timeout` and the `ssl_*` keys); anything else (IAM's
 token hook, another driver, options SQLAlchemy would translate) stays with SQLAlchemy:
-`direct_engine(url)` returns None for it.
+`direct_engine(url)` returns None for it. `sql_of(engine)` and `errors_of(engine)` say how a
+query is handed to either kind of engine and what it raises, for code that is given one. With
+`json_text`, PostgreSQL's json and jsonb come as text (as `backends/json_text.py` makes
+SQLAlchemy's engine do): the caller decodes them with its guarded decoder.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -73,7 +77,25 @@ class _Dialect:
         self.name, self.driver = name, driver
 
 
-def direct_engine(url: str) -> DirectEngine | None:
+def sql_of(engine: Any) -> Callable[[str], Any]:
+    """How a query is handed to this engine: the string itself, or SQLAlchemy's `text()`."""
+    if isinstance(engine, DirectEngine):
+        return str
+    from sqlalchemy import text
+
+    return text
+
+
+def errors_of(engine: Any) -> tuple[type[Exception], ...]:
+    """What this engine's queries raise: our DirectError, or SQLAlchemy's errors."""
+    if isinstance(engine, DirectEngine):
+        return (DirectError,)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (SQLAlchemyError,)
+
+
+def direct_engine(url: str, *, json_text: bool = False) -> DirectEngine | None:
     """The direct engine for a URL it serves exactly as SQLAlchemy would; None otherwise."""
     try:
         parts = urlsplit(url)
@@ -102,7 +124,7 @@ def direct_engine(url: str) -> DirectEngine | None:
         if database:
             kwargs["dbname"] = database
         kwargs.update(dict(query))  # libpq's own parameters, as SQLAlchemy passes them
-        return DirectEngine("postgresql", "psycopg", kwargs)
+        return DirectEngine("postgresql", "psycopg", kwargs, json_text=json_text)
     if database:
         kwargs["database"] = database
     ssl: dict[str, Any] = {}
@@ -131,9 +153,10 @@ def bind(sql: str) -> str:
 class DirectEngine:
     """Up to POOL idle connections kept (as SQLAlchemy's pool), each checked before use."""
 
-    def __init__(self, name: str, driver: str, kwargs: dict[str, Any]):
+    def __init__(self, name: str, driver: str, kwargs: dict[str, Any], *, json_text: bool = False):
         self.dialect = _Dialect(name, driver)
         self._kwargs = kwargs
+        self._json_text = json_text
         self._idle: list[Any] = []  # list.pop and append: safe between threads
 
     def _open(self) -> Any:
@@ -141,7 +164,13 @@ class DirectEngine:
             if self.dialect.driver == "psycopg":
                 import psycopg
 
-                return psycopg.connect(**self._kwargs)
+                raw = psycopg.connect(**self._kwargs)
+                if self._json_text:  # decoded by the caller's guarded decoder, not the driver's
+                    from psycopg.types.string import TextLoader
+
+                    for name in ("json", "jsonb"):
+                        raw.adapters.register_loader(name, TextLoader)
+                return raw
             import pymysql
 
             return pymysql.connect(**self._kwargs)
@@ -292,6 +321,16 @@ class DirectResult:
 
     def all(self) -> list[Any]:
         return list(self._conn.fetch(self._cursor, None))
+
+    def keys(self) -> list[str]:
+        """The columns' names, as the server gives them."""
+        return [str(d[0]) for d in self._cursor.description or ()]
+
+    def mappings(self) -> Iterator[dict[str, Any]]:
+        """Each row as a dict by column name."""
+        names = self.keys()
+        for row in self:
+            yield dict(zip(names, row, strict=True))
 
     def one(self) -> Any:
         rows = self.all()

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def imported(*args: str) -> set[str]:
     done = subprocess.run(
@@ -81,22 +83,38 @@ print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections, gc.get_th
     assert done.stdout.split() == ["True", "True", "True", "0", "20000"]
 
 
-def test_a_datahub_triage_reads_its_store_without_sqlalchemy_or_the_report_renderers() -> None:
+# each platform's triage: its walk, its store class, and one read that fails on a closed port
+TRIAGE_STORES = {
+    "datahub": (
+        "from auditor.platforms.datahub.triage import walk\n"
+        "from auditor.platforms.datahub.backends.store import MetadataStore as Store",
+        "store.versions('urn:li:tag:x')",
+    ),
+    "openmetadata": (
+        "from auditor.platforms.openmetadata.triage import om_walk\n"
+        "from auditor.platforms.openmetadata.store import OmStore as Store",
+        "store.ping()",
+    ),
+}
+
+
+@pytest.mark.parametrize("platform", sorted(TRIAGE_STORES))
+def test_a_triage_reads_its_store_without_sqlalchemy_or_the_report_renderers(platform: str) -> None:
     # what a triage imports, then its store opened on a plain URL of each kind and asked: each
     # fails on the closed port (the driver's own error, the password kept out), none imported
     # SQLAlchemy (0.14-0.19 s of a cold start) or the scan report's HTML renderer
-    code = """
+    imports, call = TRIAGE_STORES[platform]
+    code = f"""
 import sys
 from auditor.backends.lean import quick_start
 quick_start()
 import auditor.cli.triage_cmd, auditor.api, auditor.reports.triage_report
-from auditor.platforms.datahub.triage import walk
-from auditor.platforms.datahub.backends.store import MetadataStore
+{imports}
 from auditor.errors import BackendUnavailable
 for url in ("postgresql+psycopg://u:s3cret@127.0.0.1:9/db", "mysql+pymysql://u:s3cret@127.0.0.1:9/db"):
-    store = MetadataStore(url)
+    store = Store(url)
     try:
-        store.versions("urn:li:tag:x")
+        {call}
     except BackendUnavailable as exc:
         print(type(store.engine).__name__, "s3cret" in str(exc))
 print("sqlalchemy" in sys.modules, "auditor.reports.html" in sys.modules)

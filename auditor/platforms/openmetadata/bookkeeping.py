@@ -8,9 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
-
 from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.naming import RETRY_QUEUE_TABLE, OmEntity
 from auditor.platforms.openmetadata.records import RetryRow
@@ -37,6 +34,8 @@ class Bookkeeping:
     """The readers of the server's bookkeeping tables, over the store's engine (OmStore is one)."""
 
     engine: Any
+    sql: Any  # how a query is handed to the engine (auditor/backends/dbapi.py `sql_of`)
+    errors: tuple[type[Exception], ...]  # what its queries raise
 
     def columns(self, table: str, *, required: bool = True) -> set[str] | None:
         raise NotImplementedError
@@ -57,9 +56,9 @@ class Bookkeeping:
             status = "status" if "status" in found else "NULL"
             try:
                 with self.engine.connect() as conn:
-                    got = conn.execute(text(f"SELECT version, {status} FROM {table}"))
+                    got = conn.execute(self.sql(f"SELECT version, {status} FROM {table}"))
                     return [(r[0], r[1]) for r in got]
-            except SQLAlchemyError:
+            except self.errors:
                 return None
         return None
 
@@ -83,7 +82,7 @@ class Bookkeeping:
                         sql = (
                             f"SELECT {', '.join(wanted)} FROM {RETRY_QUEUE_TABLE} WHERE {column} IN ({marks})"
                         )
-                        for r in conn.execute(text(sql), params):
+                        for r in conn.execute(self.sql(sql), params):
                             got = dict(zip([w.lower() for w in wanted], r, strict=True))
                             row = RetryRow(
                                 str(got["entityid"] or ""),
@@ -97,7 +96,7 @@ class Bookkeeping:
                             for key in (row.entity_id, row.entity_fqn):
                                 if key:
                                     out.setdefault(key, row)
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {RETRY_QUEUE_TABLE}", exc) from None
         return out
 
@@ -110,7 +109,7 @@ class Bookkeeping:
         try:
             with self.engine.connect() as conn:
                 got = conn.execute(
-                    text(f"SELECT * FROM {JOB_TABLE} ORDER BY createdAt DESC LIMIT {int(limit)}")
+                    self.sql(f"SELECT * FROM {JOB_TABLE} ORDER BY createdAt DESC LIMIT {int(limit)}")
                 )
                 rows = [{str(k).lower(): v for k, v in r.items()} for r in got.mappings()]
                 active = [str(r["id"]) for r in rows if str(r.get("status") or "").upper() in ACTIVE]
@@ -122,7 +121,7 @@ class Bookkeeping:
                         f"SUM(failedCount), MAX(lastUpdateAt) FROM {PARTITION_TABLE} "
                         f"WHERE jobId IN ({marks}) GROUP BY jobId, entityType"
                     )
-                    for job, etype, total, done, failed, last in conn.execute(text(sql), params):
+                    for job, etype, total, done, failed, last in conn.execute(self.sql(sql), params):
                         parts.setdefault(str(job), {})[str(etype)] = TypeProgress(
                             int(total or 0), int(done or 0), int(failed or 0)
                         )
@@ -130,7 +129,7 @@ class Bookkeeping:
                         row["partitions_updated"] = max(
                             int(row.get("partitions_updated") or 0), int(last or 0)
                         )
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {JOB_TABLE}", exc) from None
         return [job_from_row(r, parts.get(str(r["id"]))) for r in rows]
 
@@ -163,7 +162,7 @@ class Bookkeeping:
                 sql = (
                     f"SELECT jobId, failureStage, COUNT(*) FROM {FAILURE_TABLE} WHERE jobId IN ({job_marks}) "
                 )
-                for job, stage, n in conn.execute(text(sql + "GROUP BY jobId, failureStage"), job_params):
+                for job, stage, n in conn.execute(self.sql(sql + "GROUP BY jobId, failureStage"), job_params):
                     stages.setdefault(str(job), {})[str(stage)] = int(n)
                 for column, values in (("entityId", list(ids)), ("entityFqn", list(fqns))):
                     for i in range(0, len(values), IN_LIST):
@@ -172,9 +171,9 @@ class Bookkeeping:
                             f"SELECT {cols} FROM {FAILURE_TABLE} WHERE jobId IN ({job_marks}) "
                             f"AND {column} IN ({marks}) ORDER BY timestamp DESC"
                         )
-                        for r in conn.execute(text(sql), {**params, **job_params}):
+                        for r in conn.execute(self.sql(sql), {**params, **job_params}):
                             out[str(r[0])] = failure_from_row(dict(zip(names, r, strict=True)))
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {FAILURE_TABLE}", exc) from None
         return sorted(out.values(), key=lambda x: -x.at), stages
 
@@ -193,9 +192,9 @@ class Bookkeeping:
         )
         try:
             with self.engine.connect() as conn:
-                got = conn.execute(text(sql), {**params, "job": job_id})
+                got = conn.execute(self.sql(sql), {**params, "job": job_id})
                 return [partition_from_row(dict(zip(names, r, strict=True))) for r in got]
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {PARTITION_TABLE}", exc) from None
 
     def reindex_order(self, entity: OmEntity, ids: Sequence[str], since: int) -> Order | None:
@@ -210,7 +209,7 @@ class Bookkeeping:
         try:
             with self.engine.connect() as conn:
                 total, unchanged = conn.execute(
-                    text(
+                    self.sql(
                         "SELECT COUNT(*), COALESCE(SUM(CASE WHEN updatedAt < :s THEN 1 ELSE 0 END), 0) "
                         f"FROM {table}"
                     ),
@@ -221,7 +220,7 @@ class Bookkeeping:
                     marks, params = _marks("v", list(ids[i : i + IN_LIST]))
                     sql = f"SELECT id, name FROM {table} WHERE id IN ({marks})"
                     keys.update(
-                        {str(r[0]): r[1] for r in conn.execute(text(sql), params) if r[1] is not None}
+                        {str(r[0]): r[1] for r in conn.execute(self.sql(sql), params) if r[1] is not None}
                     )
                 if len(keys) <= ORDER_LOOKUPS:  # one count over the name index each
                     sql = (
@@ -229,19 +228,19 @@ class Bookkeeping:
                         "AND (name < :n OR (name = :n AND id < :i))"
                     )
                     for entity_id, name in keys.items():
-                        found = conn.execute(text(sql), {"s": since, "n": name, "i": entity_id}).scalar()
+                        found = conn.execute(self.sql(sql), {"s": since, "n": name, "i": entity_id}).scalar()
                         before[entity_id] = int(found or 0)
                 elif keys:  # one pass in the job's order, ids only
                     seen = 0
                     ordered = conn.execution_options(stream_results=True).execute(
-                        text(f"SELECT id, updatedAt FROM {table} ORDER BY name, id")
+                        self.sql(f"SELECT id, updatedAt FROM {table} ORDER BY name, id")
                     )
                     for entity_id, updated in ordered:
                         if str(entity_id) in keys:
                             before[str(entity_id)] = seen
                         if updated is not None and int(updated) < since:
                             seen += 1
-        except SQLAlchemyError:
+        except self.errors:
             return None  # evidence, not the scan: its place is then said to be unknown
         return Order(int(total or 0), int(unchanged or 0), before)
 

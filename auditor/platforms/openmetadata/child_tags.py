@@ -21,9 +21,8 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
 
+from auditor.backends.dbapi import sql_of
 from auditor.core.json_guard import load_object
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, child_hashes
 from auditor.platforms.openmetadata.document import fqn_hash
@@ -71,7 +70,7 @@ def _attach(page: Sequence[OmRow], lookup: Lookup) -> list[OmRow]:
     ]
 
 
-def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
+def with_child_tags(engine: Any, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
     """The rows, each with its children's tag_usage labels added (`target`: the child's hash)."""
     if entity_type not in CHILD_TAGGED:
         yield from rows
@@ -89,7 +88,7 @@ def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> 
                     marks = ", ".join(f":h{k}" for k in range(len(chunk)))
                     sql = f"{COLUMNS} WHERE targetFQNHash IN ({marks})"
                     params = {f"h{k}": v for k, v in enumerate(chunk)}
-                yield from conn.execute(text(sql), params)
+                yield from conn.execute(sql_of(engine)(sql), params)
 
     yield from _paged(rows, lookup)
 
@@ -97,7 +96,7 @@ def with_child_tags(engine: Engine, entity_type: str, rows: Iterable[OmRow]) -> 
 class TagSpill:
     """Every tag_usage row, read in one query and kept in a temporary SQLite file by target."""
 
-    def __init__(self, engine: Engine, directory: str | None = None) -> None:
+    def __init__(self, engine: Any, directory: str | None = None) -> None:
         self.path = temp_file("tags", ".sqlite", directory)
         self.db = sqlite3.connect(self.path, check_same_thread=False)
         try:
@@ -105,8 +104,10 @@ class TagSpill:
             self.db.execute("PRAGMA synchronous = OFF")
             self.db.execute("CREATE TABLE t (target TEXT NOT NULL, tag, source, label_type, state)")
             with engine.connect() as conn:
-                result = conn.execution_options(stream_results=True, yield_per=5000).execute(text(COLUMNS))
-                while batch := result.fetchmany(5000):
+                result = conn.execution_options(stream_results=True, yield_per=5000).execute(
+                    sql_of(engine)(COLUMNS)
+                )
+                for batch in result.partitions(5000):
                     self.db.executemany(
                         "INSERT INTO t VALUES (?, ?, ?, ?, ?)", [(str(r[0]), *r[1:]) for r in batch]
                     )

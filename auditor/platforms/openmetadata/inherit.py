@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-
+from auditor.backends.dbapi import sql_of
 from auditor.platforms.openmetadata.derive import INHERITS
 
 CONTAINS, OWNS, HAS = 0, 8, 10
@@ -24,7 +22,7 @@ IN_LIST = 100
 class Inheritance:
     """Resolves inherited owners and domains; caches each parent type's relations."""
 
-    def __init__(self, engine: Engine, *, whole: bool = False) -> None:
+    def __init__(self, engine: Any, *, whole: bool = False) -> None:
         self.engine, self.whole = engine, whole
         # parent type -> parent id -> (own owners, own domains, its own parent id)
         self._known: dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]]] = {}
@@ -61,7 +59,7 @@ class Inheritance:
                 if chunk is not None:
                     query += " AND toId IN (" + ", ".join(f":i{n}" for n in range(len(chunk))) + ")"
                     params.update({f"i{n}": v for n, v in enumerate(chunk)})
-                for to_id, from_id, from_entity, relation in conn.execute(text(query), params):
+                for to_id, from_id, from_entity, relation in conn.execute(sql_of(self.engine)(query), params):
                     owners, domains, parent = table.setdefault(str(to_id), ([], [], None))
                     ref = {"id": str(from_id), "type": str(from_entity)}
                     if relation == OWNS:

@@ -1,11 +1,13 @@
 """OpenMetadata's database: the entity tables, with owners and tags joined (the server's own
 bookkeeping tables are read by `bookkeeping.Bookkeeping`, which the store is).
 
-Read-only, on MySQL, MariaDB or PostgreSQL. Rows come in id byte order (`ORDER BY BINARY id`,
-`COLLATE "C"`), one server-side cursor per entity table, so a scan's memory does not grow with
-the table. Owners are the `entity_relationship` rows of relation owns (8) to the entity, tags
-the `tag_usage` rows whose targetFQNHash is the entity's own hash column; both aggregated
-per row as JSON by the database (any character in a name survives).
+Read-only, on MySQL, MariaDB or PostgreSQL, through the database's own driver for a plain URL
+(auditor/backends/dbapi.py: a cold triage imports no SQLAlchemy), through SQLAlchemy for what it
+alone serves (IAM's token hook, another driver, an engine given). Rows come in id byte order
+(`ORDER BY BINARY id`, `COLLATE "C"`), one server-side cursor per entity table, so a scan's
+memory does not grow with the table. Owners are the `entity_relationship` rows of relation owns
+(8) to the entity, tags the `tag_usage` rows whose targetFQNHash is the entity's own hash
+column; both aggregated per row as JSON by the database (any character in a name survives).
 """
 
 from __future__ import annotations
@@ -13,13 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
-
-from auditor.backends.json_text import json_as_text
+from auditor.backends.dbapi import direct_engine, errors_of, sql_of
 from auditor.backends.protocols import Capability
 from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
@@ -30,6 +28,9 @@ from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import ENTITIES, OmEntity
 from auditor.platforms.openmetadata.records import OmRow
 from auditor.settings import redact_url
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +64,22 @@ class OmStore(Bookkeeping):
 
     def __init__(self, url: str, *, engine: Engine | None = None) -> None:
         self.description = redact_url(url)
-        try:
-            self.engine = engine or create_engine(url, pool_pre_ping=True)
-        except Exception as exc:  # a bad URL or a missing driver
-            raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
+        # json and jsonb as text: a too-deep row is decoded (and refused) by us, not the driver
+        direct = direct_engine(url, json_text=True) if engine is None else None
+        if direct is not None:
+            self.engine: Any = direct
+        else:
+            from sqlalchemy import create_engine
+
+            from auditor.backends.json_text import json_as_text
+
+            try:
+                self.engine = engine or create_engine(url, pool_pre_ping=True)
+            except Exception as exc:  # a bad URL or a missing driver
+                raise ConfigError(f"cannot use store URL {self.description}: {exc}") from None
+            json_as_text(self.engine)
+        self.sql, self.errors = sql_of(self.engine), errors_of(self.engine)
         self.postgres = self.engine.dialect.name == "postgresql"
-        json_as_text(self.engine)  # a too-deep jsonb row is decoded (and refused) by us, not the driver
         self._columns: dict[str, set[str] | None] = {}
         self.denied: set[str] = set()  # tables whose SELECT was refused
         self.rows_read = 0
@@ -82,8 +93,8 @@ class OmStore(Bookkeeping):
     def ping(self) -> str:
         try:
             with self.engine.connect() as conn:
-                return str(conn.execute(text("SELECT version()")).scalar())
-        except SQLAlchemyError as exc:
+                return str(conn.execute(self.sql("SELECT version()")).scalar())
+        except self.errors as exc:
             raise self._fail("unreachable", exc) from None
 
     def columns(self, table: str, *, required: bool = True) -> set[str] | None:
@@ -95,9 +106,9 @@ class OmStore(Bookkeeping):
                 raise ConfigError(f"invalid table name {table!r}")
             try:
                 with self.engine.connect() as conn:
-                    result = conn.execute(text(f"SELECT * FROM {table} WHERE 1 = 0"))
+                    result = conn.execute(self.sql(f"SELECT * FROM {table} WHERE 1 = 0"))
                     self._columns[table] = {str(k).lower() for k in result.keys()}
-            except SQLAlchemyError as exc:
+            except self.errors as exc:
                 said = str(getattr(exc, "orig", exc)).lower()
                 self._columns[table] = None
                 if "permission denied" in said or "command denied" in said or "access denied" in said:
@@ -185,7 +196,7 @@ class OmStore(Bookkeeping):
             return None
         try:
             return TagSpill(self.engine)
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail("reading tag_usage", exc) from None
 
     def stream(
@@ -210,13 +221,13 @@ class OmStore(Bookkeeping):
         try:
             with self.engine.connect() as conn:
                 result = conn.execution_options(stream_results=True, yield_per=page).execute(
-                    text(sql), params
+                    self.sql(sql), params
                 )
                 rows: Iterable[OmRow] = (self._row(r, entity, heir) for r in result)
                 for row in spill.attach(entity.entity_type, rows) if spill else rows:  # columns' tags
                     self.rows_read += 1
                     yield row
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
         finally:
             if own is not None:
@@ -234,11 +245,11 @@ class OmStore(Bookkeeping):
                     marks = ", ".join(f":i{n}" for n in range(len(chunk)))
                     params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
                     params["etype"] = entity.entity_type
-                    got = conn.execute(text(f"{base} WHERE e.id IN ({marks})"), params)
+                    got = conn.execute(self.sql(f"{base} WHERE e.id IN ({marks})"), params)
                     found = [self._row(r, entity, heir) for r in got]
                     for row in self._child_tags(entity, found):
                         out[row.id] = row
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
         return out
 
@@ -256,16 +267,16 @@ class OmStore(Bookkeeping):
         try:
             with self.engine.connect() as conn:
                 sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE {path} IN ({marks})"
-                found = conn.execute(text(sql), params)
+                found = conn.execute(self.sql(sql), params)
                 return {str(fqn): str(i) for fqn, i in found}
-        except SQLAlchemyError as exc:
+        except self.errors as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
 
     def count(self, entity: OmEntity) -> int:
         try:
             with self.engine.connect() as conn:
-                return int(conn.execute(text(f"SELECT COUNT(*) FROM {entity.table}")).scalar() or 0)
-        except SQLAlchemyError as exc:
+                return int(conn.execute(self.sql(f"SELECT COUNT(*) FROM {entity.table}")).scalar() or 0)
+        except self.errors as exc:
             raise self._fail(f"counting {entity.table}", exc) from None
 
     def owner_refs(self, refs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -320,7 +331,7 @@ class OmStore(Bookkeeping):
         return out
 
     def _json_of(
-        self, conn: Connection, table: str, ids: list[str], column: str = "id"
+        self, conn: Any, table: str, ids: list[str], column: str = "id"
     ) -> Iterator[tuple[str, Any]]:
         """(id, json) of the rows whose `column` is one of `ids`, an IN list at a time."""
         for i in range(0, len(ids), IN_LIST):
@@ -328,5 +339,5 @@ class OmStore(Bookkeeping):
             marks = ", ".join(f":i{n}" for n in range(len(chunk)))
             params = {f"i{n}": v for n, v in enumerate(chunk)}
             sql = f"SELECT id, json FROM {table} WHERE {column} IN ({marks})"
-            for entity_id, raw in conn.execute(text(sql), params):
+            for entity_id, raw in conn.execute(self.sql(sql), params):
                 yield str(entity_id), raw
