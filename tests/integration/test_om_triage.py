@@ -5,6 +5,7 @@ process each, as on call."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
 from test_om_profile import ROOT, World, _inject, om_world
 
 from sandbox.openmetadata.entities import now_ms
@@ -116,3 +118,21 @@ def test_a_divergence_its_row_dates_long_ago_is_judged_without_the_visibility_wa
         assert code == 1 and data["subkind"] == "missing_document", said
         assert data["seconds"] >= 4, data["seconds"]  # written just now: the delay is waited out
         assert data["findings"][0]["evidence"]["observed"]["rounds"] == 2
+
+
+def test_a_store_that_does_not_answer_is_said_so_never_an_unknown_entity(tmp_path: Path) -> None:
+    """The database down while the search cluster answers: each entity table's probe failed and
+    was taken for "no such table in this release", so the triage of an entity that exists said
+    nothing has that id or name (exit 7, "unknown"), at the moment on call asks "where is my
+    table". It says the store is unreachable (exit 3, the password kept out) and judges
+    nothing; by its id as by its FQN."""
+    with om_world("postgres", "opensearch3", tmp_path) as w:
+        fine = w.catalog.of_type("table")[6]
+        url = make_url(w.store_url)
+        down = dataclasses.replace(w, store_url=url.set(port=9).render_as_string(hide_password=False))
+        for asked in (fine.id, fine.fqn):
+            code, data, said = triage(down, asked, "--format", "json")
+            assert code == 3, said
+            assert "verdict" not in data and "orphan" not in said, said
+            assert "unreachable" in said or "reading" in said, said
+            assert url.password and f":{url.password}@" not in said and ":***@" in said

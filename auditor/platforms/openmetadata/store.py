@@ -37,6 +37,19 @@ log = logging.getLogger(__name__)
 CONTAINS, OWNS, HAS = 0, 8, 10  # entityRelationship.json: contains, owns, has
 
 
+def _no_such_table(exc: Exception) -> bool:
+    """The query failed because its table does not exist (PostgreSQL's undefined_table, MySQL's
+    and MariaDB's ER_NO_SUCH_TABLE, SQLite's message), not because the server did not answer."""
+    cause = getattr(exc, "orig", None) or exc
+    if getattr(cause, "sqlstate", None) == "42P01":
+        return True
+    args = getattr(cause, "args", ())
+    if args and args[0] == 1146:
+        return True
+    said = str(cause).lower()
+    return "no such table" in said or ("does not exist" in said and "relation" in said)
+
+
 def _first_line(exc: Exception) -> str:
     cause = getattr(exc, "orig", None) or exc
     return f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
@@ -110,9 +123,11 @@ class OmStore(Bookkeeping):
                     self._columns[table] = {str(k).lower() for k in result.keys()}
             except self.errors as exc:
                 said = str(getattr(exc, "orig", exc)).lower()
-                self._columns[table] = None
                 if "permission denied" in said or "command denied" in said or "access denied" in said:
                     self.denied.add(table)
+                elif not _no_such_table(exc):  # the server is not answering: never "no such table"
+                    raise self._fail(f"reading {table}", exc) from None
+                self._columns[table] = None
         if required and table in self.denied:
             raise AccessRefused(
                 f"metadata store {self.description}: SELECT on {table} refused",
