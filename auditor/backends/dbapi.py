@@ -262,7 +262,11 @@ class DirectConnection:
             self._open_cursors.append(cursor)
             cursor.execute(bind(sql), params or {})
         except Exception as exc:
-            self._broken = True
+            # a statement the server refused (no such table, a denied SELECT) leaves the connection
+            # usable, rolled back when given back, as SQLAlchemy's pool keeps it; anything else
+            # closes it. A triage probes every entity table of a release: each missing one cost a
+            # new connection (and PyMySQL's TLS context, 20 ms, for each)
+            self._broken = self._broken or not _refused_statement(exc) or self.engine._gone(self.raw)
             raise self.engine.error(self.raw, exc) from None
         return DirectResult(self, cursor, self._batch)
 
@@ -296,6 +300,16 @@ class DirectConnection:
                 self._broken = True
         self._open_cursors = []
         self.engine._give_back(self.raw, clean=not (self._broken or abandoned))
+
+
+def _refused_statement(exc: BaseException) -> bool:
+    """An error the server answered a statement with: a SQLSTATE outside class 08 (connection
+    exception) from psycopg; a server error number (1000-1999) from PyMySQL."""
+    state = getattr(exc, "sqlstate", None)
+    if isinstance(state, str):
+        return not state.startswith("08")
+    code = exc.args[0] if exc.args else None
+    return isinstance(code, int) and 1000 <= code < 2000
 
 
 def _unread(cursor: Any) -> bool:

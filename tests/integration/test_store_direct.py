@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine, text
 
-from auditor.backends.dbapi import DirectEngine
+from auditor.backends.dbapi import DirectEngine, DirectError, direct_engine
 from auditor.core.model import Selection
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.backends.store import MetadataStore
@@ -148,3 +148,29 @@ def test_a_bad_query_is_a_clear_error_and_credentials_stay_out(engine: Engine) -
         store.close()
     said = str(caught.value)
     assert "no_such_table_here" in said and f":{engine.url.password}@" not in said, said
+
+
+def test_a_statement_the_server_refused_keeps_its_connection(engine: Engine) -> None:
+    """A triage probes each entity table of a release; a missing one closed the connection, and
+    the next probe opened another (PyMySQL: a TLS context each, 20 ms). The server's refusal
+    leaves the connection usable: rolled back, given back, used again."""
+    direct = _direct(engine)
+    opened = []
+    real_open = direct._open
+    direct._open = lambda: opened.append(1) or real_open()  # type: ignore[method-assign]
+    try:
+        for _ in range(3):
+            with pytest.raises(DirectError) as caught, direct.connect() as conn:
+                conn.execute("SELECT * FROM no_such_table_here WHERE 1 = 0")
+            assert not caught.value.connection_invalidated
+            with direct.connect() as conn:
+                assert conn.execute("SELECT 1").scalar() == 1
+        assert len(opened) == 1 and len(direct._idle) == 1
+    finally:
+        direct.dispose()
+
+
+def _direct(engine: Engine) -> DirectEngine:
+    made = direct_engine(engine.url.render_as_string(hide_password=False))
+    assert made is not None
+    return made
