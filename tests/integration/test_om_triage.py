@@ -136,3 +136,34 @@ def test_a_store_that_does_not_answer_is_said_so_never_an_unknown_entity(tmp_pat
             assert "verdict" not in data and "orphan" not in said, said
             assert "unreachable" in said or "reading" in said, said
             assert url.password and f":{url.password}@" not in said and ":***@" in said
+
+
+@pytest.mark.parametrize("pair", [("postgres", "opensearch3"), ("mariadb", "elasticsearch")], ids="+".join)
+def test_a_name_is_found_by_its_hash_column_and_by_the_json_when_the_hash_does_not_match(
+    pair: tuple[str, str], tmp_path: Path
+) -> None:
+    """A triage by name read every entity table's JSON for it (no index serves the JSON's FQN):
+    the indexed hash column (fqnHash, nameHash) finds it now, checked against the JSON; a row
+    whose hash does not match (another hashing, a hand-edited row) is still found by its JSON."""
+    from sqlalchemy import create_engine, text
+
+    from auditor.platforms.openmetadata.naming import entity
+    from auditor.platforms.openmetadata.store import OmStore
+
+    with om_world(*pair, tmp_path) as w:
+        table, user = w.catalog.of_type("table")[3], w.catalog.of_type("user")[0]  # fqnHash, nameHash
+        store = OmStore(w.store_url)
+        try:
+            for e in (table, user):
+                kind = entity(e.type)
+                assert store.find_by_fqn(kind, [e.fqn], scan=False) == {e.fqn: e.id}, e.type
+            engine = create_engine(w.store_url)
+            with engine.begin() as conn:
+                conn.execute(text("UPDATE table_entity SET fqnHash = 'x' WHERE id = :i"), {"i": table.id})
+            engine.dispose()
+            assert store.find_by_fqn(entity("table"), [table.fqn], scan=False) == {}
+            assert store.find_by_fqn(entity("table"), [table.fqn]) == {table.fqn: table.id}
+        finally:
+            store.close()
+        code, data, said = triage(w, table.fqn, "--format", "json")
+        assert code == 0 and data["urn"] == table.id and data["verdict"] == "consistent", said

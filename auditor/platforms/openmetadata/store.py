@@ -24,6 +24,7 @@ from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.openmetadata.bookkeeping import IN_LIST, Bookkeeping
 from auditor.platforms.openmetadata.child_tags import TagSpill, with_child_tags
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
+from auditor.platforms.openmetadata.document import fqn_hash
 from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import ENTITIES, OmEntity
 from auditor.platforms.openmetadata.records import OmRow
@@ -48,6 +49,13 @@ def _no_such_table(exc: Exception) -> bool:
         return True
     said = str(cause).lower()
     return "no such table" in said or ("does not exist" in said and "relation" in said)
+
+
+def _marks(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """An IN list's placeholders and their parameters."""
+    return ", ".join(f":{prefix}{n}" for n in range(len(values))), {
+        f"{prefix}{n}": v for n, v in enumerate(values)
+    }
 
 
 def _first_line(exc: Exception) -> str:
@@ -268,24 +276,37 @@ class OmStore(Bookkeeping):
             raise self._fail(f"reading {entity.table}", exc) from None
         return out
 
-    def find_by_fqn(self, entity: OmEntity, fqns: Sequence[str]) -> dict[str, str]:
-        """FQN -> id for the names given (a rebuild's --urn may be either)."""
-        if not fqns or self.columns(entity.table) is None:
+    def find_by_fqn(self, entity: OmEntity, fqns: Sequence[str], *, scan: bool = True) -> dict[str, str]:
+        """FQN -> id for the names given (a triage's or a rebuild's --urn may be either). First by
+        the table's indexed hash column (`fqnHash`, or `nameHash`: FullyQualifiedName.buildHash of
+        the name, checked against the JSON's own FQN); the names not found so, with `scan`, by the
+        JSON's fullyQualifiedName, which no index serves (every row of the table read: a large
+        catalog's triage by name paid it in every entity table)."""
+        cols = self.columns(entity.table) if fqns else None
+        if cols is None:
             return {}
         path = (  # MariaDB has no ->> operator
             "e.json ->> 'fullyQualifiedName'"
             if self.postgres
             else "JSON_UNQUOTE(JSON_EXTRACT(e.json, '$.fullyQualifiedName'))"
         )
-        marks = ", ".join(f":f{n}" for n in range(len(fqns)))
-        params = {f"f{n}": v for n, v in enumerate(fqns)}
+        hashed = "fqnhash" if "fqnhash" in cols else "namehash" if "namehash" in cols else None
+        out: dict[str, str] = {}
         try:
             with self.engine.connect() as conn:
-                sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE {path} IN ({marks})"
-                found = conn.execute(self.sql(sql), params)
-                return {str(fqn): str(i) for fqn, i in found}
+                if hashed is not None:
+                    by_hash = {fqn_hash(f): f for f in fqns if f}
+                    marks, params = _marks("h", list(by_hash))
+                    sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE e.{hashed} IN ({marks})"
+                    out = {str(f): str(i) for f, i in conn.execute(self.sql(sql), params) if f in fqns}
+                left = [f for f in fqns if f not in out]
+                if left and scan:
+                    marks, params = _marks("f", left)
+                    sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE {path} IN ({marks})"
+                    out.update({str(f): str(i) for f, i in conn.execute(self.sql(sql), params)})
         except self.errors as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
+        return out
 
     def count(self, entity: OmEntity) -> int:
         try:

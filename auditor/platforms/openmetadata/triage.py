@@ -35,26 +35,34 @@ def resolve(
     store: OmStore, search: OmSearch, entities: Sequence[OmEntity], asked: str
 ) -> list[tuple[OmEntity, str]]:
     """(entity type, id) of every entity whose id or fully qualified name is `asked`: by its row,
-    else by a document (an orphan has no row)."""
+    else by a document (an orphan has no row). A name is looked up by the tables' hash columns
+    first; only when no table knows it so is each table's JSON read for it (as a rebuild does)."""
+    present = [e for e in entities if store.columns(e.table, required=False) is not None]
+    if is_uuid(asked):
+        rows = {e.entity_type: asked for e in present if store.read(e, [asked])}
+    else:
+        rows = _by_name(store, present, asked, scan=False) or _by_name(store, present, asked, scan=True)
     found: list[tuple[OmEntity, str]] = []
-    for entity in entities:
-        if store.columns(entity.table, required=False) is None:  # not in this OpenMetadata version
+    for entity in present:
+        if entity.entity_type in rows:
+            found.append((entity, rows[entity.entity_type]))
             continue
-        if is_uuid(asked):
-            if store.read(entity, [asked]):
-                found.append((entity, asked))
-                continue
-        else:
-            ids = store.find_by_fqn(entity, [asked])
-            if asked in ids:
-                found.append((entity, ids[asked]))
-                continue
         name, _ = search.resolve(entity)
         if name is None:
             continue
         docs = search.get(name, [asked]) if is_uuid(asked) else search.find_by_fqn(name, asked)
         found += [(entity, doc_id) for doc_id in sorted(docs)]
     return found
+
+
+def _by_name(store: OmStore, entities: Sequence[OmEntity], asked: str, *, scan: bool) -> dict[str, str]:
+    """Entity type -> the id of its entity named `asked` (see `OmStore.find_by_fqn`)."""
+    out = {}
+    for entity in entities:
+        ids = store.find_by_fqn(entity, [asked], scan=scan)
+        if asked in ids:
+            out[entity.entity_type] = ids[asked]
+    return out
 
 
 def om_walk(
