@@ -163,6 +163,7 @@ def test_a_name_is_found_by_its_hash_column_and_by_the_json_when_the_hash_does_n
             engine.dispose()
             assert store.find_by_fqn(entity("table"), [table.fqn], scan=False) == {}
             assert store.find_by_fqn(entity("table"), [table.fqn]) == {table.fqn: table.id}
+            assert store.find_by_fqn(entity("table"), [""]) == {}  # no hash to ask for: no empty IN list
         finally:
             store.close()
         code, data, said = triage(w, table.fqn, "--format", "json")

@@ -294,8 +294,8 @@ class OmStore(Bookkeeping):
         out: dict[str, str] = {}
         try:
             with self.engine.connect() as conn:
-                if hashed is not None:
-                    by_hash = {fqn_hash(f): f for f in fqns if f}
+                by_hash = {fqn_hash(f): f for f in fqns if f} if hashed is not None else {}
+                if by_hash:
                     marks, params = _marks("h", list(by_hash))
                     sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE e.{hashed} IN ({marks})"
                     out = {str(f): str(i) for f, i in conn.execute(self.sql(sql), params) if f in fqns}
