@@ -168,3 +168,19 @@ def test_a_name_is_found_by_its_hash_column_and_by_the_json_when_the_hash_does_n
             store.close()
         code, data, said = triage(w, table.fqn, "--format", "json")
         assert code == 0 and data["urn"] == table.id and data["verdict"] == "consistent", said
+
+
+def test_an_entity_with_a_row_is_triaged_without_asking_the_other_types_indices(tmp_path: Path) -> None:
+    """The indices of every type without a row were asked for the id too (two round trips a type:
+    seconds over a slow link), and a stray document with the same id in another type's index
+    made the triage refuse the id as naming two entities (exit 2). A row decides the type; the
+    indices are asked for an orphan only (no row of any type)."""
+    from sandbox.openmetadata.indices import index_name
+
+    with om_world("postgres", "opensearch3", tmp_path) as w:
+        fine = w.catalog.of_type("table")[6]
+        w.search.put(index_name("topic", w.alias), fine.id, {"id": fine.id, "fullyQualifiedName": fine.fqn})
+        w.refresh()
+        code, data, said = triage(w, fine.id, "--format", "json")
+        assert code == 0 and data["verdict"] == "consistent" and data["urn"] == fine.id, said
+        assert boundaries(data)["document"][1]["index"].endswith("table_search_index"), said

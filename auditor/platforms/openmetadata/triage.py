@@ -35,18 +35,19 @@ def resolve(
     store: OmStore, search: OmSearch, entities: Sequence[OmEntity], asked: str
 ) -> list[tuple[OmEntity, str]]:
     """(entity type, id) of every entity whose id or fully qualified name is `asked`: by its row,
-    else by a document (an orphan has no row). A name is looked up by the tables' hash columns
-    first; only when no table knows it so is each table's JSON read for it (as a rebuild does)."""
+    else (no row of any type has it: an orphan) by a document. A name is looked up by the tables'
+    hash columns first; only when no table knows it so is each table's JSON read for it (as a
+    rebuild does). The indices are asked (two round trips a type) only when no row was found:
+    over a slow link, a triage of an entity that exists waited on dozens of them."""
     present = [e for e in entities if store.columns(e.table, required=False) is not None]
     if is_uuid(asked):
         rows = {e.entity_type: asked for e in present if store.read(e, [asked])}
     else:
         rows = _by_name(store, present, asked, scan=False) or _by_name(store, present, asked, scan=True)
+    if rows:
+        return [(e, rows[e.entity_type]) for e in present if e.entity_type in rows]
     found: list[tuple[OmEntity, str]] = []
     for entity in present:
-        if entity.entity_type in rows:
-            found.append((entity, rows[entity.entity_type]))
-            continue
         name, _ = search.resolve(entity)
         if name is None:
             continue
