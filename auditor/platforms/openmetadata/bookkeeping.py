@@ -115,7 +115,7 @@ class Bookkeeping:
                 active = [str(r["id"]) for r in rows if str(r.get("status") or "").upper() in ACTIVE]
                 parts: dict[str, dict[str, TypeProgress]] = {}
                 if active and self.columns(PARTITION_TABLE, required=False) is not None:
-                    marks, params = _marks("j", active)
+                    marks, params = in_marks("j", active)
                     sql = (
                         "SELECT jobId, entityType, SUM(estimatedCount), SUM(processedCount), "
                         f"SUM(failedCount), MAX(lastUpdateAt) FROM {PARTITION_TABLE} "
@@ -144,7 +144,7 @@ class Bookkeeping:
         stages: dict[str, dict[str, int]] = {}
         if not jobs:
             return [], stages
-        job_marks, job_params = _marks("j", list(jobs))
+        job_marks, job_params = in_marks("j", list(jobs))
         error = "SUBSTR(errorMessage, 1, 1000)"  # the first line is all a report shows
         cols = f"id, jobId, entityType, entityId, entityFqn, failureStage, {error}, timestamp"
         names = (
@@ -166,7 +166,7 @@ class Bookkeeping:
                     stages.setdefault(str(job), {})[str(stage)] = int(n)
                 for column, values in (("entityId", list(ids)), ("entityFqn", list(fqns))):
                     for i in range(0, len(values), IN_LIST):
-                        marks, params = _marks("v", values[i : i + IN_LIST])
+                        marks, params = in_marks("v", values[i : i + IN_LIST])
                         sql = (
                             f"SELECT {cols} FROM {FAILURE_TABLE} WHERE jobId IN ({job_marks}) "
                             f"AND {column} IN ({marks}) ORDER BY timestamp DESC"
@@ -182,7 +182,7 @@ class Bookkeeping:
         lastError); None: no such table, or its SELECT refused."""
         if not types or self.columns(PARTITION_TABLE, required=False) is None:
             return None
-        marks, params = _marks("t", list(types))
+        marks, params = in_marks("t", list(types))
         names = ("id", "entitytype", "partitionindex", "rangestart", "rangeend", "status",
                  "processingcursor", "completedat", "lastupdateat", "lasterror", "retrycount")  # fmt: skip
         sql = (
@@ -217,7 +217,7 @@ class Bookkeeping:
                 ).one()
                 keys: dict[str, Any] = {}
                 for i in range(0, len(ids), IN_LIST):
-                    marks, params = _marks("v", list(ids[i : i + IN_LIST]))
+                    marks, params = in_marks("v", list(ids[i : i + IN_LIST]))
                     sql = f"SELECT id, name FROM {table} WHERE id IN ({marks})"
                     keys.update(
                         {str(r[0]): r[1] for r in conn.execute(self.sql(sql), params) if r[1] is not None}
@@ -245,7 +245,7 @@ class Bookkeeping:
         return Order(int(total or 0), int(unchanged or 0), before)
 
 
-def _marks(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
+def in_marks(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """`:p0, :p1, ...` and their parameters for an IN list."""
     return ", ".join(f":{prefix}{n}" for n in range(len(values))), {
         f"{prefix}{n}": v for n, v in enumerate(values)

@@ -21,7 +21,7 @@ from auditor.backends.dbapi import direct_engine, errors_of, sql_of
 from auditor.backends.protocols import Capability
 from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
-from auditor.platforms.openmetadata.bookkeeping import IN_LIST, Bookkeeping
+from auditor.platforms.openmetadata.bookkeeping import IN_LIST, Bookkeeping, in_marks
 from auditor.platforms.openmetadata.child_tags import TagSpill, with_child_tags
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
 from auditor.platforms.openmetadata.document import fqn_hash
@@ -49,13 +49,6 @@ def _no_such_table(exc: Exception) -> bool:
         return True
     said = str(cause).lower()
     return "no such table" in said or ("does not exist" in said and "relation" in said)
-
-
-def _marks(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """An IN list's placeholders and their parameters."""
-    return ", ".join(f":{prefix}{n}" for n in range(len(values))), {
-        f"{prefix}{n}": v for n, v in enumerate(values)
-    }
 
 
 def _first_line(exc: Exception) -> str:
@@ -296,12 +289,12 @@ class OmStore(Bookkeeping):
             with self.engine.connect() as conn:
                 by_hash = {fqn_hash(f): f for f in fqns if f} if hashed is not None else {}
                 if by_hash:
-                    marks, params = _marks("h", list(by_hash))
+                    marks, params = in_marks("h", list(by_hash))
                     sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE e.{hashed} IN ({marks})"
                     out = {str(f): str(i) for f, i in conn.execute(self.sql(sql), params) if f in fqns}
                 left = [f for f in fqns if f not in out]
                 if left and scan:
-                    marks, params = _marks("f", left)
+                    marks, params = in_marks("f", left)
                     sql = f"SELECT {path}, e.id FROM {entity.table} e WHERE {path} IN ({marks})"
                     out.update({str(f): str(i) for f, i in conn.execute(self.sql(sql), params)})
         except self.errors as exc:
