@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench.triage_bench import CLIENTS, DRIVERS, import_floor  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.openmetadata.databases import scratch_database  # noqa: E402
 from sandbox.openmetadata.ddl import create_schema  # noqa: E402
@@ -49,8 +50,6 @@ EXPECTED = {  # state -> (verdict, exit code) of a triage with --grace 0
     "soft delete missed": ("diverged", 1),
     "missing, written now": ("diverged", 1),
 }
-DRIVERS = {"postgres": "psycopg", "mariadb": "pymysql"}
-CLIENTS = {"opensearch": "opensearchpy", "opensearch3": "opensearchpy", "elasticsearch": "elasticsearch"}
 
 
 def plant(server: OmServer, search: Any, alias: str) -> dict[str, str]:
@@ -85,19 +84,6 @@ def triage(args: list[str], env: dict[str, str]) -> tuple[float, int, dict[str, 
     return took, done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
 
 
-def import_floor(env: dict[str, str], store: str, search: str, runs: int = 5) -> float:
-    code = (
-        "import sys; sys.modules['aiohttp'] = None; sys.modules['httpx'] = None; "
-        f"import typer, pydantic_settings, {DRIVERS[store]}, {CLIENTS[search]}"
-    )
-    times = []
-    for _ in range(runs):
-        began = time.monotonic()
-        subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
-        times.append(time.monotonic() - began)
-    return statistics.median(times)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", default="postgres", choices=sorted(DRIVERS))
@@ -125,7 +111,7 @@ def main() -> int:
                     "--search-url", endpoints.search_url(args.search), "--cluster-alias", alias,
                     "--format", "json", "--grace", "0"]  # fmt: skip
             triage([*base[:4], ids["consistent"], *base[5:]], env)  # the bytecode, written once
-            floor = import_floor(env, args.store, args.search)
+            floor = import_floor(env, args.store, args.search, more=())  # no change log to read
             print(f"import floor (interpreter + libraries, fresh process): {floor:.2f}s")
             results: dict[str, dict[str, Any]] = {}
             wrong = []
