@@ -184,3 +184,36 @@ def test_an_entity_with_a_row_is_triaged_without_asking_the_other_types_indices(
         code, data, said = triage(w, fine.id, "--format", "json")
         assert code == 0 and data["verdict"] == "consistent" and data["urn"] == fine.id, said
         assert boundaries(data)["document"][1]["index"].endswith("table_search_index"), said
+
+
+def test_names_with_quoted_parts_are_found_by_name_on_the_cli_and_the_console(tmp_path: Path) -> None:
+    """OpenMetadata quotes every part of a name that holds a dot. A name beginning or ending with
+    such a part lost its first or last quote to the pasted-text cleaning (exit 7 for an entity
+    that exists); a quote is the user's only where it wraps the whole text."""
+    from auditor.platforms.openmetadata.resident import OpenMetadataResident
+
+    with om_world("postgres", "opensearch3", tmp_path) as w:
+        s = w.server
+        lake = s.create("databaseService", "lake.prod", serviceType="Postgres")
+        landing = s.create("databaseSchema", "landing", s.create("database", "raw", lake))
+        x = s.create("table", "x", landing)
+        warehouse = s.create("databaseService", "warehouse", serviceType="Postgres")
+        sales = s.create("databaseSchema", "sales.v2", s.create("database", "analytics", warehouse))
+        daily = s.create("table", "daily.revenue", sales)
+        w.refresh()
+        assert (x.fqn, daily.fqn, lake.fqn) == (
+            '"lake.prod".raw.landing.x',
+            'warehouse.analytics."sales.v2"."daily.revenue"',
+            '"lake.prod"',
+        )
+        pasted = {x.fqn: x.id, daily.fqn: daily.id, lake.fqn: lake.id, f"'{daily.fqn}'": daily.id}
+        for text_, wanted in pasted.items():
+            code, data, said = triage(w, text_, "--format", "json")
+            assert code == 0 and data["urn"] == wanted and data["verdict"] == "consistent", said
+        resident = OpenMetadataResident(w.settings())
+        try:
+            for text_, wanted in pasted.items():
+                found = resident.triage(f" {text_} ")
+                assert found.urn == wanted and found.exit_code == 0, (text_, found.urn)
+        finally:
+            resident.close()

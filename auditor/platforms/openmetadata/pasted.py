@@ -15,8 +15,13 @@ _QUOTES = "'\"`"
 _ROUTES = {"tags": "tag", "users": "user", "glossaryterm": "glossaryTerm"}
 
 
-def om_pasted(text: str, known: tuple[str, ...]) -> tuple[str, tuple[str, ...], list[str]]:
-    """(FQN or id, entity types to look in (empty: every one), what was done to read it)."""
+def unwrap(text: str) -> tuple[str, list[str]]:
+    """`text` without surrounding whitespace and the quotes a user put around the whole of it.
+
+    OpenMetadata quotes every part of a name that holds a dot (`db."sales.v2"."daily.revenue"`,
+    `"lake.prod".raw.x`): a quote is the user's only where a pair of the same quote wraps the
+    whole text and none other of it is inside (`'db."a.b"'` loses its `'`, `"a.b"."c.d"` keeps
+    every `"`: its first and last quotes belong to two parts of the name)."""
     notes: list[str] = []
     asked = text.strip()
     if asked != text:
@@ -24,6 +29,12 @@ def om_pasted(text: str, known: tuple[str, ...]) -> tuple[str, tuple[str, ...], 
     while len(asked) >= 2 and asked[0] == asked[-1] and asked[0] in _QUOTES and asked.count(asked[0]) == 2:
         asked = asked[1:-1].strip()
         notes.append("quotes removed")
+    return asked, notes
+
+
+def om_pasted(text: str, known: tuple[str, ...]) -> tuple[str, tuple[str, ...], list[str]]:
+    """(FQN or id, entity types to look in (empty: every one), what was done to read it)."""
+    asked, notes = unwrap(text)
     if not asked.startswith(("http://", "https://")):
         return asked, (), notes
     path = asked.split("?", 1)[0].split("#", 1)[0].split("/")[3:]  # after scheme://host

@@ -10,7 +10,7 @@ from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.connect import om_state, open_om_search, open_om_store
 from auditor.platforms.openmetadata.naming import ENTITIES, entities
-from auditor.platforms.openmetadata.pasted import om_pasted
+from auditor.platforms.openmetadata.pasted import om_pasted, unwrap
 from auditor.platforms.resident import Resident
 from auditor.settings import Settings
 
@@ -47,6 +47,9 @@ class OpenMetadataResident(Resident):
             use_state=False,
         )
         with closing(ScanState(settings.state_file, read_only=True)) as state:
-            result = om_walk(self.store, self.search, state, chosen, asked, options)
+            # the walk unwraps the text itself (a name of one quoted part, `"lake.prod"`, is
+            # tried as pasted too); a URL's FQN is handed over as the URL held it
+            url = asked != unwrap(text)[0]
+            result = om_walk(self.store, self.search, state, chosen, asked if url else text, options)
         result.asked, result.read_as = text, read_as + result.read_as
         return result

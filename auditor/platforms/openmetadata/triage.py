@@ -22,6 +22,7 @@ from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.fields import BadRow, parse_entity
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import OmEntity, is_uuid
+from auditor.platforms.openmetadata.pasted import unwrap
 from auditor.platforms.openmetadata.records import OmDoc, OmRow, RetryRow
 from auditor.platforms.openmetadata.reindex_read import read_reindex
 from auditor.platforms.openmetadata.reindex_rows import first_line
@@ -77,9 +78,12 @@ def om_walk(
     """One OpenMetadata entity from its row to its document; ConfigError when `text` names
     entities of several types (the caller narrows with --entity-type)."""
     began = time.monotonic()
-    asked = text.strip().strip("'\"").strip()
-    out = TriageResult(asked=text, urn=asked)
+    asked, _ = unwrap(text)  # only quotes around the whole: a name's own quoted parts stay
     matches = resolve(store, search, entities, asked)
+    if not matches and asked != text.strip():  # `"lake.prod"`: a name of one quoted part
+        matches = resolve(store, search, entities, text.strip())
+        asked = text.strip() if matches else asked
+    out = TriageResult(asked=text, urn=asked)
     if not matches:
         what = "id" if is_uuid(asked) else "fully qualified name"
         absent = {"present": False}
