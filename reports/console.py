@@ -23,6 +23,7 @@ from auditor.reports.summary import (
     totals,
     weak_evidence_text,
     worst,
+    written_span,
 )
 
 STYLE = {
@@ -73,7 +74,7 @@ def _outdated_table(lines: list[dict[str, Any]]) -> Table:
         table.add_row(
             _cell(str(line.get("entity_type"))),
             _cell(str(line.get("field"))),
-            _cell(f"{line.get('written_by')} or older (judged as {line.get('judged_by')})"),
+            _cell(f"{written_span(line)} (judged as {line.get('judged_by')})"),
             str(line.get("documents", 0)),
             _cell(str(examples[0]) if examples else ""),
             _cell(f"{line.get('repair')}  # or: {line.get('native')}"),

@@ -17,6 +17,7 @@ from auditor.reports.summary import (
     sorted_findings,
     totals,
     weak_evidence_text,
+    written_span,
 )
 
 
@@ -73,7 +74,7 @@ def render(report: Report, limit: int = 50) -> str:
             example = (old.get("examples") or [""])[0]
             lines.append(
                 f"| {md_text(str(old.get('entity_type')))} | {md_text(str(old.get('field')))} | "
-                f"{md_text(str(old.get('written_by')))} or older | {old.get('documents', 0)} | "
+                f"{md_text(written_span(old))} | {old.get('documents', 0)} | "
                 f"{md_code(str(example)) if example else ''} | {md_code(str(old.get('repair')))} |"
             )
     findings = sorted_findings(report.findings)

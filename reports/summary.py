@@ -126,3 +126,9 @@ def outdated_lines(report: Report) -> list[dict[str, Any]]:
     repair, native)."""
     lines = report.sections.get("outdated") or []
     return [line for line in lines if isinstance(line, dict)]
+
+
+def written_span(line: dict[str, Any]) -> str:
+    """Which releases wrote an `outdated` line's documents (a report from before the range was
+    said holds only the newest of them)."""
+    return str(line.get("written_span") or f"{line.get('written_by')} or older")

@@ -140,12 +140,18 @@ class _Judge:
         """Written by an older release: no event will rewrite it, and nothing is lost."""
         d = self.finding.details
         missing = ", ".join(d.get("missing") or ())
+        newest, oldest = d.get("written_by"), d.get("written_since") or d.get("written_by")
+        # releases that index the document alike cannot be told apart: the range, never its newest
+        # alone (1.0.0 to 1.2.0 read as "1.2.0" said a deployment that ran 1.0.0 ran 1.2.0)
+        span = f"{oldest} to {newest}" if oldest != newest else f"{newest}"
+        older = " or an older one" if d.get("or_older", True) else ""
         why = (
-            f"written by DataHub {d.get('written_by')} or older: it lacks only {missing}, which "
+            f"written by DataHub {span}{older}: it lacks only {missing}, which "
             f"{d.get('judged_by')} indexes; no event rewrites it until the entity changes or its type "
             "is reindexed"
         )
-        return self.out(Verdict.OUTDATED, why, f"written_by_{d.get('written_by')}")
+        subkind = f"written_by_{oldest}_to_{newest}" if oldest != newest else f"written_by_{newest}"
+        return self.out(Verdict.OUTDATED, why, subkind)
 
     def without_kafka(self) -> Classified:
         """No Kafka evidence: time and history only."""

@@ -58,15 +58,16 @@ class CheckContext:
 
     def older_release(
         self, entity: JoinedEntity, aspects: list[str], fields: list[str], changed_at: datetime | None
-    ) -> str | None:
-        """The older release whose rules wrote this document, when what it lacks is exactly what
-        the judged release adds (None: no older release explains it). Rows written after the
-        judged release started (its first upgrade row) were indexed by it: never explained so."""
+    ) -> tuple[str, ...]:
+        """The older releases (newest first) whose rules wrote this document, when what it lacks is
+        exactly what the judged release adds (empty: no older release explains it). Rows written
+        after the judged release started (its first upgrade row) were indexed by it: never
+        explained so."""
         versions = self.versions
         assert versions is not None
         if versions.since is not None and changed_at is not None and changed_at >= versions.since:
-            return None
-        return versions.older_release(entity.entity_type, aspects, fields)
+            return ()
+        return versions.older_releases(entity.entity_type, aspects, fields)
 
     def diffs(self, entity: JoinedEntity) -> list[FieldDiff]:
         """Differences between the expected and the actual document (memoized on the entity)."""

@@ -60,7 +60,7 @@ class StaleFields(Check):
         if all(d.kind == "missing" for d in diffs):
             missing = [d.field for d in diffs]
             older = ctx.older_release(entity, aspects, missing, max(changed))
-            if older is not None:
+            if older:
                 assert ctx.versions is not None
                 yield self.finding(
                     Kind.OUTDATED_DOCUMENT,
@@ -69,7 +69,9 @@ class StaleFields(Check):
                     changed_at=max(changed),
                     aspects=aspects,
                     doc_id=entity.doc.id,
-                    written_by=older,
+                    written_by=older[0],  # the newest that fits; written_since the oldest next to it
+                    written_since=older[-1],
+                    or_older=older[-1] == ctx.versions.catalog.releases[0].release,
                     judged_by=ctx.versions.release,
                     missing=missing,
                 )

@@ -111,7 +111,11 @@ def test_a_document_written_by_an_older_release_is_its_own_class() -> None:
     assert [f.kind for f in found] == [Kind.OUTDATED_DOCUMENT]
     assert found[0].details["written_by"] == "1.3.1" and "lastModifiedAt" in found[0].details["missing"]
     verdict = classify(found[0], T0, grace=300, settle=10, position=None, kafka=None, history=None)
-    assert verdict.verdict == Verdict.OUTDATED and "1.3.1 or older" in verdict.evidence.reason
+    # 1.0.0 to 1.3.1 index a chart alike: the range, never its newest alone (1.0.0 is the oldest
+    # release shipped, so an older one may have written it too)
+    assert found[0].details["written_since"] == "1.0.0" and found[0].details["or_older"] is True
+    assert verdict.verdict == Verdict.OUTDATED and verdict.subkind == "written_by_1.0.0_to_1.3.1"
+    assert "DataHub 1.0.0 to 1.3.1 or an older one" in verdict.evidence.reason
     # the same document judged by 1.0.0's rules is consistent
     as_old = CheckContext(registry, T0, versions=IndexRules(registry, c.get("1.0.0"), c))
     assert _findings(as_old, _entity(old)) == []

@@ -4,7 +4,7 @@ sections merge."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from auditor.core.model import Classified, Kind, Section, Verdict
@@ -45,6 +45,7 @@ def outdated_groups(classified: Iterable[Classified], index_prefix: str = "") ->
                     "entity_type": f.entity_type,
                     "field": str(name),
                     "written_by": written_by,
+                    "written_span": _span(f.details),
                     "judged_by": judged_by,
                     "documents": 0,
                     "examples": [],
@@ -56,6 +57,14 @@ def outdated_groups(classified: Iterable[Classified], index_prefix: str = "") ->
             if len(line["examples"]) < EXAMPLES:
                 line["examples"].append(f.urn)
     return [lines[k] for k in sorted(lines)]
+
+
+def _span(details: Mapping[str, Any]) -> str:
+    """The releases that index such a document alike: "1.0.0 to 1.2.0 or older"."""
+    newest = str(details.get("written_by"))
+    oldest = str(details.get("written_since") or newest)
+    span = newest if oldest == newest else f"{oldest} to {newest}"
+    return f"{span} or older" if details.get("or_older", True) else span
 
 
 def _repair(entity_type: str, index_prefix: str) -> str:

@@ -123,14 +123,25 @@ class IndexRules:
         """The newest release before the judged one that writes none of `fields` for the type but
         knows every aspect in `aspects` (so it indexed them): the release that wrote a document
         lacking exactly those fields. None: no older release explains it."""
+        found = self.older_releases(entity_type, aspects, fields)
+        return found[0] if found else None
+
+    def older_releases(
+        self, entity_type: str, aspects: Iterable[str], fields: Iterable[str]
+    ) -> tuple[str, ...]:
+        """Every shipped release, newest first, that would have written such a document: the
+        newest `older_release` and the older ones next to it that index it alike (1.0.0 to
+        1.2.0 write the same chart document: which of them ran, the document cannot tell)."""
         wanted, held = set(fields), set(aspects)
+        out: list[str] = []
         for rules in self.catalog.older_than(self.rules.release):
             known = rules.entities.get(entity_type)
-            if known is None or not held <= known:
-                continue
-            if not wanted & rules.fields_of(entity_type):
-                return rules.release
-        return None
+            fits = known is not None and held <= known and not wanted & rules.fields_of(entity_type)
+            if fits:
+                out.append(rules.release)
+            elif out:
+                break
+        return tuple(out)
 
     def newer_warning(self) -> str | None:
         """A warning when documents hold fields the judged release never writes (a wrong
