@@ -12,8 +12,15 @@ Both platforms' full rebuilds (`rebuild reindex --full`) are this one sequence, 
 5. swap in one `_aliases` request (every reader moves at once);
 6. catch up once more on what was written since the mark (it went to the old index).
 
+A row no index write can fix (malformed: reported `invalid`) never blocks the promotion: the
+stage leaves it out of what is still wrong, carries its old document over and reports it. A
+fresh index that is not swapped in is deleted, whatever stopped it (never a whole copy of the
+index left behind per attempt). One rule for the live name on both platforms, as `--help` says:
+an alias moves and the old index is kept (`old_kept` says how to drop it or roll back); a
+concrete index can only be replaced (removed in the swap), which needs `--replace-concrete-index`.
+
 What differs between platforms is a `Stage`: how the fresh index is named, how entities are
-written and checked, which aliases move and what happens to the old index.
+written and checked, and which aliases move.
 """
 
 from __future__ import annotations
@@ -34,9 +41,31 @@ SKEW = timedelta(seconds=5)  # a catch-up starts this much before the instant it
 
 
 class NotPromoted(AuditorError):
-    """The fresh index was not swapped in (it is kept or dropped, as the platform does)."""
+    """The fresh index was not swapped in (it was deleted)."""
 
     exit_code = ExitCode.INCOMPLETE
+
+
+REPLACE_CONCRETE_HINT = (
+    "rerun with --replace-concrete-index (it is deleted in the same _aliases request that adds the "
+    "alias, as DataHub's BuildIndices and OpenMetadata's recreateIndex do; take a snapshot first)"
+)
+
+
+def refuse_concrete(live: str) -> NotPromoted:
+    """A live name that is a concrete index, not to be replaced unless asked (nothing created yet)."""
+    return NotPromoted(
+        f"{live} is a concrete index, not an alias: the first swap must remove it", hint=REPLACE_CONCRETE_HINT
+    )
+
+
+def old_kept(old: list[str], live: str) -> str:
+    """What the report says of the old index an alias swap kept: how to drop it, or roll back."""
+    drop = f'curl -X DELETE "$SEARCH_URL"/{old[0]}'
+    return (
+        f"the old index {', '.join(old)} is kept: drop it with {drop}, "
+        f"or roll back by moving the alias {live} (and the aliases moved with it) back to it"
+    )
 
 
 @dataclass
@@ -56,19 +85,21 @@ class Stage(Protocol):
     """One platform's steps for one entity type's staged index."""
 
     live: str  # the name readers use (an alias, or a concrete index the first swap replaces)
-    keep_unpromoted: bool  # an index that was not swapped in is kept (to look at) or dropped
 
     def fresh_name(self) -> str: ...
 
     def locate(self, writer: IndexWriter) -> tuple[list[str], bool]:
         """The indices the live name serves, and whether it is an alias; refuse (raise) what
-        this platform does not replace (no live index: nothing to take the mappings from)."""
+        this platform does not replace (no live index: nothing to take the mappings from; a
+        concrete one without --replace-concrete-index: `refuse_concrete`)."""
 
     def load(self, index: str, since: datetime | None = None) -> int:
-        """Write every entity of the type (written since `since`, when given) into `index`."""
+        """Write every entity of the type (written since `since`, when given) into `index`; a row
+        no write can fix gets its old document, carried over from the live index."""
 
     def still_wrong(self, index: str, before: datetime) -> list[str]:
-        """What `index` still gets wrong, not counting entities written since `before`."""
+        """What `index` still gets wrong and a write can fix, not counting entities written since
+        `before` (a malformed row is the stage's to report, never in this list)."""
 
     def rewrite(self, index: str, ids: list[str]) -> None: ...
 
@@ -99,8 +130,7 @@ def promote(writer: IndexWriter, stage: Stage) -> Staged:
         out.rounds = _verify(writer, stage, out.fresh, mark - SKEW)
         stage.check(out.fresh)
     except BaseException:
-        if not stage.keep_unpromoted:
-            _drop(writer, out.fresh)
+        _drop(writer, out.fresh)  # whatever stopped it: never a copy of the index left per attempt
         raise
     writer.swap(stage.swap_actions(out.fresh, old, is_alias))
     # the writes since the mark went to the old index: again, into the one now served
@@ -111,18 +141,37 @@ def promote(writer: IndexWriter, stage: Stage) -> Staged:
 
 def _verify(writer: IndexWriter, stage: Stage, fresh: str, before: datetime) -> int:
     """Check, write again what differs, check again: the number of checks it took."""
+    every: set[str] | None = None  # the entities wrong at every check so far
     for round_no in range(1, ROUNDS + 1):
         wrong = stage.still_wrong(fresh, before)
         if not wrong:
             return round_no
+        every = set(wrong) if every is None else every & set(wrong)
         if round_no == ROUNDS:
-            raise NotPromoted(
-                f"{fresh}: {len(wrong)} entities still differ from the truth after {ROUNDS} checks "
-                f"(e.g. {wrong[0]}): not promoted; run again"
-            )
+            raise _unverified(fresh, wrong, every)
         stage.rewrite(fresh, wrong)
         writer.refresh(fresh)
     return ROUNDS
+
+
+def _unverified(fresh: str, wrong: list[str], every: set[str]) -> NotPromoted:
+    """Why the fresh index was not promoted, and whether running again can help: an entity
+    written again after each check and still wrong at each (not written since: those are left
+    to the catch-up) would be written the same way by another run."""
+    said = f"{fresh}: {len(wrong)} entities still differ from the truth after {ROUNDS} checks"
+    if set(wrong) <= every:
+        example = sorted(every)[0]
+        return NotPromoted(
+            f"{said}, the same ones after every rewrite (e.g. {example}): not promoted (the staged "
+            "index was deleted); running again would write them the same way",
+            hint=f"`auditor triage {example}` shows what differs; a targeted `rebuild reindex --urn` "
+            "reports it field by field",
+        )
+    return NotPromoted(
+        f"{said} (e.g. {wrong[0]}), other ones at each check: not promoted (the staged index was "
+        "deleted); run again",
+        hint="entities were changing under the rebuild; a calmer moment lets it settle",
+    )
 
 
 def _drop(writer: IndexWriter, index: str) -> None:

@@ -1,14 +1,17 @@
 """DataHub's full rebuild of an entity type's index, on the staged-index engine (rebuild/staged.py).
 
 Per entity type: `<live>_<epoch ms>` created with the live index's mappings and settings, every
-entity of the type written from its rows (the auditor's own projection), the rows written since
-the start caught up (the live consumer keeps writing to the old index meanwhile), the new index
-verified with the scan's own steps (what is still wrong is written again and checked again;
-never promoted while wrong), then the alias moved in one `_aliases` request and the writes made
-meanwhile caught up once more. The old index is kept when the live name was an alias (how to
-drop it or roll back is said), and so is a new index that was not promoted (to look at). A live
-name that is a concrete index can only be replaced (removed in the same request, as DataHub's
-own BuildIndices does): that needs `--replace-concrete-index`.
+entity of the type written from its rows (the auditor's own projection; what no rule derives, a
+plugin's field, carried over from the live document), the rows written since the start caught up
+(the live consumer keeps writing to the old index meanwhile), the new index verified with the
+scan's own steps (what is still wrong is written again and checked again; never promoted while
+wrong), then the alias moved in one `_aliases` request and the writes made meanwhile caught up
+once more. A malformed row does not hold the promotion: no write can fix it; its document keeps
+the old values of what its row cannot give, and it is reported `invalid` beside the swap. The old
+index is kept when the live name was an alias (how to drop it or roll back is said); a new index
+that was not promoted is deleted. A live name that is a concrete index can only be replaced
+(removed in the same request, as DataHub's own BuildIndices does): that needs
+`--replace-concrete-index`.
 """
 
 from __future__ import annotations
@@ -20,15 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from auditor.backends.index_writer import IndexWriter
-from auditor.core.model import Report, Selection, Verdict
+from auditor.core.model import Classified, Report, Selection, Verdict
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.naming import V3_TYPE_FIELD, entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
+from auditor.rebuild.datahub.documents import KEPT
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.rows import RowSource
-from auditor.rebuild.staged import NotPromoted, promote
+from auditor.rebuild.staged import NotPromoted, old_kept, promote, refuse_concrete
 
 
 @dataclass
@@ -43,6 +47,7 @@ class Swapped:
     caught_up: int = 0
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
+    invalid: list[Classified] = field(default_factory=list)  # malformed rows: no write can fix them
 
 
 class FullRebuild:
@@ -60,6 +65,7 @@ class FullRebuild:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
         self.versions = deployment_versions(backends, registry, target)
+        self.counts: dict[str, int] = {}  # the loads' counts that a report names (fields kept unchecked)
 
     def run(self, entity_type: str) -> Swapped:
         return self._promote(DataHubStage(self, entity_type), entity_type)
@@ -73,19 +79,15 @@ class FullRebuild:
         done = promote(self.writer, stage)
         out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
+        out.invalid = stage.invalid
         if done.is_alias:
-            drop = f'curl -X DELETE "$SEARCH_URL"/{done.old[0]}'
-            out.notes.append(
-                f"the old index {', '.join(done.old)} is kept: drop it with {drop}, "
-                f"or roll back by moving the alias {done.live} back to it"
-            )
+            out.notes.append(old_kept(done.old, done.live))
         return out
 
 
 class DataHubStage:
     """One entity type's steps for the engine: DataHub's projection, written by the Reindexer."""
 
-    keep_unpromoted = True  # an index that was not promoted is kept to look at
     # the verification counts only the findings of the new index (V3's scan pass); V2's counts
     # every finding of the type's scan
     own_index_only = False
@@ -93,6 +95,7 @@ class DataHubStage:
     def __init__(self, full: FullRebuild, entity_type: str) -> None:
         self.full, self.entity_type = full, entity_type
         self.live = entity_index(entity_type, full.target.index_prefix)
+        self.invalid: list[Classified] = []  # the last check's malformed rows
 
     def fresh_name(self) -> str:
         return f"{self.live}_{int(time.time() * 1000)}"
@@ -102,11 +105,7 @@ class DataHubStage:
         if not old:
             raise NotPromoted(f"{self.live} does not exist: nothing to rebuild it from (mappings, settings)")
         if not is_alias and not self.full.replace_concrete:
-            raise NotPromoted(
-                f"{self.live} is a concrete index, not an alias: the first swap must remove it",
-                hint="rerun with --replace-concrete-index (it is deleted in the same _aliases request "
-                "that adds the alias, as DataHub's BuildIndices does; take a snapshot first)",
-            )
+            raise refuse_concrete(self.live)
         return old, is_alias
 
     @property
@@ -117,7 +116,7 @@ class DataHubStage:
     def load(self, index: str, since: datetime | None = None) -> int:
         selection = Selection(entity_types=tuple(self.types), since=since)
         urns = list(RowSource(self.full.backends.store, selection).urns())  # type: ignore[arg-type]
-        return self._write(index, urns)
+        return self._write(index, urns, counted=since is None)
 
     def rewrite(self, index: str, ids: list[str]) -> None:
         self._write(index, ids)
@@ -130,7 +129,9 @@ class DataHubStage:
         """The scan target's fields that read `index` in the verification scan."""
         return {"entity_indices": ((self.entity_type, index),)}
 
-    def _write(self, index: str, urns: list[str]) -> int:
+    def _write(self, index: str, urns: list[str], counted: bool = False) -> int:
+        """The urns' documents from their rows into `index`; `counted`: the whole load, whose
+        fields kept unchecked the report names (a catch-up or a rewrite would count them twice)."""
         if not urns:
             return 0
         full = self.full
@@ -146,6 +147,10 @@ class DataHubStage:
             versions=full.versions,
             **self.written_as(index),
         ).run(urns)
+        if counted:
+            for name, n in done.counts.items():
+                if name.startswith(KEPT):
+                    full.counts[name] = full.counts.get(name, 0) + n
         if done.failed:
             raise NotPromoted(
                 f"{index}: {len(done.failed)} entities failed to load (e.g. {done.failed[0]}); not promoted"
@@ -155,18 +160,21 @@ class DataHubStage:
 
     def still_wrong(self, index: str, before: datetime) -> list[str]:
         """A scan of the new index. An entity written since `before` differs because the live
-        consumer applied that write to the old index: the catch-up after the swap writes it."""
+        consumer applied that write to the old index: the catch-up after the swap writes it. A
+        malformed row (`invalid`) is no write's to fix: kept aside, reported, never a reason to
+        hold the promotion (its document keeps the old values of what the row cannot give)."""
         target = ScanTarget(**{**self.full.target.__dict__, **self.verified_as(index)})
         report = Report(started_at=datetime.now(UTC), scope=Selection(entity_types=tuple(self.types)))
         options = ScanOptions(sample_window=0, use_state=False, settle=0.0)
         run_scan(self.full.backends, self.full.registry, report, options, target)
         if not report.complete:
             raise BackendUnavailable(f"the verification scan of {index} did not complete")
+        self.invalid = [c for c in report.findings if c.verdict == Verdict.INVALID]
         return sorted(
             {
                 c.finding.urn
                 for c in report.findings
-                if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)
+                if c.verdict == Verdict.DIVERGED
                 and (not self.own_index_only or c.finding.index == index)
                 and not (c.finding.changed_at is not None and c.finding.changed_at >= before)
             }

@@ -1,13 +1,14 @@
-"""Reindex: the projections of each selected entity written straight from its rows, whole.
+"""Reindex: the projections of each selected entity written straight from its rows.
 
-Per batch of urns: read the rows, build the entity doc (replacing the stored one), the
-system-metadata docs and the edges with the scan's projection, drop what the rows no longer
-imply (system-metadata docs of aspects gone, edges of the compared types: the engine is asked
-for exactly those, the docs just built excluded by id), and delete every projection of a urn
-whose rows are gone (re-checked against the rows read just before). Then
-the database digests the batch's rows (one row back per 100 urns); only if that moved are their
-fingerprints read: an entity written meanwhile is built and written again. The checkpoint
-moves only past a batch whose writes all returned.
+Per batch of urns: read the rows, build the entity doc (it replaces the stored one in every field
+the rules know; the stored doc's other fields stay, counted as `KEPT`), the system-metadata docs
+and the edges with the scan's projection, drop what the rows no longer imply (system-metadata
+docs of aspects gone, edges of the compared types: the engine is asked for exactly those, the
+docs just built excluded by id), and delete every projection of a urn whose rows are gone
+(re-checked against the rows read just before). Then the database digests the batch's rows (one
+row back per 100 urns); only if that moved are their fingerprints read: an entity written
+meanwhile is built and written again. The checkpoint moves only past a batch whose writes all
+returned.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.datahub.documents import build
+from auditor.rebuild.datahub.documents import KEPT, build
 from auditor.rebuild.datahub.stored import Stored, left_behind, read_entity_docs
 from auditor.rebuild.throttle import Throttle
 
@@ -90,6 +91,7 @@ class Reindexer:
         self.batch = batch
         self.progress = progress
         self._exists: dict[str, bool] = {}
+        self._kept: set[str] = set()  # urns whose kept fields were counted (a rewrite counts once)
 
     def exists(self, index: str) -> bool:
         """Writes go only to indices DataHub created (a bulk would create one with wrong mappings)."""
@@ -242,7 +244,11 @@ class Reindexer:
         stale_meta: dict[str, list[str]] = {}
         stale_edges: dict[str, list[str]] = {}
         if not self.v3_only:  # a V3 rebuild writes entity docs only
-            keep = {u: set(built[u].system_metadata) if u in built else set() for u in urns}
+            # an aspect the registry does not know keeps its system-metadata doc (a plugin's)
+            keep = {
+                u: set(built[u].system_metadata) | built[u].kept_system_metadata if u in built else set()
+                for u in urns
+            }
             stale_meta = self._left_behind(sysmeta, "urn", keep)
             keep = {u: set(docs.edges) for u, docs in built.items()}
             stale_edges = self._left_behind(graph, "source.urn", keep, COMPARED_EDGE_TYPES)
@@ -260,6 +266,7 @@ class Reindexer:
             else:
                 if docs.entity_doc is not None:
                     doc = docs.entity_doc
+                    self._count_kept(urn, docs.kept)
                     items += self._entity_writes(urn, index, stored, doc)
                     if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
                         doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
@@ -276,6 +283,14 @@ class Reindexer:
             v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
+
+    def _count_kept(self, urn: str, kept: tuple[str, ...]) -> None:
+        """The stored fields no rule derives, kept as they are: counted once per entity, for the
+        report (the fields a repair leaves unchecked)."""
+        if kept and urn not in self._kept:
+            self._kept.add(urn)
+            for name in kept:
+                self.checkpoint.count(KEPT + name)
 
     def _entity_writes(self, urn: str, index: str, stored: Stored, doc: dict[str, Any]) -> list[BulkItem]:
         """The entity doc to `index` and its mirrors; to the live index it was read from on
