@@ -15,9 +15,12 @@ Both platforms' full rebuilds (`rebuild reindex --full`) are this one sequence, 
 A row no index write can fix (malformed: reported `invalid`) never blocks the promotion: the
 stage leaves it out of what is still wrong, carries its old document over and reports it. A
 fresh index that is not swapped in is deleted, whatever stopped it (never a whole copy of the
-index left behind per attempt). One rule for the live name on both platforms, as `--help` says:
-an alias moves and the old index is kept (`old_kept` says how to drop it or roll back); a
-concrete index can only be replaced (removed in the swap), which needs `--replace-concrete-index`.
+index left behind per attempt); one a killed run could not delete is named in a ledger file
+beside the state, written before the index is created, and the next run deletes it first.
+
+One rule for the live name on both platforms, as `--help` says: an alias moves and the old
+index is kept (`old_kept` says how to drop it or roll back); a concrete index can only be
+replaced (removed in the swap), which needs `--replace-concrete-index`.
 
 What differs between platforms is a `Stage`: how the fresh index is named, how entities are
 written and checked, and which aliases move.
@@ -25,9 +28,12 @@ written and checked, and which aliases move.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol
 
 from auditor.backends.index_writer import IndexWriter
@@ -79,6 +85,7 @@ class Staged:
     loaded: int = 0
     caught_up: int = 0
     rounds: int = 0
+    cleared: str | None = None  # the staged index a killed earlier attempt left, deleted first
 
 
 class Stage(Protocol):
@@ -109,12 +116,15 @@ class Stage(Protocol):
     def swap_actions(self, fresh: str, old: list[str], is_alias: bool) -> list[dict[str, Any]]: ...
 
 
-def promote(writer: IndexWriter, stage: Stage) -> Staged:
-    """Create, load, catch up, verify, swap, catch up again (module docstring)."""
+def promote(writer: IndexWriter, stage: Stage, ledger: Path | None = None) -> Staged:
+    """Create, load, catch up, verify, swap, catch up again (module docstring). `ledger`: the file
+    naming the staged index while it exists unswapped (a killed run's is deleted by the next)."""
     for needed in (Capability.BULK_WRITE, Capability.ALIAS):
         require(writer, needed, "a staged reindex (--full)")
     old, is_alias = stage.locate(writer)
     out = Staged(stage.live, stage.fresh_name(), old, is_alias)
+    out.cleared = _clear_left(writer, ledger, old)
+    _record(ledger, out.fresh)
     settings = writer.create_like(old[0], out.fresh)
     started = datetime.now(UTC)
     try:
@@ -131,8 +141,10 @@ def promote(writer: IndexWriter, stage: Stage) -> Staged:
         stage.check(out.fresh)
     except BaseException:
         _drop(writer, out.fresh)  # whatever stopped it: never a copy of the index left per attempt
+        _record(ledger, None)
         raise
     writer.swap(stage.swap_actions(out.fresh, old, is_alias))
+    _record(ledger, None)  # served now: no longer a staged index to clear
     # the writes since the mark went to the old index: again, into the one now served
     out.caught_up += stage.load(out.fresh, since=mark - SKEW)
     writer.refresh(out.fresh)
@@ -172,6 +184,46 @@ def _unverified(fresh: str, wrong: list[str], every: set[str]) -> NotPromoted:
         "deleted); run again",
         hint="entities were changing under the rebuild; a calmer moment lets it settle",
     )
+
+
+def ledger_of(state_dir: Path, live: str) -> Path:
+    """The file naming `live`'s staged index while it exists unswapped."""
+    return state_dir / f"rebuild-full-{live}.staged.json"
+
+
+def cleared_note(cleared: str) -> str:
+    return f"deleted {cleared} first: the staged index of an earlier --full that was stopped before its swap"
+
+
+def _record(ledger: Path | None, staged: str | None) -> None:
+    """The ledger names `staged` (None: no staged index is left to clear)."""
+    if ledger is None:
+        return
+    if staged is None:
+        ledger.unlink(missing_ok=True)
+        return
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    tmp = ledger.with_name(ledger.name + ".tmp")
+    tmp.write_text(json.dumps({"staged": staged}), encoding="utf-8")
+    os.replace(tmp, ledger)
+
+
+def _clear_left(writer: IndexWriter, ledger: Path | None, serving: list[str]) -> str | None:
+    """Delete the staged index a killed attempt named in the ledger: an index still there and not
+    serving the live name (a run killed after its swap left the one now served: kept)."""
+    if ledger is None or not ledger.exists():
+        return None
+    try:
+        staged = json.loads(ledger.read_text(encoding="utf-8")).get("staged")
+    except (ValueError, AttributeError):
+        staged = None
+    if not isinstance(staged, str) or staged in serving:
+        return None
+    found, is_alias = writer.concrete(staged)
+    if found != [staged] or is_alias:
+        return None
+    writer.delete_index(staged)
+    return staged
 
 
 def _drop(writer: IndexWriter, index: str) -> None:

@@ -32,7 +32,7 @@ from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import KEPT
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.rows import RowSource
-from auditor.rebuild.staged import NotPromoted, old_kept, promote, refuse_concrete
+from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
 
 
 @dataclass
@@ -76,8 +76,10 @@ class FullRebuild:
         return self._promote(DataHubV3Stage(self, live, entity_types), ", ".join(entity_types))
 
     def _promote(self, stage: DataHubStage, what: str) -> Swapped:
-        done = promote(self.writer, stage)
+        done = promote(self.writer, stage, ledger_of(self.state_dir, stage.live))
         out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
+        if done.cleared is not None:
+            out.notes.append(cleared_note(done.cleared))
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
         out.invalid = stage.invalid
         if done.is_alias:

@@ -18,6 +18,7 @@ the live index as it is, and the row is reported `invalid`, as the scan reports 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
@@ -29,7 +30,7 @@ from auditor.platforms.openmetadata.scan import reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.rebuild.openmetadata import OmRepair
-from auditor.rebuild.staged import NotPromoted, old_kept, promote, refuse_concrete
+from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
 
 LOAD_BATCH = 500
 UNREADABLE = "the stored row cannot be read: its document was carried over from the live index as it was"
@@ -48,18 +49,23 @@ class FullRebuild:
         release: str | None = None,
         rate: float | None = None,
         replace_concrete: bool = False,
+        state_dir: Path | None = None,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
         self.work = OmRepair(store, search, writer, release=release, rate=rate)
         self.replace_concrete = replace_concrete  # a concrete live index may be removed in the swap
+        self.state_dir = state_dir  # where the ledger of a staged index lives (None: no ledger)
         self.notes: list[str] = []
         self.invalid: list[Classified] = []  # unreadable rows, their documents carried over
         self.loaded = 0  # documents loaded into the indices swapped in (each one verified)
 
     def run(self, entity: OmEntity) -> None:
         stage = OmStage(self, entity)
-        done = promote(self.writer, stage)
+        ledger = ledger_of(self.state_dir, stage.live) if self.state_dir is not None else None
+        done = promote(self.writer, stage, ledger)
         self.loaded += done.loaded
+        if done.cleared is not None:
+            self.notes.append(f"{entity.entity_type}: {cleared_note(done.cleared)}")
         moved = (
             f"{entity.entity_type}: {done.loaded} documents loaded into {done.fresh}; {done.live} and its "
             "aliases now point at it"

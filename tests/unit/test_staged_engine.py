@@ -3,7 +3,9 @@ servers: tests/scenarios/test_rebuild.py, tests/integration/test_om_profile.py).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,10 @@ class Writer:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.existing: set[str] = set()  # concrete indices (none is an alias here)
+
+    def concrete(self, name: str) -> tuple[list[str], bool]:
+        return ([name] if name in self.existing else []), False
 
     def create_like(self, source: str, name: str) -> dict[str, Any]:
         self.calls.append(("create_like", (source, name)))
@@ -137,3 +143,27 @@ def test_a_writer_that_does_not_declare_aliases_is_refused_before_anything_is_cr
     with pytest.raises(ConfigError, match="a recording writer cannot alias: a staged reindex"):
         promote(writer, stage)  # type: ignore[arg-type]
     assert writer.calls == []
+
+
+def test_a_staged_index_a_killed_run_left_is_deleted_by_the_next_run_and_a_served_one_kept(
+    tmp_path: Path,
+) -> None:
+    """A SIGKILL gives no chance to delete: the ledger written before the index was created names
+    it, and the next run deletes it before making its own. One a run killed after its swap left
+    is the one served: kept. A finished or refused run leaves no ledger."""
+    ledger = tmp_path / "staged.json"
+    ledger.write_text(json.dumps({"staged": "things_killed"}))
+    writer, stage = Writer(), Stage([])
+    writer.existing = {"things_killed"}
+    done = promote(writer, stage, ledger)  # type: ignore[arg-type]
+    assert done.cleared == "things_killed" and ("delete_index", "things_killed") in writer.calls
+    names = [name for name, _ in writer.calls]
+    assert names.index("delete_index") < names.index("create_like") and not ledger.exists()
+    ledger.write_text(json.dumps({"staged": "things_old"}))  # killed after its swap: serving now
+    writer = Writer()
+    writer.existing = {"things_old"}
+    assert promote(writer, Stage([]), ledger).cleared is None  # type: ignore[arg-type]
+    assert "delete_index" not in [name for name, _ in writer.calls] and not ledger.exists()
+    with pytest.raises(NotPromoted):
+        promote(Writer(), Stage([["u1"]] * ROUNDS), ledger)  # type: ignore[arg-type]
+    assert not ledger.exists()

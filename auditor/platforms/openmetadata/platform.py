@@ -248,6 +248,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
                 settings.platform_version,
                 rate=request.rate,
                 replace_concrete=request.replace_concrete,
+                state_dir=request.state_dir,
             )
             with locked(request, store.description, search.cluster_alias):  # one repair at a time
                 for entity in chosen_types:
