@@ -43,6 +43,10 @@ from auditor.rebuild.throttle import Throttle
 Progress = Callable[[int], None]
 
 
+UNREAD = (
+    "its stored document could not be read: not rewritten, as the fields no rule derives (a "
+    "plugin's) would be lost; run the repair again once the index answers"
+)
 GUARD_ROUNDS = 5  # re-checks of entities built again (each may have been written again meanwhile)
 Read = tuple[dict[str, EntityRows], Stored]  # a batch's rows, its stored entity docs
 
@@ -264,7 +268,9 @@ class Reindexer:
                     items += [BulkItem("delete", i, document_id_v3(urn), urn) for i in self._mirrored(v3)]
                 self.checkpoint.count("deleted")
             else:
-                if docs.entity_doc is not None:
+                if docs.entity_doc is not None and urn in stored.unread:
+                    self._unread(urn)
+                elif docs.entity_doc is not None:
                     doc = docs.entity_doc
                     self._count_kept(urn, docs.kept)
                     items += self._entity_writes(urn, index, stored, doc)
@@ -283,6 +289,14 @@ class Reindexer:
             v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
+
+    def _unread(self, urn: str) -> None:
+        """An entity doc whose stored one could not be read is not written: what it holds beyond
+        the rules (a plugin's field) would be lost. A failure, said why (the rest is written)."""
+        ck = self.checkpoint
+        if urn not in ck.failed:
+            ck.failed.append(urn)
+        ck.why.setdefault(urn, UNREAD)
 
     def _count_kept(self, urn: str, kept: tuple[str, ...]) -> None:
         """The stored fields no rule derives, kept as they are: counted once per entity, for the

@@ -150,7 +150,8 @@ class OmStage:
 
     def _carried(self, index: str, unreadable: list[str]) -> list[BulkItem]:
         """The live documents of rows that cannot be read, as they are (no write from the row can
-        fix them: dropping them would take the entity out of search); their failure stays named."""
+        fix them: dropping them would take the entity out of search); each row is reported
+        invalid beside the promotion rather than as a failed write."""
         found: dict[str, Any] = {}
         for old in self.old:
             found.update({i: d.source for i, d in self.full.search.realtime(old, unreadable).items()})

@@ -429,6 +429,34 @@ def test_a_reindex_keeps_what_no_rule_derives_and_clears_what_the_rules_prove_ab
     assert "acmeTeam (1 entity)" in (kept_note(ck.counts) or "")
 
 
+def test_an_entity_doc_whose_stored_one_cannot_be_read_is_not_written_over(tmp_path: Path) -> None:
+    """The stored doc is what a rewrite keeps the plugin's fields from: unread, the entity doc is
+    not written (a failure, said why), rather than written whole without them."""
+    from fakes import FakeSearch
+
+    from auditor.errors import BackendUnavailable
+    from auditor.platforms.datahub.naming import document_id, entity_index, graph_index, system_metadata_index
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.rebuild.datahub.reindex import Reindexer
+
+    a, datasets = "urn:li:dataset:a", entity_index("dataset", "")
+    search = FakeSearch(
+        {datasets: {document_id(a): {"urn": a, "acmeTeam": "x"}}, system_metadata_index(""): {}}
+    )
+    search.docs[graph_index("")] = {}
+
+    def unreadable(index: str, ids: Any) -> Any:
+        raise BackendUnavailable("read timed out")
+
+    search.get_versioned = unreadable  # type: ignore[method-assign]
+    writer, ck = RecordingWriter(), Checkpoint("reindex", "x")
+    store = FakeStore([rows(a, {"datasetProperties": {"name": "new"}})])
+    Reindexer(store, search, writer, Registry.load(), ck, tmp_path / "ck.json").run([a])  # type: ignore[arg-type]
+    assert not any(i.index == datasets for i in writer.items)
+    assert any(i.index == system_metadata_index("") for i in writer.items)  # the rest is written
+    assert ck.failed == [a] and "could not be read" in ck.why[a]
+
+
 class ConditionalWriter(RecordingWriter):
     """Writes into a FakeSearch as an engine does: a write on a condition the stored doc no longer
     meets (another seq_no, or `create` over a doc) is refused with 409, nothing written."""
