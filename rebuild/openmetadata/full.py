@@ -145,8 +145,9 @@ class OmStage:
         items += self._carried(index, [r.id for r in rows if r.id not in docs])
         failures = self.full.writer.bulk(items)
         work.record(self.entity.entity_type, failures, [i.urn for i in items])
-        work.add("documents loaded", len(items) - len(failures))
-        return len(items) - len(failures)
+        loaded = len(docs) - len({f.item.urn for f in failures} & docs.keys())  # from rows (carried: apart)
+        work.add("documents loaded", loaded)
+        return loaded
 
     def _carried(self, index: str, unreadable: list[str]) -> list[BulkItem]:
         """The live documents of rows that cannot be read, as they are (no write from the row can
