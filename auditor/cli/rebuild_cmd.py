@@ -167,6 +167,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             wait_seconds=opts.get("wait") or 300.0,
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
+            leave_out_invalid=opts.get("leave_out_invalid", False),
             shard=shard,
             urn_range=urn_range,
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
@@ -251,7 +252,8 @@ def reindex_cmd(
             help="A fresh index per entity type (the live one's mappings and settings), loaded, caught "
             "up, verified, then swapped in with one atomic alias change; the old index is kept (a live "
             "index that is not an alias is refused: see --replace-concrete-index). A malformed row does "
-            "not hold the swap: its document is carried over and it is reported invalid (exit 1). A "
+            "not hold the swap: its document is carried over (see --leave-out-invalid) and it is reported "
+            "invalid (exit 1). A "
             "fresh index not swapped in is deleted.",
         ),
     ] = False,
@@ -260,6 +262,13 @@ def reindex_cmd(
         typer.Option(
             help="--full: a live index that is not an alias (as a fresh install creates them) is removed "
             "in the swap (snapshot first); without it, such an index is left alone and --full refused."
+        ),
+    ] = False,
+    leave_out_invalid: Annotated[
+        bool,
+        typer.Option(
+            help="--full: the document of a malformed row is left out of the new index instead of "
+            "carried over (the row is reported invalid either way)."
         ),
     ] = False,
     **opts: Any,
@@ -272,7 +281,12 @@ def reindex_cmd(
     projections of an entity whose rows are gone are deleted (re-checked first). Bulk writes
     sized in bytes, every item checked, 429/503 retried; then a refresh and a re-audit.
     """
-    more = {"batch_size": batch_size, "full": full, "replace_concrete_index": replace_concrete_index}
+    more = {
+        "batch_size": batch_size,
+        "full": full,
+        "replace_concrete_index": replace_concrete_index,
+        "leave_out_invalid": leave_out_invalid,
+    }
     _go("reindex", {**opts, **more})
 
 

@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.backends.index_writer import IndexWriter
+from auditor.backends.index_writer import BulkItem, IndexWriter
 from auditor.core.model import Classified, Report, Selection, Verdict
 from auditor.errors import BackendUnavailable
-from auditor.platforms.datahub.naming import V3_TYPE_FIELD, entity_index
+from auditor.platforms.datahub.naming import V3_TYPE_FIELD, document_id, document_id_v3, entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
@@ -61,9 +61,11 @@ class FullRebuild:
         *,
         replace_concrete: bool = False,
         rate: float | None = None,
+        leave_out_invalid: bool = False,
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
+        self.leave_out_invalid = leave_out_invalid  # a malformed row's document: not in the new index
         self.versions = deployment_versions(backends, registry, target)
         self.counts: dict[str, int] = {}  # the loads' counts that a report names (fields kept unchecked)
 
@@ -82,6 +84,11 @@ class FullRebuild:
             out.notes.append(cleared_note(done.cleared))
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
         out.invalid = stage.invalid
+        if stage.left_out:
+            out.notes.append(
+                f"{len(stage.left_out)} documents of malformed rows left out of {done.fresh} "
+                "(--leave-out-invalid): fix the rows, then reindex them"
+            )
         if done.is_alias:
             out.notes.append(old_kept(done.old, done.live))
         return out
@@ -98,6 +105,7 @@ class DataHubStage:
         self.full, self.entity_type = full, entity_type
         self.live = entity_index(entity_type, full.target.index_prefix)
         self.invalid: list[Classified] = []  # the last check's malformed rows
+        self.left_out: list[str] = []  # their urns, when their documents were left out (asked)
 
     def fresh_name(self) -> str:
         return f"{self.live}_{int(time.time() * 1000)}"
@@ -185,7 +193,20 @@ class DataHubStage:
         )
 
     def check(self, index: str) -> None:
-        return None  # the scan of the whole type was the check
+        """The scan of the whole type was the check; asked (--leave-out-invalid), the documents of
+        malformed rows are taken out of the new index before it is swapped in."""
+        invalid = sorted({c.finding.urn for c in self.invalid})
+        if not self.full.leave_out_invalid or not invalid:
+            return
+        items = [BulkItem("delete", index, self.doc_id(u), u) for u in invalid]
+        failed = self.full.writer.bulk(items)
+        if failed:
+            raise NotPromoted(f"{index}: {len(failed)} documents of malformed rows could not be left out")
+        self.full.writer.refresh(index)
+        self.left_out = invalid
+
+    def doc_id(self, urn: str) -> str:
+        return document_id(urn)
 
     def swap_actions(self, fresh: str, old: list[str], is_alias: bool) -> list[dict[str, Any]]:
         actions: list[dict[str, Any]] = [{"add": {"index": fresh, "alias": self.live}}]
@@ -203,6 +224,10 @@ class DataHubV3Stage(DataHubStage):
     def __init__(self, full: FullRebuild, live: str, entity_types: list[str]) -> None:
         self.full, self.live, self.held = full, live, entity_types
         self.entity_type = entity_types[0]
+        self.invalid, self.left_out = [], []
+
+    def doc_id(self, urn: str) -> str:
+        return document_id_v3(urn)
 
     @property
     def types(self) -> list[str]:

@@ -276,6 +276,7 @@ def _full(
             request.state_dir,
             replace_concrete=request.replace_concrete,
             rate=request.rate,
+            leave_out_invalid=request.leave_out_invalid,
         )
         invalid: list[Classified] = []
         for name in types:

@@ -50,11 +50,13 @@ class FullRebuild:
         rate: float | None = None,
         replace_concrete: bool = False,
         state_dir: Path | None = None,
+        leave_out_invalid: bool = False,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
         self.work = OmRepair(store, search, writer, release=release, rate=rate)
         self.replace_concrete = replace_concrete  # a concrete live index may be removed in the swap
         self.state_dir = state_dir  # where the ledger of a staged index lives (None: no ledger)
+        self.leave_out_invalid = leave_out_invalid  # an unreadable row's document: not carried over
         self.notes: list[str] = []
         self.invalid: list[Classified] = []  # unreadable rows, their documents carried over
         self.loaded = 0  # documents loaded into the indices swapped in (each one verified)
@@ -154,6 +156,11 @@ class OmStage:
         fix them: dropping them would take the entity out of search); each row is reported
         invalid beside the promotion rather than as a failed write."""
         found: dict[str, Any] = {}
+        if self.full.leave_out_invalid:  # asked: left out, the row reported invalid all the same
+            for i in unreadable:
+                self.full.work.failed.pop(i, None)
+            self.full.work.add("documents of unreadable rows left out (--leave-out-invalid)", len(unreadable))
+            return []
         for old in self.old:
             found.update({i: d.source for i, d in self.full.search.realtime(old, unreadable).items()})
         self.carried.update(found)

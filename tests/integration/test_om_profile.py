@@ -314,6 +314,10 @@ def test_full_keeps_a_concrete_live_index_unless_told_and_carries_an_unreadable_
     if deep is not None:
         doc = world.search.get(live, deep)
         assert doc is not None and doc["name"] == "deep"
+        # asked, the next --full leaves it out (the row reported invalid all the same)
+        left = rebuild(world.settings(), dataclasses.replace(request, leave_out_invalid=True))
+        assert world.search.get(live, deep) is None and [c.finding.urn for c in left.still_wrong] == [deep]
+        assert not left.failed and left.exit_code == 1, left.why
 
 
 def _sel(types: tuple[str, ...] = (), urns: tuple[str, ...] = ()) -> Any:

@@ -526,7 +526,8 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
     consumer indexed (`acmeTeam`), beside a stale name, and another dataset whose row is malformed.
     A targeted reindex fixes the name and keeps `acmeTeam` (named as kept unchecked); `--full`
     promotes despite the malformed row (reported invalid, exit 1), keeps `acmeTeam` and the
-    malformed entity's document, and leaves no staged index behind, promoted or refused."""
+    malformed entity's document (left out when asked), and leaves no staged index behind,
+    promoted or refused."""
     from faults import malformed_json
 
     from auditor.rebuild.datahub.documents import KEPT
@@ -576,6 +577,23 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
             world.search.get(index, entity_doc_id(target)),
             world.search.get(index, entity_doc_id(bad)),
         )
+        # asked, the next --full leaves the malformed row's document out (the row still reported)
+        left = rebuild(
+            world.settings(),
+            RebuildRequest(
+                "reindex",
+                selection=selection,
+                apply=True,
+                full=True,
+                leave_out_invalid=True,
+                state_dir=tmp_path,
+            ),
+        )
+        world.refresh()
+        gone, served = (
+            world.search.get(index, entity_doc_id(bad)),
+            set(world.search.list_indices(f"{index}*")),
+        )
         # a check that never passes: refused, and its staged index deleted all the same
         monkeypatch.setattr(DataHubStage, "still_wrong", lambda self, index, before: [target])
         with pytest.raises(NotPromoted, match="the same ones after every rewrite"):
@@ -589,7 +607,9 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
     assert full.exit_code == 1 and [(c.finding.urn, c.verdict) for c in full.still_wrong] == [
         (bad, Verdict.INVALID)
     ], full.still_wrong
-    assert staged == {fresh} and after_refused == {fresh}, (staged, after_refused)
+    assert staged == {fresh} and after_refused == served and fresh in served, (staged, served, after_refused)
+    assert gone is None and left.exit_code == 1 and [c.finding.urn for c in left.still_wrong] == [bad]
+    assert any("left out" in n for n in left.notes), left.notes
     assert (
         kept is not None and kept["acmeTeam"] == "platform-infra" and full.counts.get(KEPT + "acmeTeam") == 1
     )

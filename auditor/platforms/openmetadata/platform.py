@@ -249,6 +249,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
                 rate=request.rate,
                 replace_concrete=request.replace_concrete,
                 state_dir=request.state_dir,
+                leave_out_invalid=request.leave_out_invalid,
             )
             with locked(request, store.description, search.cluster_alias):  # one repair at a time
                 for entity in chosen_types:
