@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -558,17 +559,14 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
         assert targeted.counts.get(KEPT + "acmeTeam") == 1 and targeted.exit_code == 0, targeted
         assert any("acmeTeam (1 entity)" in n for n in targeted.notes), targeted.notes
         selection = Selection(entity_types=("dataset",))
-        full = rebuild(
-            world.settings(),
-            RebuildRequest(
-                "reindex",
-                selection=selection,
-                apply=True,
-                full=True,
-                replace_concrete=True,
-                state_dir=tmp_path,
-            ),
-        )
+
+        def full_rebuild(**more: Any) -> Any:
+            request = RebuildRequest(
+                "reindex", selection=selection, apply=True, full=True, state_dir=tmp_path
+            )
+            return rebuild(world.settings(), dataclasses.replace(request, **more))
+
+        full = full_rebuild(replace_concrete=True)
         found = world.search.client.indices.get_alias(name=index)
         (fresh,) = found.body if hasattr(found, "body") else found  # the alias, on the one promoted
         staged = set(world.search.list_indices(f"{index}*"))
@@ -578,17 +576,7 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
             world.search.get(index, entity_doc_id(bad)),
         )
         # asked, the next --full leaves the malformed row's document out (the row still reported)
-        left = rebuild(
-            world.settings(),
-            RebuildRequest(
-                "reindex",
-                selection=selection,
-                apply=True,
-                full=True,
-                leave_out_invalid=True,
-                state_dir=tmp_path,
-            ),
-        )
+        left = full_rebuild(leave_out_invalid=True)
         world.refresh()
         gone, served = (
             world.search.get(index, entity_doc_id(bad)),
@@ -597,10 +585,7 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
         # a check that never passes: refused, and its staged index deleted all the same
         monkeypatch.setattr(DataHubStage, "still_wrong", lambda self, index, before: [target])
         with pytest.raises(NotPromoted, match="the same ones after every rewrite"):
-            rebuild(
-                world.settings(),
-                RebuildRequest("reindex", selection=selection, apply=True, full=True, state_dir=tmp_path),
-            )
+            full_rebuild()
         after_refused = set(world.search.list_indices(f"{index}*"))
     finally:
         world.close()
