@@ -27,6 +27,7 @@ class RebuildRequest:
     verify: bool = True
     full: bool = False  # reindex: a fresh index per entity type, swapped in after verification
     replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias
+    leave_out_invalid: bool = False  # full: a malformed row's document is left out, not carried over
     state_dir: Path = Path(".")
     progress: Callable[[str, int], None] | None = None
     # one shard of the repair (i, n): the urns of a shard plan's range i (`urn_range`, pushed down

@@ -12,15 +12,28 @@ Both platforms' full rebuilds (`rebuild reindex --full`) are this one sequence, 
 5. swap in one `_aliases` request (every reader moves at once);
 6. catch up once more on what was written since the mark (it went to the old index).
 
+A row no index write can fix (malformed: reported `invalid`) never blocks the promotion: the
+stage leaves it out of what is still wrong, carries its old document over and reports it. A
+fresh index that is not swapped in is deleted, whatever stopped it (never a whole copy of the
+index left behind per attempt); one a killed run could not delete is named in a ledger file
+beside the state, written before the index is created, and the next run deletes it first.
+
+One rule for the live name on both platforms, as `--help` says: an alias moves and the old
+index is kept (`old_kept` says how to drop it or roll back); a concrete index can only be
+replaced (removed in the swap), which needs `--replace-concrete-index`.
+
 What differs between platforms is a `Stage`: how the fresh index is named, how entities are
-written and checked, which aliases move and what happens to the old index.
+written and checked, and which aliases move.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol
 
 from auditor.backends.index_writer import IndexWriter
@@ -34,9 +47,31 @@ SKEW = timedelta(seconds=5)  # a catch-up starts this much before the instant it
 
 
 class NotPromoted(AuditorError):
-    """The fresh index was not swapped in (it is kept or dropped, as the platform does)."""
+    """The fresh index was not swapped in (it was deleted)."""
 
     exit_code = ExitCode.INCOMPLETE
+
+
+REPLACE_CONCRETE_HINT = (
+    "rerun with --replace-concrete-index (it is deleted in the same _aliases request that adds the "
+    "alias, as DataHub's BuildIndices and OpenMetadata's recreateIndex do; take a snapshot first)"
+)
+
+
+def refuse_concrete(live: str) -> NotPromoted:
+    """A live name that is a concrete index, not to be replaced unless asked (nothing created yet)."""
+    return NotPromoted(
+        f"{live} is a concrete index, not an alias: the first swap must remove it", hint=REPLACE_CONCRETE_HINT
+    )
+
+
+def old_kept(old: list[str], live: str) -> str:
+    """What the report says of the old index an alias swap kept: how to drop it, or roll back."""
+    drop = f'curl -X DELETE "$SEARCH_URL"/{old[0]}'
+    return (
+        f"the old index {', '.join(old)} is kept: drop it with {drop}, "
+        f"or roll back by moving the alias {live} (and the aliases moved with it) back to it"
+    )
 
 
 @dataclass
@@ -50,25 +85,28 @@ class Staged:
     loaded: int = 0
     caught_up: int = 0
     rounds: int = 0
+    cleared: str | None = None  # the staged index a killed earlier attempt left, deleted first
 
 
 class Stage(Protocol):
     """One platform's steps for one entity type's staged index."""
 
     live: str  # the name readers use (an alias, or a concrete index the first swap replaces)
-    keep_unpromoted: bool  # an index that was not swapped in is kept (to look at) or dropped
 
     def fresh_name(self) -> str: ...
 
     def locate(self, writer: IndexWriter) -> tuple[list[str], bool]:
         """The indices the live name serves, and whether it is an alias; refuse (raise) what
-        this platform does not replace (no live index: nothing to take the mappings from)."""
+        this platform does not replace (no live index: nothing to take the mappings from; a
+        concrete one without --replace-concrete-index: `refuse_concrete`)."""
 
     def load(self, index: str, since: datetime | None = None) -> int:
-        """Write every entity of the type (written since `since`, when given) into `index`."""
+        """Write every entity of the type (written since `since`, when given) into `index`; a row
+        no write can fix gets its old document, carried over from the live index."""
 
     def still_wrong(self, index: str, before: datetime) -> list[str]:
-        """What `index` still gets wrong, not counting entities written since `before`."""
+        """What `index` still gets wrong and a write can fix, not counting entities written since
+        `before` (a malformed row is the stage's to report, never in this list)."""
 
     def rewrite(self, index: str, ids: list[str]) -> None: ...
 
@@ -78,12 +116,15 @@ class Stage(Protocol):
     def swap_actions(self, fresh: str, old: list[str], is_alias: bool) -> list[dict[str, Any]]: ...
 
 
-def promote(writer: IndexWriter, stage: Stage) -> Staged:
-    """Create, load, catch up, verify, swap, catch up again (module docstring)."""
+def promote(writer: IndexWriter, stage: Stage, ledger: Path | None = None) -> Staged:
+    """Create, load, catch up, verify, swap, catch up again (module docstring). `ledger`: the file
+    naming the staged index while it exists unswapped (a killed run's is deleted by the next)."""
     for needed in (Capability.BULK_WRITE, Capability.ALIAS):
         require(writer, needed, "a staged reindex (--full)")
     old, is_alias = stage.locate(writer)
     out = Staged(stage.live, stage.fresh_name(), old, is_alias)
+    out.cleared = _clear_left(writer, ledger, old)
+    _record(ledger, out.fresh)
     settings = writer.create_like(old[0], out.fresh)
     started = datetime.now(UTC)
     try:
@@ -99,10 +140,11 @@ def promote(writer: IndexWriter, stage: Stage) -> Staged:
         out.rounds = _verify(writer, stage, out.fresh, mark - SKEW)
         stage.check(out.fresh)
     except BaseException:
-        if not stage.keep_unpromoted:
-            _drop(writer, out.fresh)
+        _drop(writer, out.fresh)  # whatever stopped it: never a copy of the index left per attempt
+        _record(ledger, None)
         raise
     writer.swap(stage.swap_actions(out.fresh, old, is_alias))
+    _record(ledger, None)  # served now: no longer a staged index to clear
     # the writes since the mark went to the old index: again, into the one now served
     out.caught_up += stage.load(out.fresh, since=mark - SKEW)
     writer.refresh(out.fresh)
@@ -111,18 +153,77 @@ def promote(writer: IndexWriter, stage: Stage) -> Staged:
 
 def _verify(writer: IndexWriter, stage: Stage, fresh: str, before: datetime) -> int:
     """Check, write again what differs, check again: the number of checks it took."""
+    every: set[str] | None = None  # the entities wrong at every check so far
     for round_no in range(1, ROUNDS + 1):
         wrong = stage.still_wrong(fresh, before)
         if not wrong:
             return round_no
+        every = set(wrong) if every is None else every & set(wrong)
         if round_no == ROUNDS:
-            raise NotPromoted(
-                f"{fresh}: {len(wrong)} entities still differ from the truth after {ROUNDS} checks "
-                f"(e.g. {wrong[0]}): not promoted; run again"
-            )
+            raise _unverified(fresh, wrong, every)
         stage.rewrite(fresh, wrong)
         writer.refresh(fresh)
     return ROUNDS
+
+
+def _unverified(fresh: str, wrong: list[str], every: set[str]) -> NotPromoted:
+    """Why the fresh index was not promoted, and whether running again can help: an entity
+    written again after each check and still wrong at each (not written since: those are left
+    to the catch-up) would be written the same way by another run."""
+    said = f"{fresh}: {len(wrong)} entities still differ from the truth after {ROUNDS} checks"
+    if set(wrong) <= every:
+        example = sorted(every)[0]
+        return NotPromoted(
+            f"{said}, the same ones after every rewrite (e.g. {example}): not promoted (the staged "
+            "index was deleted); running again would write them the same way",
+            hint=f"`auditor triage {example}` shows what differs; a targeted `rebuild reindex --urn` "
+            "reports it field by field",
+        )
+    return NotPromoted(
+        f"{said} (e.g. {wrong[0]}), other ones at each check: not promoted (the staged index was "
+        "deleted); run again",
+        hint="entities were changing under the rebuild; a calmer moment lets it settle",
+    )
+
+
+def ledger_of(state_dir: Path, live: str) -> Path:
+    """The file naming `live`'s staged index while it exists unswapped."""
+    return state_dir / f"rebuild-full-{live}.staged.json"
+
+
+def cleared_note(cleared: str) -> str:
+    return f"deleted {cleared} first: the staged index of an earlier --full that was stopped before its swap"
+
+
+def _record(ledger: Path | None, staged: str | None) -> None:
+    """The ledger names `staged` (None: no staged index is left to clear)."""
+    if ledger is None:
+        return
+    if staged is None:
+        ledger.unlink(missing_ok=True)
+        return
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    tmp = ledger.with_name(ledger.name + ".tmp")
+    tmp.write_text(json.dumps({"staged": staged}), encoding="utf-8")
+    os.replace(tmp, ledger)
+
+
+def _clear_left(writer: IndexWriter, ledger: Path | None, serving: list[str]) -> str | None:
+    """Delete the staged index a killed attempt named in the ledger: an index still there and not
+    serving the live name (a run killed after its swap left the one now served: kept)."""
+    if ledger is None or not ledger.exists():
+        return None
+    try:
+        staged = json.loads(ledger.read_text(encoding="utf-8")).get("staged")
+    except (ValueError, AttributeError):
+        staged = None
+    if not isinstance(staged, str) or staged in serving:
+        return None
+    found, is_alias = writer.concrete(staged)
+    if found != [staged] or is_alias:
+        return None
+    writer.delete_index(staged)
+    return staged
 
 
 def _drop(writer: IndexWriter, index: str) -> None:

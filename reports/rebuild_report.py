@@ -40,7 +40,7 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         console.print(f"[yellow]  {n} {name} actions need {other}, not this mode[/]", highlight=False)
     if outcome.counts:
         done = ", ".join(f"{k} {v}" for k, v in sorted(outcome.counts.items()))
-        console.print(f"  done: {done}", highlight=False)
+        console.print(f"  done: {console_markup(done)}", highlight=False)  # a kept field's name is data
     if outcome.consumer_caught_up is not None:
         caught = "passed" if outcome.consumer_caught_up else "did NOT pass"
         console.print(f"  the MAE consumer {caught} every offset the replay produced", highlight=False)

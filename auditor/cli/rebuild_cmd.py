@@ -167,6 +167,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             wait_seconds=opts.get("wait") or 300.0,
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
+            leave_out_invalid=opts.get("leave_out_invalid", False),
             shard=shard,
             urn_range=urn_range,
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
@@ -249,24 +250,43 @@ def reindex_cmd(
         typer.Option(
             "--full",
             help="A fresh index per entity type (the live one's mappings and settings), loaded, caught "
-            "up, verified, then swapped in with one atomic alias change; the old index is kept.",
+            "up, verified, then swapped in with one atomic alias change; the old index is kept (a live "
+            "index that is not an alias is refused: see --replace-concrete-index). A malformed row does "
+            "not hold the swap: its document is carried over (see --leave-out-invalid) and it is reported "
+            "invalid (exit 1). A "
+            "fresh index not swapped in is deleted.",
         ),
     ] = False,
     replace_concrete_index: Annotated[
         bool,
         typer.Option(
-            help="--full: a live index that is not an alias is removed in the swap (snapshot first)."
+            help="--full: a live index that is not an alias (as a fresh install creates them) is removed "
+            "in the swap (snapshot first); without it, such an index is left alone and --full refused."
+        ),
+    ] = False,
+    leave_out_invalid: Annotated[
+        bool,
+        typer.Option(
+            help="--full: the document of a malformed row is left out of the new index instead of "
+            "carried over (the row is reported invalid either way)."
         ),
     ] = False,
     **opts: Any,
 ) -> None:
-    """Write the selected entities' documents straight from their rows, whole (clears leftovers).
+    """Write the selected entities' documents straight from their rows (clears leftovers).
 
-    Entity docs replace the stored ones; system-metadata docs and edges are rewritten; the
+    Entity docs replace the stored ones in every field the rules derive (DataHub: a field no rule
+    derives, a plugin's aspect or a newer release's field, keeps its stored value and is named in
+    the report); system-metadata docs and edges are rewritten; the
     projections of an entity whose rows are gone are deleted (re-checked first). Bulk writes
     sized in bytes, every item checked, 429/503 retried; then a refresh and a re-audit.
     """
-    more = {"batch_size": batch_size, "full": full, "replace_concrete_index": replace_concrete_index}
+    more = {
+        "batch_size": batch_size,
+        "full": full,
+        "replace_concrete_index": replace_concrete_index,
+        "leave_out_invalid": leave_out_invalid,
+    }
     _go("reindex", {**opts, **more})
 
 

@@ -1,12 +1,17 @@
 """The documents an entity's rows project to, built with the scan's own projection.
 
-An entity doc is written whole (it replaces the stored one: that is what clears a field a
-partial update left behind), keeping only the fields no row can predict (timeseries values,
-`systemCreated`, `runId`) from the document it replaces.
+An entity doc replaces the stored one (that is what clears a field a partial update left
+behind) in every field the rules know: a known field the rows prove absent is gone. Every other
+field of the stored doc stays as it is: the fields no row can predict (timeseries values,
+`systemCreated`, `runId`), and those no rule derives at all (a custom model plugin's aspect, a
+field of a newer release, a field the deployment's release or mapping withholds). Those are
+kept unchecked, and named (`EntityDocuments.kept`): a repair never empties what it cannot derive.
+So are the system-metadata docs of aspects the registry does not know: not written, not removed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +32,31 @@ class EntityDocuments:
     entity_doc: dict[str, Any] | None  # None: nothing searchable (DataHub writes no document)
     system_metadata: dict[str, dict[str, Any]]  # doc id -> doc, one per (urn, aspect)
     edges: dict[str, dict[str, Any]]  # doc id -> edge doc, of the relationship types compared
+    # the stored doc's fields no rule derives, kept as they are (unchecked)
+    kept: tuple[str, ...] = ()
+    # system-metadata doc ids of aspects the registry does not know: kept as stored, never removed
+    kept_system_metadata: frozenset[str] = frozenset()
+
+
+# fields a rewrite sets itself, whatever the rules know of them
+WRITTEN = frozenset({"urn", "removed"})
+# a repair's count of entity docs that kept a field no rule derives: KEPT + the field's name
+KEPT = "kept unchecked: "
+
+
+def kept_note(counts: Mapping[str, int]) -> str | None:
+    """The fields a repair kept unchecked, for its report (None: it kept none)."""
+    kept = {k.removeprefix(KEPT): n for k, n in counts.items() if k.startswith(KEPT)}
+    if not kept:
+        return None
+    named = ", ".join(
+        f"{field} ({n} {'entity' if n == 1 else 'entities'})" for field, n in sorted(kept.items())
+    )
+    return (
+        f"kept unchecked, as the live documents hold them: {named}. No rule of this release derives "
+        "these fields (a custom model plugin's aspect, a newer release's field): written by "
+        "DataHub's consumer, never emptied by a repair"
+    )
 
 
 def build(
@@ -41,6 +71,7 @@ def build(
     `versions`: the deployment's release and mappings: a field its release does not write, or
     that `index`'s explicit mapping does not hold, is never written (what the stored doc holds
     there stays), and a type with no searchable field gets no document, as DataHub writes none.
+    A stored field no aspect of the type writes stays too (module docstring).
     """
     entity = JoinedEntity(rows.urn, entity_type(rows.urn), None, rows=rows)
     aspects = entity.aspects
@@ -49,16 +80,20 @@ def build(
     withheld = versions.not_written(etype, index)
     expected = project_entity(registry, rows.urn, aspects, withheld)
     doc: dict[str, Any] | None = None
+    kept: tuple[str, ...] = ()
     if versions.searchable(etype):
         doc = {"urn": rows.urn}
-        kept = current or {}
-        doc.update({k: v for k, v in kept.items() if k in expected.unpredictable or k in withheld})
+        stored = current or {}
+        known = expected.known_fields  # the type's fields, less the withheld ones
+        kept = tuple(sorted(k for k in stored if k not in known and k not in WRITTEN))
+        doc.update({k: v for k, v in stored.items() if k in expected.unpredictable or k not in known})
         doc.update({k: v for k, v in expected.fields.items() if v is not None})
         # a field several aspects write holds any of their values: the first is as good
         doc.update({k: options[0] for k, options in expected.ambiguous.items()})
         doc["removed"] = expected.removed
     removed = expected.removed
     system = {}
+    unknown = frozenset(system_metadata_id(rows.urn, a) for a in rows.rows if not registry.has_aspect(a))
     for aspect in rows.rows:
         if not registry.has_aspect(aspect) or registry.aspect(aspect).timeseries:
             continue
@@ -81,7 +116,7 @@ def build(
             "destination": {"urn": edge.destination, "entityType": _type_or_none(edge.destination)},
             "relationshipType": edge.relationship_type,
         }
-    return EntityDocuments(rows.urn, doc, system, edges)
+    return EntityDocuments(rows.urn, doc, system, edges, kept, unknown)
 
 
 def _type_or_none(urn: str) -> str | None:

@@ -1,13 +1,14 @@
-"""Reindex: the projections of each selected entity written straight from its rows, whole.
+"""Reindex: the projections of each selected entity written straight from its rows.
 
-Per batch of urns: read the rows, build the entity doc (replacing the stored one), the
-system-metadata docs and the edges with the scan's projection, drop what the rows no longer
-imply (system-metadata docs of aspects gone, edges of the compared types: the engine is asked
-for exactly those, the docs just built excluded by id), and delete every projection of a urn
-whose rows are gone (re-checked against the rows read just before). Then
-the database digests the batch's rows (one row back per 100 urns); only if that moved are their
-fingerprints read: an entity written meanwhile is built and written again. The checkpoint
-moves only past a batch whose writes all returned.
+Per batch of urns: read the rows, build the entity doc (it replaces the stored one in every field
+the rules know; the stored doc's other fields stay, counted as `KEPT`), the system-metadata docs
+and the edges with the scan's projection, drop what the rows no longer imply (system-metadata
+docs of aspects gone, edges of the compared types: the engine is asked for exactly those, the
+docs just built excluded by id), and delete every projection of a urn whose rows are gone
+(re-checked against the rows read just before). Then the database digests the batch's rows (one
+row back per 100 urns); only if that moved are their fingerprints read: an entity written
+meanwhile is built and written again. The checkpoint moves only past a batch whose writes all
+returned.
 """
 
 from __future__ import annotations
@@ -35,13 +36,17 @@ from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.datahub.documents import build
+from auditor.rebuild.datahub.documents import KEPT, build
 from auditor.rebuild.datahub.stored import Stored, left_behind, read_entity_docs
 from auditor.rebuild.throttle import Throttle
 
 Progress = Callable[[int], None]
 
 
+UNREAD = (
+    "its stored document could not be read: not rewritten, as the fields no rule derives (a "
+    "plugin's) would be lost; run the repair again once the index answers"
+)
 GUARD_ROUNDS = 5  # re-checks of entities built again (each may have been written again meanwhile)
 Read = tuple[dict[str, EntityRows], Stored]  # a batch's rows, its stored entity docs
 
@@ -90,6 +95,7 @@ class Reindexer:
         self.batch = batch
         self.progress = progress
         self._exists: dict[str, bool] = {}
+        self._kept: set[str] = set()  # urns whose kept fields were counted (a rewrite counts once)
 
     def exists(self, index: str) -> bool:
         """Writes go only to indices DataHub created (a bulk would create one with wrong mappings)."""
@@ -242,7 +248,11 @@ class Reindexer:
         stale_meta: dict[str, list[str]] = {}
         stale_edges: dict[str, list[str]] = {}
         if not self.v3_only:  # a V3 rebuild writes entity docs only
-            keep = {u: set(built[u].system_metadata) if u in built else set() for u in urns}
+            # an aspect the registry does not know keeps its system-metadata doc (a plugin's)
+            keep = {
+                u: set(built[u].system_metadata) | built[u].kept_system_metadata if u in built else set()
+                for u in urns
+            }
             stale_meta = self._left_behind(sysmeta, "urn", keep)
             keep = {u: set(docs.edges) for u, docs in built.items()}
             stale_edges = self._left_behind(graph, "source.urn", keep, COMPARED_EDGE_TYPES)
@@ -258,8 +268,11 @@ class Reindexer:
                     items += [BulkItem("delete", i, document_id_v3(urn), urn) for i in self._mirrored(v3)]
                 self.checkpoint.count("deleted")
             else:
-                if docs.entity_doc is not None:
+                if docs.entity_doc is not None and urn in stored.unread:
+                    self._unread(urn)
+                elif docs.entity_doc is not None:
                     doc = docs.entity_doc
+                    self._count_kept(urn, docs.kept)
                     items += self._entity_writes(urn, index, stored, doc)
                     if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
                         doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
@@ -276,6 +289,22 @@ class Reindexer:
             v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
+
+    def _unread(self, urn: str) -> None:
+        """An entity doc whose stored one could not be read is not written: what it holds beyond
+        the rules (a plugin's field) would be lost. A failure, said why (the rest is written)."""
+        ck = self.checkpoint
+        if urn not in ck.failed:
+            ck.failed.append(urn)
+        ck.why.setdefault(urn, UNREAD)
+
+    def _count_kept(self, urn: str, kept: tuple[str, ...]) -> None:
+        """The stored fields no rule derives, kept as they are: counted once per entity, for the
+        report (the fields a repair leaves unchecked)."""
+        if kept and urn not in self._kept:
+            self._kept.add(urn)
+            for name in kept:
+                self.checkpoint.count(KEPT + name)
 
     def _entity_writes(self, urn: str, index: str, stored: Stored, doc: dict[str, Any]) -> list[BulkItem]:
         """The entity doc to `index` and its mirrors; to the live index it was read from on

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.protocols import Capability, require
-from auditor.core.model import RepairKind, Report, Selection
+from auditor.core.model import Classified, RepairKind, Report, Selection
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.repairs import Executors, Mode
 from auditor.errors import ConfigError
@@ -22,6 +22,7 @@ from auditor.platforms.datahub.scan.reindex import refuse_full, reindex_mirrors
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint
+from auditor.rebuild.datahub.documents import kept_note
 from auditor.rebuild.datahub.full import FullRebuild
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.replay import Replayer
@@ -114,6 +115,8 @@ def rebuild(
             _reindex(backends, registry, target, request, selections, checkpoint, path)
         outcome.counts, outcome.failed = dict(checkpoint.counts), list(checkpoint.failed)
         outcome.why = dict(checkpoint.why)
+        if (kept := kept_note(outcome.counts)) is not None:
+            outcome.notes.append(kept)
         if request.verify:
             _verify(backends, registry, target, request, checkpoint, outcome, selections)
         guard.finish(outcome)
@@ -273,7 +276,9 @@ def _full(
             request.state_dir,
             replace_concrete=request.replace_concrete,
             rate=request.rate,
+            leave_out_invalid=request.leave_out_invalid,
         )
+        invalid: list[Classified] = []
         for name in types:
             swapped = full.run(registry.entity(name).name)
             outcome.counts[f"entities {swapped.entity_type}"] = swapped.entities
@@ -281,6 +286,7 @@ def _full(
             outcome.verified_urns += swapped.entities
             outcome.notes.append(f"{swapped.live} -> {swapped.fresh} (verified in {swapped.rounds} round(s))")
             outcome.notes += swapped.notes
+            invalid += swapped.invalid
         for v3_index in live_v3:
             held = sorted(t for t, index in v3.items() if index == v3_index)
             swapped = full.run_v3(v3_index, held)
@@ -289,4 +295,10 @@ def _full(
             verified = f"verified in {swapped.rounds} round(s)"
             outcome.notes.append(f"{swapped.live} (V3: {', '.join(held)}) -> {swapped.fresh} ({verified})")
             outcome.notes += swapped.notes
+            invalid += swapped.invalid
+    # promoted beside them: a malformed row is the row's to fix, reported as the scan does (exit 1)
+    outcome.still_wrong = list({(c.finding.urn, c.finding.aspect): c for c in invalid}.values())
+    outcome.counts.update(full.counts)
+    if (kept := kept_note(full.counts)) is not None:
+        outcome.notes.append(kept)
     return outcome

@@ -43,7 +43,7 @@ class Stored:
 
 def read_entity_docs(search: Search, ids: Mapping[str, Mapping[str, str]]) -> Stored:
     """The docs of `ids` (index -> doc id -> urn) and their versions; an index whose read fails
-    leaves its urns unread (their docs then written whole, as before this read existed)."""
+    leaves its urns unread (their entity docs are then not written: a failure, said why)."""
     stored = Stored()
     for index, by_id in ids.items():
         try:

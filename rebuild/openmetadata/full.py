@@ -5,17 +5,24 @@ mappings and settings, loaded from every row (the auditor's own document project
 OpenMetadata derives), caught up with the rows written meanwhile, checked by the scan's own
 steps (the join, then each candidate's row, doc, row again; what differs is rewritten) and by
 count, then in ONE `_aliases` request the index name and every alias (`<clusterAlias>_<entity>`,
-its parents) move to it and the old index is removed. The server keeps writing the live name
-until the swap: every row written since the check began is written again after it. A staged
-index that is not swapped in is deleted (OpenMetadata's OrphanedIndexCleaner would)."""
+its parents) move to it. The server keeps writing the live name until the swap: every row written
+since the check began is written again after it. A staged index that is not swapped in is deleted
+(OpenMetadata's OrphanedIndexCleaner would).
+
+The live name follows the engine's one rule, as `--help` says: behind an alias (any run after the
+first), the old index is kept (how to drop it or roll back is said); a concrete index (as a fresh
+install creates them) is replaced, removed in the swap, only with `--replace-concrete-index`.
+A row that cannot be read (malformed JSON) holds no promotion: its document is carried over from
+the live index as it is, and the row is reported `invalid`, as the scan reports it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
-from auditor.core.model import Kind
+from auditor.core.model import Classified, Evidence, Finding, Kind, Verdict
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import OmEntity
@@ -23,9 +30,10 @@ from auditor.platforms.openmetadata.scan import reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.rebuild.openmetadata import OmRepair
-from auditor.rebuild.staged import NotPromoted, promote
+from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
 
 LOAD_BATCH = 500
+UNREADABLE = "the stored row cannot be read: its document was carried over from the live index as it was"
 # rows created between the check and the count (caught up after the swap)
 CATCH_UP_SLACK = 50
 
@@ -40,17 +48,43 @@ class FullRebuild:
         writer: IndexWriter,
         release: str | None = None,
         rate: float | None = None,
+        replace_concrete: bool = False,
+        state_dir: Path | None = None,
+        leave_out_invalid: bool = False,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
         self.work = OmRepair(store, search, writer, release=release, rate=rate)
+        self.replace_concrete = replace_concrete  # a concrete live index may be removed in the swap
+        self.state_dir = state_dir  # where the ledger of a staged index lives (None: no ledger)
+        self.leave_out_invalid = leave_out_invalid  # an unreadable row's document: not carried over
         self.notes: list[str] = []
+        self.invalid: list[Classified] = []  # unreadable rows, their documents carried over
+        self.loaded = 0  # documents loaded into the indices swapped in (each one verified)
 
     def run(self, entity: OmEntity) -> None:
-        done = promote(self.writer, OmStage(self, entity))
-        self.notes.append(
+        stage = OmStage(self, entity)
+        ledger = ledger_of(self.state_dir, stage.live) if self.state_dir is not None else None
+        done = promote(self.writer, stage, ledger)
+        self.loaded += done.loaded
+        if done.cleared is not None:
+            self.notes.append(f"{entity.entity_type}: {cleared_note(done.cleared)}")
+        moved = (
             f"{entity.entity_type}: {done.loaded} documents loaded into {done.fresh}; {done.live} and its "
-            f"aliases now point at it; removed {', '.join(done.old)}"
+            "aliases now point at it"
         )
+        if done.is_alias:
+            self.notes += [moved, old_kept(done.old, done.live)]
+        else:
+            self.notes.append(f"{moved}; removed {', '.join(done.old)} (--replace-concrete-index)")
+        if stage.carried:
+            self.notes.append(
+                f"{entity.entity_type}: {len(stage.carried)} documents of rows that cannot be read carried "
+                f"over into {done.fresh} as the live index held them (reported invalid: fix the rows)"
+            )
+        self.invalid += [
+            Classified(f, Verdict.INVALID, Kind.MALFORMED_ASPECT.value, Evidence(UNREADABLE))
+            for f in stage.invalid
+        ]
         refused = self.work.refused.get(entity.entity_type)
         if refused:
             self.notes.append(
@@ -63,12 +97,12 @@ class FullRebuild:
 class OmStage:
     """One entity type's steps for the engine: OpenMetadata's documents, from its rows."""
 
-    keep_unpromoted = False
-
     def __init__(self, full: FullRebuild, entity: OmEntity) -> None:
         self.full, self.entity = full, entity
         self.live = entity.index_name(full.search.cluster_alias)
-        self.malformed = 0
+        self.old: list[str] = []  # the indices the live name served: unreadable rows' docs come from them
+        self.invalid: list[Finding] = []  # the last check's unreadable rows
+        self.carried: set[str] = set()  # ids whose documents were carried over
 
     def fresh_name(self) -> str:
         return f"{self.live}_rebuild_{int(datetime.now(UTC).timestamp() * 1000)}"
@@ -81,7 +115,11 @@ class OmStage:
                 "mappings from",
                 hint="create the index first (OpenMetadata creates it at start-up)",
             )
-        return old, True  # the old indices are removed in the swap, alias or not
+        concrete = self.live in old  # the index name is an index, not an alias
+        if concrete and not self.full.replace_concrete:
+            raise refuse_concrete(self.live)
+        self.old = old
+        return old, not concrete
 
     def load(self, index: str, since: datetime | None = None) -> int:
         if since is not None:  # rows written since: re-read, ordering-guarded, written again
@@ -106,10 +144,30 @@ class OmStage:
         work.pace(len(rows))
         docs = work.documents(self.entity, rows)
         items = [BulkItem("index", index, i, i, doc) for i, doc in docs.items()]
+        items += self._carried(index, [r.id for r in rows if r.id not in docs])
         failures = self.full.writer.bulk(items)
         work.record(self.entity.entity_type, failures, [i.urn for i in items])
-        work.add("documents loaded", len(items) - len(failures))
-        return len(items) - len(failures)
+        loaded = len(docs) - len({f.item.urn for f in failures} & docs.keys())  # from rows (carried: apart)
+        work.add("documents loaded", loaded)
+        return loaded
+
+    def _carried(self, index: str, unreadable: list[str]) -> list[BulkItem]:
+        """The live documents of rows that cannot be read, as they are (no write from the row can
+        fix them: dropping them would take the entity out of search); each row is reported
+        invalid beside the promotion rather than as a failed write."""
+        found: dict[str, Any] = {}
+        if self.full.leave_out_invalid:  # asked: left out, the row reported invalid all the same
+            for i in unreadable:
+                self.full.work.failed.pop(i, None)
+            self.full.work.add("documents of unreadable rows left out (--leave-out-invalid)", len(unreadable))
+            return []
+        for old in self.old:
+            found.update({i: d.source for i, d in self.full.search.realtime(old, unreadable).items()})
+        self.carried.update(found)
+        for i in found:
+            self.full.work.failed.pop(i, None)  # reported invalid instead, beside the promotion
+        self.full.work.add("documents carried over (rows unreadable)", len(found))
+        return [BulkItem("index", index, i, i, doc) for i, doc in found.items()]
 
     def rewrite(self, index: str, ids: list[str]) -> None:
         self.full.work.rewrite(self.entity, index, ids)
@@ -126,7 +184,7 @@ class OmStage:
         scanner = OmScanner(self.full.store, self.full.search)
         names = {self.entity.entity_type: index}
         joined = scanner.run([self.entity], names=names)
-        self.malformed = sum(1 for f in joined.findings if f.kind == Kind.MALFORMED_ASPECT)
+        self.invalid = [f for f in joined.findings if f.kind == Kind.MALFORMED_ASPECT]
         candidates = [f for f in joined.findings if f.kind != Kind.MALFORMED_ASPECT]
         seen = reobserve(scanner, {self.entity.entity_type: self.entity}, names, candidates, visibility=0.5)
         refused = self.refused()
@@ -140,23 +198,30 @@ class OmStage:
 
     def check(self, index: str) -> None:
         """A document per readable row (give or take the rows created since the check), but those
-        the cluster refused."""
-        rows = self.full.store.count(self.entity) - self.malformed - len(self.refused())
+        the cluster refused; the unreadable rows' carried-over documents are not counted."""
+        rows = self.full.store.count(self.entity) - len(self.invalid) - len(self.refused())
         docs = self.full.search.count(index)
         if docs < rows - CATCH_UP_SLACK:
             raise NotPromoted(f"{index} holds {docs} documents for {rows} readable rows: not swapped")
         self.full.work.add("verified by the scan's steps and by count", 1)
 
     def swap_actions(self, fresh: str, old: list[str], is_alias: bool) -> list[dict[str, Any]]:
-        """Every alias of the old index (and the index name) to the fresh one, the old index
-        removed in the same request."""
+        """Every alias of the old index (and the index name) to the fresh one, in one request: a
+        concrete live index removed in it (--replace-concrete-index), an old index behind the
+        alias kept, its aliases taken off it."""
         aliases = set(self.entity.aliases(self.full.search.cluster_alias))
+        held: dict[str, set[str]] = {}
         for index in old:
             found = self.full.search.client.indices.get_alias(index=index)
             body = found.body if hasattr(found, "body") else found
-            aliases |= set(body.get(index, {}).get("aliases", {}))
+            held[index] = set(body.get(index, {}).get("aliases", {}))
+            aliases |= held[index]
         aliases.discard(self.live)
-        actions: list[dict[str, Any]] = [{"remove_index": {"index": index}} for index in old]
+        actions: list[dict[str, Any]]
+        if is_alias:
+            actions = [{"remove": {"index": i, "alias": a}} for i in old for a in sorted(held[i])]
+        else:
+            actions = [{"remove_index": {"index": index}} for index in old]
         actions += [{"add": {"index": fresh, "alias": self.live}}]
         actions += [{"add": {"index": fresh, "alias": a}} for a in sorted(aliases)]
         return actions

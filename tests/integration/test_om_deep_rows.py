@@ -183,7 +183,13 @@ def test_full_writes_every_other_document_and_names_what_the_engine_refuses(worl
     engine, (deep, plain) = _engine(world), _setup(world)
     full = rebuild(
         world.settings(),
-        RebuildRequest("reindex", selection=Selection(entity_types=("table",)), apply=True, full=True),
+        RebuildRequest(
+            "reindex",
+            selection=Selection(entity_types=("table",)),
+            apply=True,
+            full=True,
+            replace_concrete=True,
+        ),
     )
     refused = set(DEEP) - WRITTEN_ON[engine]
     assert set(full.failed) == {deep[n].id for n in refused} and full.exit_code == 1, full.why

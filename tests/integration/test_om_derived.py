@@ -124,7 +124,11 @@ def test_repairs_keep_child_tags_and_inherited_owners(world: World, tmp_path: Pa
     full = rebuild(
         world.settings(),
         RebuildRequest(
-            "reindex", selection=Selection(entity_types=("table", "pipeline")), apply=True, full=True
+            "reindex",
+            selection=Selection(entity_types=("table", "pipeline")),
+            apply=True,
+            full=True,
+            replace_concrete=True,
         ),
     )
     assert full.exit_code == 0, full.failed

@@ -108,19 +108,37 @@ def test_full_refuses_to_race_openmetadatas_running_reindex_job(world: World) ->
     with pytest.raises(OmReindexRunning) as refused:
         rebuild(
             world.settings(),
-            RebuildRequest("reindex", selection=Selection(entity_types=("table",)), apply=True, full=True),
+            RebuildRequest(
+                "reindex",
+                selection=Selection(entity_types=("table",)),
+                apply=True,
+                full=True,
+                replace_concrete=True,
+            ),
         )
     assert refused.value.exit_code == 3 and job.job_id in str(refused.value), str(refused.value)
     assert "race" in str(refused.value) and "targeted" in (refused.value.hint or "")
     other = rebuild(
         world.settings(),
-        RebuildRequest("reindex", selection=Selection(entity_types=("pipeline",)), apply=True, full=True),
+        RebuildRequest(
+            "reindex",
+            selection=Selection(entity_types=("pipeline",)),
+            apply=True,
+            full=True,
+            replace_concrete=True,
+        ),
     )
     assert other.exit_code == 0, other.failed
     assert job.finish() == "COMPLETED"
     after = rebuild(
         world.settings(),
-        RebuildRequest("reindex", selection=Selection(entity_types=("table",)), apply=True, full=True),
+        RebuildRequest(
+            "reindex",
+            selection=Selection(entity_types=("table",)),
+            apply=True,
+            full=True,
+            replace_concrete=True,
+        ),
     )
     assert after.exit_code == 0, after.failed
     refresh_all(world.search, world.alias)

@@ -47,7 +47,9 @@ def test_scan_triage_reindex_and_full_swap_on_elasticsearch_8(store: str, tmp_pa
         live = f"{world.alias}_table_search_index"
         full = rebuild(
             world.settings(),
-            RebuildRequest("reindex", selection=_sel(types=("table",)), apply=True, full=True),
+            RebuildRequest(
+                "reindex", selection=_sel(types=("table",)), apply=True, full=True, replace_concrete=True
+            ),
         )
         assert full.exit_code == 0, full.failed
         behind = world.search.client.indices.get_alias(index=live)

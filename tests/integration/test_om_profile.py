@@ -6,6 +6,7 @@ OpenMetadata-shaped world written by the sandbox's server-like writer (faults in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -234,7 +235,10 @@ def test_repair_by_fqn_and_full_rebuild_with_an_alias_swap(world: World) -> None
     live = f"{world.alias}_table_search_index"
     before = set(world.search.client.indices.get_alias(index=live))
     full = rebuild(
-        world.settings(), RebuildRequest("reindex", selection=_sel(types=("table",)), apply=True, full=True)
+        world.settings(),
+        RebuildRequest(
+            "reindex", selection=_sel(types=("table",)), apply=True, full=True, replace_concrete=True
+        ),
     )
     assert full.exit_code == 0, full.failed
     behind = world.search.client.indices.get_alias(index=live)
@@ -248,6 +252,72 @@ def test_repair_by_fqn_and_full_rebuild_with_an_alias_swap(world: World) -> None
     after = world.scan(grace=0.0, use_state=False)
     table_findings = [c for c in after.findings if c.finding.entity_type == "table"]
     assert table_findings == []
+
+
+def _unreadable_table(world: World) -> str | None:
+    """A table row nested deeper than any decoder reads, its document still in the live index (as
+    OpenMetadata indexed it before): PostgreSQL only (MariaDB's generated columns refuse the row)."""
+    from sqlalchemy import text
+
+    from sandbox.openmetadata.fqn import fqn_hash
+    from sandbox.openmetadata.store import dumps
+
+    if not world.server.store.postgres:
+        return None
+    model = world.server.of_type("table")[0]
+    deep_id, fqn = str(uuid.uuid4()), model.fqn + "_deep"
+    stored = {**model.stored_json(), "id": deep_id, "name": "deep", "fullyQualifiedName": fqn}
+    body = dumps(stored)[:-1] + ',"extension":' + "[" * 1100 + "]" * 1100 + "}"
+    with world.server.store.engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO table_entity (json, fqnHash) VALUES (CAST(:j AS jsonb), :h)"),
+            {"j": body, "h": fqn_hash(fqn)},
+        )
+    doc = {**(world.server.doc(model) or {}), "id": deep_id, "name": "deep", "fullyQualifiedName": fqn}
+    world.search.put(f"{world.alias}_table_search_index", deep_id, doc)
+    return deep_id
+
+
+def test_full_keeps_a_concrete_live_index_unless_told_and_carries_an_unreadable_rows_document(
+    world: World,
+) -> None:
+    """As a fresh install creates them, the live index is concrete: `--full` leaves it alone and
+    refuses (nothing created) unless --replace-concrete-index; told, it replaces it, and a table
+    whose row cannot be read keeps its document (carried over) and is reported invalid beside the
+    promotion. Behind the alias, a second `--full` keeps the old index, as --help says."""
+    from auditor.rebuild.staged import NotPromoted
+
+    live = f"{world.alias}_table_search_index"
+    deep = _unreadable_table(world)
+    world.refresh()
+    tables = world.search.client.count(index=live)["count"]
+    request = RebuildRequest("reindex", selection=_sel(types=("table",)), apply=True, full=True)
+    with pytest.raises(NotPromoted, match="concrete index") as refused:
+        rebuild(world.settings(), request)
+    assert "--replace-concrete-index" in (refused.value.hint or "")
+    assert world.search.list_indices(f"{live}*") == [live]  # left alone, no staged index made
+    first = rebuild(world.settings(), dataclasses.replace(request, replace_concrete=True))
+    (fresh,) = world.search.list_indices(f"{live}*")
+    second = rebuild(world.settings(), request)
+    found = world.search.client.indices.get_alias(name=live)
+    (newer,) = found.body if hasattr(found, "body") else found
+    kept = set(world.search.list_indices(f"{live}*"))
+    world.refresh()
+    assert fresh != live and newer != fresh and kept == {fresh, newer}, kept
+    assert any(f"removed {live}" in n for n in first.notes) and not any("removed" in n for n in second.notes)
+    assert any(f"the old index {fresh} is kept" in n for n in second.notes), second.notes
+    assert world.search.client.count(index=live)["count"] == tables
+    for outcome in (first, second):
+        invalid = [(c.finding.urn, c.verdict) for c in outcome.still_wrong]
+        assert invalid == ([(deep, Verdict.INVALID)] if deep else []) and not outcome.failed, outcome.why
+        assert outcome.exit_code == (1 if deep else 0)
+    if deep is not None:
+        doc = world.search.get(live, deep)
+        assert doc is not None and doc["name"] == "deep"
+        # asked, the next --full leaves it out (the row reported invalid all the same)
+        left = rebuild(world.settings(), dataclasses.replace(request, leave_out_invalid=True))
+        assert world.search.get(live, deep) is None and [c.finding.urn for c in left.still_wrong] == [deep]
+        assert not left.failed and left.exit_code == 1, left.why
 
 
 def _sel(types: tuple[str, ...] = (), urns: tuple[str, ...] = ()) -> Any:
@@ -324,7 +394,9 @@ def test_a_full_rebuild_while_the_server_keeps_writing_leaves_a_clean_index(worl
         time.sleep(0.5)
         full = rebuild(
             world.settings(),
-            RebuildRequest("reindex", selection=_sel(types=("table",)), apply=True, full=True),
+            RebuildRequest(
+                "reindex", selection=_sel(types=("table",)), apply=True, full=True, replace_concrete=True
+            ),
         )
     assert full.exit_code == 0, full.failed
     assert writer.writes > 5 and not writer.errors

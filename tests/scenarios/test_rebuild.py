@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -515,3 +516,86 @@ def test_a_doc_the_consumer_writes_while_a_reindex_holds_it_is_not_written_over(
     assert wrote and doc is not None and doc.get("rowCount") == 4242, doc
     assert outcome.counts.get("changed_since_read") == 1, outcome.counts
     assert not outcome.failed and not outcome.still_wrong and outcome.exit_code == 0
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("pair", ["postgres/opensearch", "mariadb/elasticsearch"])
+def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_rebuild(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom model plugin's aspect (`acmeTeamInfo`, unknown to the registry) and the field its
+    consumer indexed (`acmeTeam`), beside a stale name, and another dataset whose row is malformed.
+    A targeted reindex fixes the name and keeps `acmeTeam` (named as kept unchecked); `--full`
+    promotes despite the malformed row (reported invalid, exit 1), keeps `acmeTeam` and the
+    malformed entity's document (left out when asked), and leaves no staged index behind,
+    promoted or refused."""
+    from faults import malformed_json
+
+    from auditor.rebuild.datahub.documents import KEPT
+    from auditor.rebuild.datahub.full import DataHubStage
+    from auditor.rebuild.staged import NotPromoted
+    from sandbox.naming import entity_doc_id, entity_index
+
+    world = World(*pair.split("/"), tmp_path, n=30)
+    index = entity_index("dataset", world.prefix)
+    try:
+        (bad,) = malformed_json(world)
+        target = next(
+            e.urn
+            for e in world.of_type("dataset")
+            if dict(e.aspects).get("datasetProperties") and e.urn != bad
+        )
+        world.writer.write(target, "acmeTeamInfo", {"team": "platform-infra"}, drop_mcl=True)
+        world.search.upsert(index, entity_doc_id(target), {"acmeTeam": "platform-infra", "name": "stale"})
+        before = world.scan()
+        assert {(c.finding.urn, c.verdict) for c in before.findings} >= {
+            (target, Verdict.DIVERGED),
+            (bad, Verdict.INVALID),
+        }
+        targeted = reindex_urns(world, [target], tmp_path)
+        world.refresh()
+        doc = world.search.get(index, entity_doc_id(target))
+        assert doc is not None and doc["acmeTeam"] == "platform-infra" and doc["name"] != "stale", doc
+        assert targeted.counts.get(KEPT + "acmeTeam") == 1 and targeted.exit_code == 0, targeted
+        assert any("acmeTeam (1 entity)" in n for n in targeted.notes), targeted.notes
+        selection = Selection(entity_types=("dataset",))
+
+        def full_rebuild(**more: Any) -> Any:
+            request = RebuildRequest(
+                "reindex", selection=selection, apply=True, full=True, state_dir=tmp_path
+            )
+            return rebuild(world.settings(), dataclasses.replace(request, **more))
+
+        full = full_rebuild(replace_concrete=True)
+        found = world.search.client.indices.get_alias(name=index)
+        (fresh,) = found.body if hasattr(found, "body") else found  # the alias, on the one promoted
+        staged = set(world.search.list_indices(f"{index}*"))
+        world.refresh()
+        kept, carried = (
+            world.search.get(index, entity_doc_id(target)),
+            world.search.get(index, entity_doc_id(bad)),
+        )
+        # asked, the next --full leaves the malformed row's document out (the row still reported)
+        left = full_rebuild(leave_out_invalid=True)
+        world.refresh()
+        gone, served = (
+            world.search.get(index, entity_doc_id(bad)),
+            set(world.search.list_indices(f"{index}*")),
+        )
+        # a check that never passes: refused, and its staged index deleted all the same
+        monkeypatch.setattr(DataHubStage, "still_wrong", lambda self, index, before: [target])
+        with pytest.raises(NotPromoted, match="the same ones after every rewrite"):
+            full_rebuild()
+        after_refused = set(world.search.list_indices(f"{index}*"))
+    finally:
+        world.close()
+    assert full.exit_code == 1 and [(c.finding.urn, c.verdict) for c in full.still_wrong] == [
+        (bad, Verdict.INVALID)
+    ], full.still_wrong
+    assert staged == {fresh} and after_refused == served and fresh in served, (staged, served, after_refused)
+    assert gone is None and left.exit_code == 1 and [c.finding.urn for c in left.still_wrong] == [bad]
+    assert any("left out" in n for n in left.notes), left.notes
+    assert (
+        kept is not None and kept["acmeTeam"] == "platform-infra" and full.counts.get(KEPT + "acmeTeam") == 1
+    )
+    assert carried is not None and carried["urn"] == bad

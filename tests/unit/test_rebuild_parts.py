@@ -390,6 +390,73 @@ def test_a_reindex_deletes_what_the_rows_no_longer_imply_and_nothing_else(tmp_pa
     assert (meta, system_metadata_id(b, "globalTags")) in written
 
 
+def test_a_reindex_keeps_what_no_rule_derives_and_clears_what_the_rules_prove_absent(tmp_path: Path) -> None:
+    """A custom model plugin's aspect (`acmeTeamInfo`, unknown to the registry) and its field in the
+    doc (`acmeTeam`): the rewrite keeps both the field and the aspect's system-metadata doc, and
+    names the field among what it kept unchecked. A field the rules know and prove absent (`tags`:
+    no `globalTags` row) is still cleared: that is what a left-behind field needs."""
+    from fakes import FakeSearch
+
+    from auditor.platforms.datahub.naming import (
+        document_id,
+        entity_index,
+        graph_index,
+        system_metadata_id,
+        system_metadata_index,
+    )
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.rebuild.datahub.documents import KEPT, kept_note
+    from auditor.rebuild.datahub.reindex import Reindexer
+
+    a = "urn:li:dataset:a"
+    meta, datasets = system_metadata_index(""), entity_index("dataset", "")
+    plugin = system_metadata_id(a, "acmeTeamInfo")
+    stored = {"urn": a, "name": "old", "tags": ["urn:li:tag:gone"], "acmeTeam": "platform-infra"}
+    search = FakeSearch(
+        {datasets: {document_id(a): stored}, meta: {plugin: {"urn": a, "aspect": "acmeTeamInfo"}}}
+    )
+    search.docs[graph_index("")] = {}
+    writer = ConditionalWriter(search)
+    store = FakeStore(
+        [rows(a, {"datasetProperties": {"name": "new"}, "acmeTeamInfo": {"team": "platform-infra"}})]
+    )
+    ck = Checkpoint("reindex", "x")
+    Reindexer(store, search, writer, Registry.load(), ck, tmp_path / "ck.json").run([a])  # type: ignore[arg-type]
+    doc = search.docs[datasets][document_id(a)]
+    assert doc["name"] == "new" and doc["acmeTeam"] == "platform-infra" and "tags" not in doc, doc
+    assert plugin in search.docs[meta] and not ck.failed
+    assert ck.counts[KEPT + "acmeTeam"] == 1 and len([k for k in ck.counts if k.startswith(KEPT)]) == 1
+    assert "acmeTeam (1 entity)" in (kept_note(ck.counts) or "")
+
+
+def test_an_entity_doc_whose_stored_one_cannot_be_read_is_not_written_over(tmp_path: Path) -> None:
+    """The stored doc is what a rewrite keeps the plugin's fields from: unread, the entity doc is
+    not written (a failure, said why), rather than written whole without them."""
+    from fakes import FakeSearch
+
+    from auditor.errors import BackendUnavailable
+    from auditor.platforms.datahub.naming import document_id, entity_index, graph_index, system_metadata_index
+    from auditor.platforms.datahub.registry.registry import Registry
+    from auditor.rebuild.datahub.reindex import Reindexer
+
+    a, datasets = "urn:li:dataset:a", entity_index("dataset", "")
+    search = FakeSearch(
+        {datasets: {document_id(a): {"urn": a, "acmeTeam": "x"}}, system_metadata_index(""): {}}
+    )
+    search.docs[graph_index("")] = {}
+
+    def unreadable(index: str, ids: Any) -> Any:
+        raise BackendUnavailable("read timed out")
+
+    search.get_versioned = unreadable  # type: ignore[method-assign]
+    writer, ck = RecordingWriter(), Checkpoint("reindex", "x")
+    store = FakeStore([rows(a, {"datasetProperties": {"name": "new"}})])
+    Reindexer(store, search, writer, Registry.load(), ck, tmp_path / "ck.json").run([a])  # type: ignore[arg-type]
+    assert not any(i.index == datasets for i in writer.items)
+    assert any(i.index == system_metadata_index("") for i in writer.items)  # the rest is written
+    assert ck.failed == [a] and "could not be read" in ck.why[a]
+
+
 class ConditionalWriter(RecordingWriter):
     """Writes into a FakeSearch as an engine does: a write on a condition the stored doc no longer
     meets (another seq_no, or `create` over a doc) is refused with 409, nothing written."""

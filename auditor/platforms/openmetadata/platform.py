@@ -241,13 +241,24 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
 
             now_ms = int(datetime.now(UTC).timestamp() * 1000)
             refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
-            full = FullRebuild(store, search, writer, settings.platform_version, rate=request.rate)
+            full = FullRebuild(
+                store,
+                search,
+                writer,
+                settings.platform_version,
+                rate=request.rate,
+                replace_concrete=request.replace_concrete,
+                state_dir=request.state_dir,
+                leave_out_invalid=request.leave_out_invalid,
+            )
             with locked(request, store.description, search.cluster_alias):  # one repair at a time
                 for entity in chosen_types:
                     full.run(entity)
             outcome = RebuildOutcome("reindex", True, plan([]), notes=full.notes)
             outcome.counts, outcome.failed = full.work.counts, sorted(full.work.failed)
             outcome.why = dict(full.work.failed)
+            outcome.still_wrong = full.invalid  # promoted beside them: the rows are to be fixed
+            outcome.verified_urns = full.loaded
             return outcome
         ids = resolve_ids(store, chosen_types, selection.urns) if selection is not None else ()
         om_request = OmRepairRequest(
