@@ -38,8 +38,6 @@ from auditor.platforms.openmetadata import relations
 from auditor.platforms.openmetadata.derive import MAPPING, inline_child_labels, part_hash
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
-# derived from entity_relationship (relations.py), compared where the entity's type writes them
-RELATED = ("service", "upstreamLineage", "followers", "totalVotes")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
 DOC_SOURCE = (
     "id",
