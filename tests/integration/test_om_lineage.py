@@ -20,6 +20,10 @@ from om_world import World, om_world
 
 from auditor.api import rebuild
 from auditor.core.model import Selection
+from auditor.platforms.openmetadata import relations
+from auditor.platforms.openmetadata.inherit import Inheritance
+from auditor.platforms.openmetadata.naming import ENTITIES
+from auditor.platforms.openmetadata.store import OmStore
 from auditor.rebuild.request import RebuildRequest
 from sandbox.openmetadata.docs import build_doc
 from sandbox.openmetadata.entities import OmEntity
@@ -116,6 +120,31 @@ def test_lineage_and_services_survive_every_repair(world: World) -> None:
     for e in stale:
         assert _differ(world, e) == {}, e.fqn
     assert world.scan().findings == []
+
+
+def test_a_re_read_walks_each_level_of_parents_once_per_batch(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table's service is its schema's database's: a re-read of many tables reads each level of
+    their parents in one IN list, not once per table."""
+    loads: list[tuple[str, int]] = []
+    real = Inheritance._load
+
+    def counted(self: Inheritance, kind: str, ids: Any) -> None:
+        known = self._known.get(kind, {})
+        loads.append((kind, len([i for i in ids or () if i and i not in known])))  # ids it queries
+        real(self, kind, ids)
+
+    monkeypatch.setattr(Inheritance, "_load", counted)
+    tables = world.server.of_type("table")
+    store = OmStore(world.store_url)
+    try:
+        rows = store.read(ENTITIES["table"], [t.id for t in tables])
+    finally:
+        store.close()
+    services = {t.id: t.json["service"]["id"] for t in tables}
+    assert {i: relations.service_link(r.links)["id"] for i, r in rows.items()} == services
+    assert [kind for kind, n in loads if n] == ["databaseSchema", "database", "databaseService"], loads
 
 
 def test_a_lost_lineage_follow_or_vote_update_is_found_and_repaired(world: World) -> None:

@@ -292,7 +292,8 @@ class OmStore(Bookkeeping):
                     marks = ", ".join(f":i{n}" for n in range(len(chunk)))
                     params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
                     params["etype"] = entity.entity_type
-                    got = conn.execute(self.sql(f"{base} WHERE e.id IN ({marks})"), params)
+                    got = list(conn.execute(self.sql(f"{base} WHERE e.id IN ({marks})"), params))
+                    heir.preload(entity.entity_type, [str(r[7]) for r in got if r[7] is not None])
                     found = [self._row(r, entity, heir) for r in got]
                     for row in self._child_tags(entity, found):
                         out[row.id] = row
