@@ -84,3 +84,19 @@ def test_an_openmetadata_repair_speaks_openmetadata() -> None:
     said = out.getvalue()
     assert "1  entities in scope" in said and "from its row and relationships" in said
     assert "version-0" not in said and "replay" not in said
+
+
+def test_an_edge_through_a_pipeline_carries_the_pipeline_as_its_row_holds_it() -> None:
+    via = {"r": 13, "id": U, "type": "table", "json": {"pipeline": {"id": P, "type": "pipeline"}}}
+    pipeline = {"id": P, "name": "etl", "fullyQualifiedName": "airflow.etl", "changeDescription": {}}
+    found = {U: ("table", UP), P: ("pipeline", pipeline)}
+    (entry,) = relations.derived("table", TABLE, [via], found, reference, fqn_hash)["upstreamLineage"]
+    assert entry["docId"] == f"svc.db.sch.a--->pipeline:{P}--->svc.db.sch.b"
+    assert entry["pipelineEntityType"] == "pipeline"
+    assert entry["pipeline"] == {
+        "id": P,
+        "name": "etl",
+        "fullyQualifiedName": "airflow.etl",
+        "fqnHash": fqn_hash("airflow.etl"),
+    }
+    assert relations.wanted("table", [via]) == {("table", U), ("pipeline", P)}
