@@ -25,16 +25,32 @@ WHAT = {
 }
 
 
+# OpenMetadata's words where DataHub's would not be true there: no aspects, no replay, entity rows
+OPENMETADATA_WHAT = {
+    RepairKind.REWRITE_DOCUMENT: "rewrite the entity's document from its row and relationships",
+    RepairKind.DELETE_DOCUMENT: "delete the orphan's document (its row re-checked: gone)",
+}
+ROWS_IN_SCOPE = {"datahub": "version-0 rows in scope", "openmetadata": "entities in scope"}
+
+
+def what(outcome: RebuildOutcome, kind: RepairKind) -> str:
+    """What a repair kind does, in the words of the outcome's platform."""
+    if outcome.platform == "openmetadata" and kind in OPENMETADATA_WHAT:
+        return OPENMETADATA_WHAT[kind]
+    return WHAT[kind]
+
+
 def render_console(outcome: RebuildOutcome, console: Console) -> None:
     head = "dry run (nothing written; add --apply)" if not outcome.applied else "applied"
     console.print(f"[bold]rebuild {outcome.mode}[/]: {head}")
     counts = outcome.plan.counts()
     for kind in RepairKind:
         if counts.get(kind):
-            console.print(f"  {counts[kind]:6d}  {WHAT[kind]}", highlight=False)
+            console.print(f"  {counts[kind]:6d}  {what(outcome, kind)}", highlight=False)
     if outcome.rows is not None:
         eta = f", about {outcome.estimate_seconds:.1f}s at the rate asked" if outcome.estimate_seconds else ""
-        console.print(f"  {outcome.rows:6d}  version-0 rows in scope{eta}", highlight=False)
+        scope = ROWS_IN_SCOPE.get(outcome.platform, ROWS_IN_SCOPE["datahub"])
+        console.print(f"  {outcome.rows:6d}  {scope}{eta}", highlight=False)
     for name, n in sorted(outcome.elsewhere.items()):
         other = "reindex" if outcome.mode == "replay" else "a person"
         console.print(f"[yellow]  {n} {name} actions need {other}, not this mode[/]", highlight=False)

@@ -3,9 +3,10 @@
 missing_document (a row, no doc), orphan_document (a doc, no row; also a doc whose `_id` is
 not a UUID: no OpenMetadata entity can own it), soft_delete_mismatch (deleted in the row but
 searchable as live, or the reverse), stale_fields (version, updatedAt, name,
-fullyQualifiedName, description, owners, tags) and malformed_aspect (a row whose JSON cannot
-be read). Each finding declares what repairs it: a rewrite of the whole document from the row,
-the deletion of an orphan, or a fix of the row itself.
+fullyQualifiedName, description, owners, tags, domains, and what the type's index class takes
+from entity_relationship: service, upstreamLineage, followers, totalVotes) and malformed_aspect
+(a row whose JSON cannot be read). Each finding declares what repairs it: a rewrite of the whole
+document from the row, the deletion of an orphan, or a fix of the row itself.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from auditor.core.model import Finding, Kind, RepairKind
 from auditor.platforms.openmetadata.fields import (
     BadRow,
     Key,
+    KeyFields,
     differences,
     doc_fields,
     only_the_delete_flag_moved,
@@ -80,7 +82,7 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
         data = parse_entity(row.json, row.id)
     except BadRow as exc:
         return _finding(entity, index, row.id, Kind.MALFORMED_ASPECT, changed, reason=str(exc))
-    truth = row_fields(data, row.owners, row.tags, row.domains, own_hash=row.own_hash)
+    truth = _truth(data, row, entity.entity_type)
     changed = _millis(truth.updated_at) or changed
     if doc is None:
         return _finding(
@@ -120,14 +122,27 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
     return None
 
 
-def row_key(row: OmRow) -> Key | None:
+def row_key(row: OmRow, entity_type: str | None = None) -> Key | None:
     """The key of the row's compared fields (None: unreadable, or not one bytes can compare).
     `keys_agree(row_key(row), doc_key(doc))` means `check` finds nothing in the pair."""
     try:
         data = parse_entity(row.json, row.id)
     except BadRow:
         return None
-    return row_fields(data, row.owners, row.tags, row.domains, own_hash=row.own_hash).key()
+    return _truth(data, row, entity_type).key()
+
+
+def _truth(data: dict[str, Any], row: OmRow, entity_type: str | None) -> KeyFields:
+    """The row's compared fields: its JSON with its owners, tags, domains and relations."""
+    return row_fields(
+        data,
+        row.owners,
+        row.tags,
+        row.domains,
+        own_hash=row.own_hash,
+        links=row.links,
+        entity_type=entity_type,
+    )
 
 
 def doc_key(source: dict[str, Any]) -> Key | None:

@@ -24,7 +24,8 @@ from auditor.core.model import Classified, Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
 from auditor.errors import ConfigError, UnknownUrn
-from auditor.platforms.openmetadata.document import build_document, split_fqn
+from auditor.platforms.openmetadata import relations
+from auditor.platforms.openmetadata.document import build_document, fqn_hash, split_fqn
 from auditor.platforms.openmetadata.fields import BadRow, parse_entity
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.modes import EXECUTORS
@@ -32,7 +33,7 @@ from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmRow
 from auditor.platforms.openmetadata.scan import OmParts, OmScanOptions
 from auditor.platforms.openmetadata.search import OmSearch
-from auditor.platforms.openmetadata.store import OmStore
+from auditor.platforms.openmetadata.store import OmStore, reference
 from auditor.platforms.openmetadata.version import migration_level, release_key
 from auditor.rebuild.guard import Guarded, guarded
 from auditor.rebuild.request import RebuildRequest
@@ -134,20 +135,28 @@ class OmRepair:
                 parsed[row.id] = parse_entity(row.json, row.id)
             except BadRow as exc:
                 self.failed[row.id] = f"its row cannot be read: {exc}"
+        kind = entity.entity_type
+        found = self.store.entity_json(
+            {w for r in rows if r.id in parsed for w in relations.wanted(kind, r.links)}
+        )
         services = self._services(entity, parsed.values())
         for row in rows:
             data = parsed.get(row.id)
             if data is None:
                 continue
-            if "service" not in data and (service := services.get(_first_part(data))) is not None:
-                data = {**data, "service": service}  # OpenMetadata keeps it out of the stored row
+            related = relations.derived(kind, data, list(row.links), found, reference, fqn_hash)
+            if "service" not in related and "service" not in data:  # no `contains` row: its FQN's
+                service = services.get(_first_part(data))
+                if service is not None:
+                    related["service"] = service
             owners = [named(o) for o in row.owners]
             domains = [named(d) for d in row.domains]
-            out[row.id] = build_document(data, entity.entity_type, owners, row.tags, domains, self.level())
+            out[row.id] = build_document(data, kind, owners, row.tags, domains, self.level(), related=related)
         return out
 
     def _services(self, entity: OmEntity, rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """An asset's service, which its document carries: the service its FQN begins with."""
+        """An asset's service where no `contains` row names it (a hand-written database): the service
+        its FQN begins with."""
         kind = next((p for p in entity.parent_aliases if p.endswith("Service")), None)
         if kind is None:
             return {}

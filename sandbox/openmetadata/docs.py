@@ -34,6 +34,56 @@ INHERITED = {
     "database": ("databaseService", ("domains",)),
 }
 Lookup = Callable[[str], "OmEntity | None"]
+# index classes without upstreamLineage (every other one writes it: SearchIndex.getLineageData)
+WITHOUT_LINEAGE = (
+    "user",
+    "team",
+    "tag",
+    "classification",
+    "glossary",
+    "glossaryTerm",
+    "domain",
+    "dataProduct",
+)
+
+
+def _lineage(entity: OmEntity, lookup: Lookup | None) -> list[dict[str, Any]]:
+    """getLineageData: LineageRepository.buildEntityLineageData for each upstream edge (nulls left
+    out); an edge whose upstream entity is gone is skipped."""
+    out = []
+    for from_id, edge in sorted(entity.upstream):
+        up = lookup(from_id) if lookup is not None else None
+        if up is None:
+            continue
+        data: dict[str, Any] = {
+            "docId": f"{up.fqn}--->{entity.fqn}",
+            "docUniqueId": f"{up.id}--->{entity.id}",
+            "fromEntity": {
+                "id": up.id,
+                "type": up.type,
+                "fullyQualifiedName": up.fqn,
+                "fqnHash": fqnlib.fqn_hash(up.fqn),
+            },
+        }
+        pipeline = edge.get("pipeline")
+        if pipeline:
+            data["docId"] = f"{up.fqn}--->{pipeline['type']}:{pipeline['id']}--->{entity.fqn}"
+            found = lookup(pipeline["id"]) if lookup is not None else None
+            if found is not None:
+                data["pipelineEntityType"] = pipeline["type"]
+                data["pipeline"] = {
+                    **{k: v for k, v in found.json.items() if k not in EXCLUDED},
+                    "fqnHash": fqnlib.fqn_hash(found.fqn),
+                }
+        if edge.get("columnsLineage"):
+            data["columns"] = edge["columnsLineage"]
+        for key in ("description", "sqlQuery", "source", "createdAt", "createdBy", "updatedAt", "updatedBy"):
+            if edge.get(key) is not None:
+                data[key] = edge[key]
+        if edge.get("assetEdges") is not None:
+            data["assetEdges"] = edge["assetEdges"]
+        out.append(data)
+    return out
 
 
 def _flatten(
@@ -99,7 +149,11 @@ def build_doc(entity: OmEntity, lookup: Lookup | None = None, release: str | Non
         "owners": [_with_display_name(o) for o in inherited(entity, lookup, "owners")],
         "domains": [_with_display_name(d) for d in inherited(entity, lookup, "domains")],
         "followers": [f["id"] for f in doc.get("followers", [])],
-        "totalVotes": 0,
+        "totalVotes": max(
+            int((doc.get("votes") or {}).get("upVotes", 0))
+            - int((doc.get("votes") or {}).get("downVotes", 0)),
+            0,
+        ),
         "descriptionStatus": "COMPLETE" if doc.get("description") else "INCOMPLETE",
         "descriptionSources": {},
         "tagSources": {},
@@ -123,10 +177,11 @@ def build_doc(entity: OmEntity, lookup: Lookup | None = None, release: str | Non
         doc["columnDescriptionStatus"] = (
             "COMPLETE" if all(c.get("description") for c in doc.get("columns", [])) else "INCOMPLETE"
         )
-        doc["upstreamLineage"] = []
         doc["entityRelationship"] = []
         for key in TABLE_EXCLUDED:
             doc.pop(key, None)
+    if entity.type not in WITHOUT_LINEAGE:
+        doc["upstreamLineage"] = _lineage(entity, lookup)
     doc["fqnHash"] = fqnlib.fqn_hash(entity.fqn)
     for key in EXCLUDED:
         doc.pop(key, None)

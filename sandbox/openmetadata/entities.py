@@ -56,6 +56,9 @@ class OmEntity:
     json: dict[str, Any]
     parent_id: str | None = None
     children: list[str] = field(default_factory=list)
+    # its upstream lineage edges as entity_relationship holds them (relation upstream, to it):
+    # (the upstream entity's id, the edge's LineageDetails)
+    upstream: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def id(self) -> str:

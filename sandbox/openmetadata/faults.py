@@ -45,6 +45,7 @@ ACCEPTED = {
     },
     # a domain's "add assets": relationships only, then the assets' docs
     "add_assets": {Fault.SEARCH_WRITE_FAILS, Fault.STALE_UPDATE},
+    "relate": {Fault.SEARCH_WRITE_FAILS, Fault.STALE_UPDATE},  # lineage, follow, vote
     "soft_delete": {
         Fault.SEARCH_WRITE_FAILS,
         Fault.SEARCH_WRITE_FAILS_QUEUED,

@@ -22,6 +22,7 @@ CONTAINS, CREATED_BY, USES, OWNS, PARENT_OF, HAS, FOLLOWS, UPSTREAM, APPLIED_TO,
     14,
     15,
 )
+VOTED = 18
 # TagLabel enums stored as tinyint in tag_usage: source, labelType, state (their ordinals)
 TAG_SOURCES = ("Classification", "Glossary")
 LABEL_TYPES = ("Manual", "Propagated", "Automated", "Derived", "Generated")

@@ -28,12 +28,15 @@ from sandbox.openmetadata.entities import (
 from sandbox.openmetadata.faults import Fault, SearchWriteError
 from sandbox.openmetadata.model import (
     CONTAINS,
+    FOLLOWS,
     HAS,
     LABEL_STATES,
     LABEL_TYPES,
     OWNS,
     SERVICE_OF,
     TAG_SOURCES,
+    UPSTREAM,
+    VOTED,
     entity_type,
 )
 from sandbox.openmetadata.search_writer import OmSearchWriter
@@ -221,6 +224,58 @@ class OmServer:
             return moved
         self._search(moved, "update", fault, lambda: [self.writer.update(e) for e in moved])
         return moved
+
+    def add_lineage(
+        self,
+        upstream: OmEntity | str,
+        entity: OmEntity | str,
+        details: dict[str, Any] | None = None,
+        *,
+        fault: Fault | None = None,
+    ) -> OmEntity:
+        """LineageRepository.addLineage: the `upstream` (13) row from the upstream entity with its
+        LineageDetails as JSON; the downstream entity's row and version do not move; then its doc
+        (addLineageToSearch: the edge in its upstreamLineage)."""
+        faults.check("relate", fault)
+        up, e = self._get(upstream), self._get(entity)
+        edge = {"source": "Manual", "createdAt": now_ms(), "createdBy": ADMIN, **(details or {})}
+        edge.setdefault("updatedAt", edge["createdAt"])
+        edge.setdefault("updatedBy", ADMIN)
+        with self._lock, self.store.engine.begin() as conn:
+            self.store.relate_json(conn, [(up.id, e.id, up.type, e.type, UPSTREAM, edge)])
+            e.upstream = [(i, d) for i, d in e.upstream if i != up.id] + [(up.id, edge)]
+        return self._relations_written(e, fault)
+
+    def follow(self, entity: OmEntity | str, user: OmEntity, *, fault: Fault | None = None) -> OmEntity:
+        """PUT /{id}/followers: the `follows` (11) row from the user; then the doc's followers."""
+        faults.check("relate", fault)
+        e = self._get(entity)
+        with self._lock, self.store.engine.begin() as conn:
+            self.store.relate(conn, [(user.id, e.id, user.type, e.type, FOLLOWS)])
+            e.json["followers"] = [*e.json.get("followers", []), user.reference()]
+        return self._relations_written(e, fault)
+
+    def vote(
+        self, entity: OmEntity | str, user: OmEntity, *, up: bool = True, fault: Fault | None = None
+    ) -> OmEntity:
+        """PUT /{id}/vote: the `voted` (18) row from the user, "votedUp" or "votedDown" as its JSON;
+        then the doc's totalVotes."""
+        faults.check("relate", fault)
+        e = self._get(entity)
+        said = "votedUp" if up else "votedDown"
+        with self._lock, self.store.engine.begin() as conn:
+            self.store.relate_json(conn, [(user.id, e.id, user.type, e.type, VOTED, said)])
+            votes = dict(e.json.get("votes") or {"upVotes": 0, "downVotes": 0})
+            votes["upVotes" if up else "downVotes"] = votes.get("upVotes" if up else "downVotes", 0) + 1
+            e.json["votes"] = votes
+        return self._relations_written(e, fault)
+
+    def _relations_written(self, e: OmEntity, fault: Fault | None) -> OmEntity:
+        if fault is Fault.STALE_UPDATE:
+            log.debug("fault %s: %s's doc keeps its old relationships", fault.name, e.id)
+            return e
+        self._search([e], "update", fault, lambda: self.writer.update(e))
+        return e
 
     def _relate_domains(self, conn: Any, e: OmEntity, domains: Sequence[OmEntity]) -> None:
         self.store.unrelate_from(conn, e.id, HAS, "domain")

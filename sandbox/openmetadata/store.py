@@ -79,6 +79,22 @@ class OmStore:
                 params,
             )
 
+    def relate_json(self, conn: Connection, rows: Iterable[tuple[str, str, str, str, int, Any]]) -> None:
+        """Insert or replace entity_relationship rows carrying JSON (a lineage edge's
+        LineageDetails, a vote): (fromId, toId, fromEntity, toEntity, relation, json)."""
+        for f, t, fe, te, r, value in rows:
+            conn.execute(
+                text("DELETE FROM entity_relationship WHERE fromId = :f AND toId = :t AND relation = :r"),
+                {"f": f, "t": t, "r": r},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO entity_relationship (fromId, toId, fromEntity, toEntity, relation, "
+                    f"relationType, json) VALUES (:f, :t, :fe, :te, :r, '', {self._json})"
+                ),
+                {"f": f, "t": t, "fe": fe, "te": te, "r": r, "json": dumps(value)},
+            )
+
     def unrelate_to(self, conn: Connection, to_id: str, relation: int) -> None:
         """Delete the rows pointing at `to_id` with `relation` (e.g. its owners)."""
         conn.execute(

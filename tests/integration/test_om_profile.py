@@ -214,7 +214,9 @@ def test_targeted_repair_from_the_report_leads_to_a_clean_rescan(world: World, t
     scanned = _cli(world, "scan", "--grace", "0", "-f", "json", "-o", str(report))
     assert scanned.returncode == 1, scanned.stderr
     planned = _cli(world, "rebuild", "plan", "--from-report", str(report))
-    assert planned.returncode == 0 and "rewrite the whole entity doc" in planned.stdout
+    assert planned.returncode == 0 and "rewrite the entity's document from its row" in planned.stdout
+    assert "entities in scope" in planned.stdout and "version-0" not in planned.stdout  # OpenMetadata's words
+    assert "replay" not in planned.stdout
     applied = _cli(world, "rebuild", "reindex", "--from-report", str(report), "--include",
                    "diverged,in_flight", "--apply", alias=None)  # fmt: skip
     assert applied.returncode == 0, applied.stdout + applied.stderr  # the report's cluster alias

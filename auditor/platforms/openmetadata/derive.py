@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from auditor.platforms.openmetadata.relations import has_lineage
+
 # entity types whose document merges the tags of children embedded in the entity
 CHILD_TAGGED = frozenset(
     {"table", "pipeline", "topic", "container", "dashboardDataModel", "mlmodel", "searchIndex"}
@@ -205,8 +207,9 @@ def enrich(doc: dict[str, Any], entity: Mapping[str, Any], entity_type: str) -> 
     for key in _REFERENCES:
         if isinstance(doc.get(key), MAPPING):
             doc[key] = with_display_name(doc[key])
-    if entity_type == "table":  # TableIndex: the lineage fields, empty when none is indexed
+    if has_lineage(entity_type):  # the lineage getLineageData finds, empty when there is none
         doc.setdefault("upstreamLineage", [])
+    if entity_type == "table":  # TableIndex: its foreign keys' relationships, empty when none
         doc.setdefault("entityRelationship", [])
     if entity_type == "table" and isinstance(entity.get("columns"), list):
         names = flattened_names(entity.get("columns"))

@@ -118,9 +118,11 @@ def build_document(
     tags: Iterable[Mapping[str, Any]] = (),
     domains: Iterable[Mapping[str, Any]] = (),
     release: tuple[int, ...] | None = None,
+    related: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole document for one entity: its JSON, then the attributes OpenMetadata adds (its
-    children's tags, inherited owners and domains, column names: auditor/platforms/openmetadata/derive.py)."""
+    children's tags, inherited owners and domains, column names: auditor/platforms/openmetadata/derive.py;
+    `related`: its service, lineage, followers and votes from entity_relationship, relations.py)."""
     doc = {k: v for k, v in entity.items() if k not in EXCLUDED}
     owner_refs: dict[str, dict[str, Any]] = {}
     for ref in [*(entity.get("owners") or []), *owners]:
@@ -162,6 +164,7 @@ def build_document(
         doc.update(split_by_source(labels.values()))
     if fqn:
         doc["fqnHash"] = fqn_hash(str(fqn))
+    doc.update(related or {})
     as_released(doc, release)
     return enrich(doc, entity, entity_type)
 

@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from auditor.core.json_guard import loads
+from auditor.platforms.openmetadata import relations
 from auditor.platforms.openmetadata.derive import MAPPING, inline_child_labels, part_hash
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
@@ -58,6 +59,10 @@ DOC_SOURCE = (
     "owner.name",
     "classificationTags",  # newer releases (document.py SPLIT_TAGS_SINCE)
     "glossaryTags",
+    "service.id",
+    "upstreamLineage.fromEntity.id",  # an empty list is left out by the filter: read as none
+    "followers",
+    "totalVotes",
 )
 SPLIT_FIELDS = ("classificationTags", "glossaryTags")
 # TagLabel.TagSource as tag_usage stores it (an ordinal) or as a TagLabel spells it (any case) ->
@@ -138,6 +143,21 @@ class KeyFields:
     # per split field: (the labels that must be there, the labels that may be there); a doc's
     # are the same set twice; None: not compared (a doc written without them)
     split: tuple[tuple[frozenset[str], frozenset[str]] | None, ...] = (None, None)
+    # from entity_relationship (relations.py); a row's None: its type does not write it (or the
+    # caller did not say the type): not compared. A doc's: what it holds, none when it lacks it
+    service: str | None = None  # the service's id, "" for none
+    lineage: frozenset[str] | None = None  # the upstream entities' ids
+    followers: frozenset[str] | None = None
+    votes: int | None = None
+
+    def related(self) -> dict[str, Any]:
+        lineage, followers = self.lineage, self.followers
+        return {
+            "service": self.service,
+            "upstreamLineage": None if lineage is None else sorted(lineage),
+            "followers": None if followers is None else sorted(followers),
+            "totalVotes": self.votes,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +174,7 @@ class KeyFields:
                 name: (sorted(pair[0]) if pair else None)
                 for name, pair in zip(SPLIT_FIELDS, self.split, strict=True)
             },
+            **self.related(),
         }
 
     def key(self) -> Key | None:
@@ -166,9 +187,18 @@ class KeyFields:
         if not all(v is None or isinstance(v, str) for v in (self.name, self.fqn, self.description)):
             return None
         fields = [self.version, self.updated_at, self.name, self.fqn, self.description]
+        # none and not compared alike: a row whose type writes none agrees with a doc holding none
+        related = [v or None for v in self.related().values()]
         try:
             base = orjson.dumps(
-                [*fields, sorted(self.owners), sorted(self.tags), sorted(self.domains), self.deleted]
+                [
+                    *fields,
+                    sorted(self.owners),
+                    sorted(self.tags),
+                    sorted(self.domains),
+                    self.deleted,
+                    *related,
+                ]
             )
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
             return None
@@ -272,9 +302,12 @@ def row_fields(
     tags: Iterable[Any] = (),
     domains: Iterable[Any] = (),
     own_hash: str | None = None,
+    links: Iterable[Mapping[str, Any]] = (),
+    entity_type: str | None = None,
 ) -> KeyFields:
     """The truth: the entity JSON plus its owner and domain relationships (inherited ones
-    included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py).
+    included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py);
+    with `entity_type`, also what its index class takes from `links` (relations.py).
     `own_hash`: the hash of the JSON's FQN when the caller has it (made here otherwise)."""
     tags = list(tags)
     fqn = entity.get("fullyQualifiedName")
@@ -301,12 +334,31 @@ def row_fields(
         deleted=bool(as_bool(entity.get("deleted"))),
         domains=owner_set([*domain_refs(entity), *domains]),
         split=split_tags(own, children),
+        **(_related(entity, list(links), entity_type) if entity_type else {}),
     )
+
+
+def _related(entity: Mapping[str, Any], links: list[Mapping[str, Any]], entity_type: str) -> dict[str, Any]:
+    """The row's side of the fields relations.py derives, for its type."""
+    service = None
+    if entity_type in relations.SERVICE_BACKED:
+        found = relations.service_link(links)
+        inline = entity.get("service")  # a writer that keeps it in the JSON
+        service = (
+            str(found["id"]) if found else str(inline.get("id") or "") if isinstance(inline, MAPPING) else ""
+        )
+    inline_followers = [str(f.get("id")) for f in _list(entity.get("followers")) if isinstance(f, MAPPING)]
+    return {
+        "service": service,
+        "lineage": relations.upstream_ids(links) if relations.has_lineage(entity_type) else None,
+        "followers": frozenset([*relations.follower_ids(links), *inline_followers]),
+        "votes": relations.total_votes(links),
+    }
 
 
 def doc_fields(source: Mapping[str, Any]) -> KeyFields:
     """What the search document says (deleted as a boolean, the tier among the tags)."""
-    tier = source.get("tier")
+    tier, service = source.get("tier"), source.get("service")
     return KeyFields(
         version=_number(source.get("version")),
         updated_at=_int(source.get("updatedAt")),
@@ -318,6 +370,14 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
         deleted=bool(as_bool(source.get("deleted"))),
         domains=owner_set(domain_refs(source)),
         split=tuple(_doc_split(source.get(name)) for name in SPLIT_FIELDS),
+        service=str(service.get("id") or "") if isinstance(service, MAPPING) else "",
+        lineage=frozenset(
+            str(e["fromEntity"].get("id"))
+            for e in _list(source.get("upstreamLineage"))
+            if isinstance(e, MAPPING) and isinstance(e.get("fromEntity"), MAPPING)
+        ),
+        followers=frozenset(str(f) for f in _list(source.get("followers"))),
+        votes=_int(source.get("totalVotes")) or 0,
     )
 
 
@@ -369,4 +429,6 @@ def differences(truth: KeyFields, doc: KeyFields) -> list[str]:
     for name, want, held in zip(SPLIT_FIELDS, truth.split, doc.split, strict=True):
         if want is not None and held is not None and not (want[0] <= held[0] <= want[1]):
             out.append(name)
+    held = doc.related()
+    out += [name for name, want in truth.related().items() if want is not None and want != held[name]]
     return out

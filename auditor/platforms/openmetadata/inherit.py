@@ -87,6 +87,32 @@ class Inheritance:
                 domains = up_domains
         return owners, domains
 
+    def preload(self, entity_type: str, parent_ids: Iterable[str]) -> None:
+        """Read the parents of a batch of rows, and theirs, up to the service: one IN list per
+        level (a re-read asks each parent once, not once per row)."""
+        kind = INHERITS.get(entity_type, ("", ()))[0]
+        ids = {i for i in parent_ids if i}
+        while kind and ids and not self.whole:
+            self._load(kind, ids)
+            known = self._known.get(kind, {})
+            ids = {up for i in ids if (up := known.get(i, ([], [], None))[2])}
+            kind = INHERITS.get(kind, ("", ()))[0]
+
+    def service_of(self, entity_type: str, parent_id: str | None) -> str | None:
+        """The service of an entity of this type whose parent is `parent_id`, walked up the
+        `contains` rows (a table's schema, its database, its service): a schema's or a table's
+        service is its database's (the repositories' setDefaultFields)."""
+        kind = INHERITS.get(entity_type, ("", ()))[0]
+        for _ in range(4):
+            if not kind or not parent_id:
+                return None
+            if kind.endswith("Service"):
+                return parent_id
+            self._load(kind, None if self.whole else [parent_id])
+            parent_id = self._known.get(kind, {}).get(parent_id, ([], [], None))[2]
+            kind = INHERITS.get(kind, ("", ()))[0]
+        return None
+
     def inherited(
         self, entity_type: str, parent_id: str | None
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -141,11 +141,11 @@ class OmScanner:
                     live = iter(ahead)
                     ready = (lambda: True) if not name else spills[entity.entity_type].done
                     for row in live if not ready() else ():  # put aside while the docs are read
-                        rows.add(row, row_key(row))
+                        rows.add(row, row_key(row, entity.entity_type))
                         if ready():
                             break
                     docs: Iterable[Item] = spills[entity.entity_type].result() if name else []
-                    keyed = (Keyed(row.id, row_key(row), row) for row in live)
+                    keyed = (Keyed(row.id, row_key(row, entity.entity_type), row) for row in live)
                     self._tally(out, entity, merge(chain(rows, keyed), docs), progress)
                 finally:
                     ahead.close()  # the read thread stopped, the rows' cursor closed

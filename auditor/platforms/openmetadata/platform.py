@@ -207,7 +207,14 @@ def om_scan(
 
 def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     """The OpenMetadata profile's repair: reindex from the database (targeted, or --full with an
-    atomic alias swap), verified with the scan's own steps. A plan of a report needs no server."""
+    atomic alias swap), verified with the scan's own steps. A plan of a report needs no server.
+    Its outcome speaks OpenMetadata's words (entity rows, no replay: reports/rebuild_report.py)."""
+    outcome = _om_rebuild(platform, settings, request)
+    outcome.platform = "openmetadata"
+    return outcome
+
+
+def _om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     from auditor.backends.index_writer import IndexWriter
     from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
     from auditor.platforms.openmetadata.naming import entities

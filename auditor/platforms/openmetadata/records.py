@@ -19,6 +19,9 @@ class OmRow:
     tags: tuple[dict[str, Any], ...] = ()  # tag_usage: {"tagFQN", "source", "labelType", "state"}
     domains: tuple[dict[str, Any], ...] = ()  # entity_relationship has=10 from a domain (or inherited)
     own_hash: str | None = None  # the hash of the JSON's FQN, where the children's tags were looked up
+    # entity_relationship rows to the entity a document derives from besides owners and domains
+    # (auditor/platforms/openmetadata/relations.py): {"r": relation, "id", "type", "json"}
+    links: tuple[dict[str, Any], ...] = ()
 
     @property
     def fingerprint(self) -> tuple[Any, ...]:
@@ -26,7 +29,11 @@ class OmRow:
         owners = tuple(sorted(str(o.get("id")) for o in self.owners))
         tags = tuple(sorted(str(t.get("tagFQN")) for t in self.tags))
         domains = tuple(sorted(str(d.get("id")) for d in self.domains))  # "add assets" moves only these
-        return (self.updated_at, self.deleted, owners, tags, domains)
+        # a lineage edge, a follower or a vote moves only entity_relationship, never the row
+        links = tuple(
+            sorted((int(x.get("r") or 0), str(x.get("id")), str(x.get("json"))) for x in self.links)
+        )
+        return (self.updated_at, self.deleted, owners, tags, domains, links)
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,17 @@ class RowFile:
         self.count = 0
 
     def add(self, row: OmRow, key: Key | None) -> None:
-        record = (row.id, row.json, row.updated_at, row.deleted, row.owners, row.tags, row.domains)
+        record = (
+            row.id,
+            row.json,
+            row.updated_at,
+            row.deleted,
+            row.owners,
+            row.tags,
+            row.domains,
+            row.own_hash,
+        )
+        record += (row.links,)
         pickle.dump((row.id, key, encode(record)), self.out, PROTOCOL)
         self.count += 1
 

@@ -28,6 +28,7 @@ from auditor.platforms.openmetadata.document import fqn_hash
 from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import ENTITIES, OmEntity
 from auditor.platforms.openmetadata.records import OmRow
+from auditor.platforms.openmetadata.relations import LINKS, service_link
 from auditor.settings import redact_url
 
 if TYPE_CHECKING:
@@ -64,6 +65,23 @@ def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
     if isinstance(value, str):
         value = loads(value)
     return tuple(v for v in value or () if isinstance(v, dict))
+
+
+def reference(kind: str, entity_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An EntityReference as OpenMetadata builds it from a row (getEntityReferenceById): id, type,
+    name, fullyQualifiedName, deleted, and its description and displayName where set."""
+    name = data.get("name")
+    ref = {
+        "id": entity_id,
+        "type": kind,
+        "name": name,
+        "fullyQualifiedName": data.get("fullyQualifiedName") or name,
+        "deleted": bool(data.get("deleted") is True),
+    }
+    for extra in ("description", "displayName"):
+        if data.get(extra):
+            ref[extra] = data[extra]
+    return ref
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -146,7 +164,7 @@ class OmStore(Bookkeeping):
                 hint="is this OpenMetadata's database? pass --entity-type for the tables it has",
             )
         obj, agg = ("json_build_object", "json_agg") if self.postgres else ("JSON_OBJECT", "JSON_ARRAYAGG")
-        owners = domains = parent = "NULL"
+        owners = domains = parent = links = "NULL"
         if self.columns("entity_relationship") is not None:
             ref = f"{obj}('id', r.fromId, 'type', r.fromEntity)"
             owners = (
@@ -156,6 +174,13 @@ class OmStore(Bookkeeping):
             domains = (
                 f"(SELECT {agg}({ref}) FROM entity_relationship r WHERE r.toId = e.id "
                 f"AND r.relation = {HAS} AND r.fromEntity = 'domain' AND r.toEntity = :etype)"
+            )
+            link = f"{obj}('r', r.relation, 'id', r.fromId, 'type', r.fromEntity, 'json', r.json)"
+            links = (  # a service's `contains`, follows, upstream, voted (relations.py)
+                f"(SELECT {agg}({link}) FROM entity_relationship r "
+                "WHERE r.toId = e.id AND r.toEntity = :etype "
+                f"AND (r.relation IN ({', '.join(map(str, LINKS))}) "
+                f"OR (r.relation = {CONTAINS} AND RIGHT(r.fromEntity, 7) = 'Service')))"
             )
             if entity.entity_type in INHERITS:  # the container it inherits owners and domains from
                 parent = (
@@ -174,7 +199,7 @@ class OmStore(Bookkeeping):
         deleted = "e.deleted" if "deleted" in cols else "NULL"
         return (
             f"SELECT e.id, e.json, {updated} AS updated_at, {deleted} AS deleted, "
-            f"{owners} AS owners, {tags} AS tags, {domains} AS domains, {parent} AS parent "
+            f"{owners} AS owners, {tags} AS tags, {domains} AS domains, {parent} AS parent, {links} AS links "
             f"FROM {entity.table} e"
         )
 
@@ -183,10 +208,15 @@ class OmStore(Bookkeeping):
 
     def _row(self, r: Any, entity: OmEntity | None = None, heir: Inheritance | None = None) -> OmRow:
         owners, domains = _decoded(r[4]), _decoded(r[6]) if len(r) > 6 else ()
+        links = _decoded(r[8]) if len(r) > 8 else ()
         if entity is not None and heir is not None and (not owners or not domains) and r[7] is not None:
             up_owners, up_domains = heir.inherited(entity.entity_type, str(r[7]))
             owners = owners or tuple(up_owners)
             domains = domains or tuple(up_domains)
+        if entity is not None and heir is not None and r[7] is not None and service_link(links) is None:
+            service = heir.service_of(entity.entity_type, str(r[7]))  # a schema's, a table's: walked up
+            if service is not None:
+                links = (*links, {"r": CONTAINS, "id": service, "type": "databaseService"})
         return OmRow(
             str(r[0]),
             r[1],
@@ -195,6 +225,7 @@ class OmStore(Bookkeeping):
             owners,
             _decoded(r[5]),
             domains,
+            links=links,
         )
 
     def _child_tags(self, entity: OmEntity, rows: Iterable[OmRow]) -> Iterable[OmRow]:
@@ -261,7 +292,8 @@ class OmStore(Bookkeeping):
                     marks = ", ".join(f":i{n}" for n in range(len(chunk)))
                     params: dict[str, Any] = {f"i{n}": v for n, v in enumerate(chunk)}
                     params["etype"] = entity.entity_type
-                    got = conn.execute(self.sql(f"{base} WHERE e.id IN ({marks})"), params)
+                    got = list(conn.execute(self.sql(f"{base} WHERE e.id IN ({marks})"), params))
+                    heir.preload(entity.entity_type, [str(r[7]) for r in got if r[7] is not None])
                     found = [self._row(r, entity, heir) for r in got]
                     for row in self._child_tags(entity, found):
                         out[row.id] = row
@@ -346,17 +378,25 @@ class OmStore(Bookkeeping):
                 name = data.get("name")
                 if name not in asked:  # PAD SPACE or a case-insensitive collation: not this one
                     continue
-                ref = {
-                    "id": str(entity_id),
-                    "type": kind,
-                    "name": name,
-                    "fullyQualifiedName": data.get("fullyQualifiedName") or name,
-                    "deleted": bool(data.get("deleted") is True),
-                }
-                for extra in ("description", "displayName"):
-                    if data.get(extra):
-                        ref[extra] = data[extra]
-                out[str(name)] = ref
+                out[str(name)] = reference(kind, str(entity_id), data)
+        return out
+
+    def entity_json(self, wanted: Iterable[tuple[str, str]]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """id -> (type, JSON) of the entities named as (type, id): a service, an upstream entity, a
+        lineage edge's pipeline; one IN list per type and 1,000 ids. Unknown types, missing tables
+        and rows give nothing."""
+        by_type: dict[str, set[str]] = {}
+        for kind, entity_id in wanted:
+            if kind and entity_id:
+                by_type.setdefault(str(kind), set()).add(str(entity_id))
+        out: dict[str, tuple[str, dict[str, Any]]] = {}
+        with self.engine.connect() as conn:
+            for kind, ids in sorted(by_type.items()):
+                entity = ENTITIES.get(kind)
+                if entity is None or self.columns(entity.table, required=False) is None:
+                    continue
+                for entity_id, raw in self._json_of(conn, entity.table, sorted(ids)):
+                    out[entity_id] = (kind, _object(raw))
         return out
 
     def _json_of(
