@@ -429,6 +429,6 @@ def differences(truth: KeyFields, doc: KeyFields) -> list[str]:
     for name, want, held in zip(SPLIT_FIELDS, truth.split, doc.split, strict=True):
         if want is not None and held is not None and not (want[0] <= held[0] <= want[1]):
             out.append(name)
-    held = doc.related()
-    out += [name for name, want in truth.related().items() if want is not None and want != held[name]]
+    related = doc.related()
+    out += [name for name, want in truth.related().items() if want is not None and want != related[name]]
     return out

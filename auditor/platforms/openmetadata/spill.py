@@ -239,8 +239,8 @@ class RowFile:
             row.tags,
             row.domains,
             row.own_hash,
+            row.links,
         )
-        record += (row.links,)
         pickle.dump((row.id, key, encode(record)), self.out, PROTOCOL)
         self.count += 1
 
