@@ -9,6 +9,7 @@ from auditor.core.plan import INDEX_ACTIONS, RepairAction, RepairPlan
 from auditor.core.repairs import Renderer
 from auditor.platforms.datahub.naming import document_id
 from auditor.reports.escape import shell_quote
+from auditor.scan.absence import alias_lookup
 
 RESTORE = "datahub-upgrade -u RestoreIndices"
 LEFT_BEHIND = (
@@ -83,12 +84,7 @@ def _recreate_index(action: RepairAction, **_: object) -> str:
 
 @RENDERER.dispatch_for(RepairKind.ALIAS_ONE_INDEX)
 def _alias_one_index(action: RepairAction, **_: object) -> str:
-    alias = shell_quote(action.index or "")
-    return (
-        f'curl "$SEARCH_URL"/_alias/{alias}'
-        "   # it serves several indices holding the same documents: keep it on one "
-        "(the finding names the stale one)"
-    )
+    return alias_lookup(action.index or "")
 
 
 def command(action: RepairAction, *, group: str, until: datetime | None = None) -> str:

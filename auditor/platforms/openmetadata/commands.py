@@ -7,6 +7,7 @@ from auditor.core.model import RepairKind
 from auditor.core.plan import RepairAction
 from auditor.core.repairs import Renderer
 from auditor.reports.escape import shell_quote
+from auditor.scan.absence import alias_lookup
 
 OM_REINDEX = (
     'curl -X POST "$OPENMETADATA_URL"/api/v1/apps/trigger/SearchIndexingApplication '
@@ -31,3 +32,16 @@ def _rewrite_document(action: RepairAction, **_: object) -> str:
 @RENDERER.dispatch_for(RepairKind.FIX_ROW)
 def _fix_row(action: RepairAction, **_: object) -> str:
     return "fix the row's JSON in its entity table (it cannot be read): see the findings"
+
+
+@RENDERER.dispatch_for(RepairKind.RECREATE_INDEX)
+def _recreate_index(action: RepairAction, **_: object) -> str:
+    body = shell_quote(f'{{"entities":["{action.entity_type or "all"}"],"recreateIndex":true}}')
+    return (
+        f"{OM_REINDEX}{body}   # creates the missing {action.index} with OpenMetadata's mappings and fills it"
+    )
+
+
+@RENDERER.dispatch_for(RepairKind.ALIAS_ONE_INDEX)
+def _alias_one_index(action: RepairAction, **_: object) -> str:
+    return alias_lookup(action.index or "")

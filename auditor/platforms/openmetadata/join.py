@@ -17,15 +17,17 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from auditor.backends import search_readers
-from auditor.checks.openmetadata import check, doc_key, keys_agree, row_key
+from auditor.checks.openmetadata import PLATFORM, check, doc_key, keys_agree, row_key
 from auditor.core.join import ordered, outer_pairs, prefetch
-from auditor.core.model import Finding
+from auditor.core.model import Finding, Kind
+from auditor.platforms.openmetadata.absence import any_index, missing_index, no_index_under
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.spill import Keyed, RowFile, SortedDocs, Spilled
 from auditor.platforms.openmetadata.spill_apart import SpillsApart
 from auditor.platforms.openmetadata.store import OmStore
+from auditor.scan.absence import duplicate_documents
 
 Progress = Callable[[int], None]
 Item = OmRow | OmDoc | Spilled | Keyed
@@ -40,6 +42,8 @@ class OmJoinResult:
     documents: dict[str, int] = field(default_factory=dict)  # index read -> docs
     warnings: list[str] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)  # entity type -> the name its docs were read through
+    # findings on a whole index (one missing, an alias answering with copies): never re-read
+    absence: list[Finding] = field(default_factory=list)
 
 
 ID_ORDER = "the entity tables' ids and the documents' _id must arrive in byte order (a UUID always does)"
@@ -107,8 +111,12 @@ class OmScanner:
             elif len(concrete) > 1:
                 out.warnings.append(f"{name} points at {len(concrete)} indices: {', '.join(concrete)}")
             plans.append((entity, name))
+        alias = self.search.cluster_alias
+        if not any(name for _, name in plans) and not any_index(self.search.search, alias):
+            raise no_index_under(self.search.search, alias)  # a mistyped alias, not an empty search
         if not ids:
             self._stream(out, plans, progress)
+            self._absent(out, [entity for entity, name in plans if name is None])
             return out
         for entity, name in plans:
             rows = sorted(self.store.read(entity, ids).values(), key=lambda r: r.id)
@@ -164,6 +172,20 @@ class OmScanner:
             if tags is not None:
                 tags.close()
 
+    def _absent(self, out: OmJoinResult, absent: list[OmEntity]) -> None:
+        """A type whose index (and alias) does not exist: one finding with its count, in place of
+        a missing document per row (nothing row by row repairs it: scan/absence.py)."""
+        gone = {e.entity_type for e in absent if out.entities.get(e.entity_type)}
+        if not gone:
+            return
+        out.findings = [
+            f for f in out.findings if not (f.kind == Kind.MISSING_DOCUMENT and f.entity_type in gone)
+        ]
+        alias = self.search.cluster_alias
+        out.absence += [
+            missing_index(e, alias, out.entities[e.entity_type]) for e in absent if e.entity_type in gone
+        ]
+
     def _large(self, named: list[tuple[str, str]]) -> bool:
         """Enough documents that a reader process pays for its start (search_readers.MIN_DOCS)."""
         counts = self.search.search.indices(",".join(name for _, name in named)) if named else {}
@@ -179,17 +201,31 @@ class OmScanner:
         n_rows = n_docs = 0
         last: str | None = None
         name = out.names[entity.entity_type]
+        copies: list[dict[str, object]] = []  # the docs paired with the row `last`
+        held: dict[str, list[dict[str, object]]] = {}  # row id -> its copies, when more than one
         for row, doc in pairs:
             if row is not None and row.id != last:
+                if len(copies) > 1 and last is not None:
+                    held[last] = copies
+                copies = []
                 n_rows, last = n_rows + 1, row.id
             n_docs += doc is not None
+            finding = None
             if not _agree(row, doc):
                 finding = check(entity, name, _row(row), _doc(doc))
                 if finding is not None:
                     out.findings.append(finding)
+            # an alias over several indices: a copy each
+            if row is not None and isinstance(doc, Spilled | OmDoc):
+                copies.append({"index": doc.index, "doc_id": doc.id, "stale": finding is not None})
             self.seen += 1
             if progress and self.seen % 1000 == 0:
                 progress(self.seen)
+        if len(copies) > 1 and last is not None:
+            held[last] = copies
+        if held:
+            behind = {i: meta[1] for i, meta in self.search.search.index_meta(name).items()}
+            out.absence.append(duplicate_documents(PLATFORM, entity.entity_type, name, behind, held))
         out.entities[entity.entity_type] = n_rows
         out.documents[name] = n_docs
 

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.core.classify import diverged, in_flight
-from auditor.core.model import Classified, Finding, Kind, RepairKind
+from auditor.core.model import Finding
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.platforms.datahub.naming import (
     ENTITY_INDEX_SUFFIX,
@@ -33,12 +31,10 @@ from auditor.platforms.datahub.naming import (
     PLATFORM,
     SYSTEM_METADATA_INDEX,
 )
+from auditor.scan import absence
 
-MISSING_CHECK = "index.missing-index"
-DUPLICATE_CHECK = "index.duplicate-document"
 V2_SETTING = "ELASTICSEARCH_ENTITY_INDEX_V2_ENABLED"
 BUILD_INDICES = "datahub-upgrade -u SystemUpdate"
-EXAMPLES = 10  # duplicated documents named in a finding's details
 GET_MANY = 1000  # document ids a multi-get asks for
 
 
@@ -130,25 +126,9 @@ def missing_indices(
                 f"writes it, it was deleted: {repair})"
             )
             continue
-        findings.append(
-            Finding(
-                check=MISSING_CHECK,
-                kind=Kind.MISSING_INDEX,
-                urn=index,
-                entity_type=etype,
-                index=index,
-                details={"platform": PLATFORM, "entities": n, "repair": repair},
-                repairs=(RepairKind.RECREATE_INDEX,),
-            )
-        )
+        looked = "and no V3 index holds the type"
+        findings.append(absence.missing_index(PLATFORM, etype, index, n, looked, repair))
     return findings, notices
-
-
-def alias_text(alias: str, stale_in: str) -> str:
-    """The alias back on one index: the one holding the stale copies taken out."""
-    body = {"actions": [{"remove": {"index": stale_in, "alias": alias}}]}
-    payload = shlex.quote(json.dumps(body, separators=(",", ":")))
-    return f"curl -X POST \"$SEARCH_URL\"/_aliases -H 'Content-Type: application/json' -d {payload}"
 
 
 def duplicate_documents(search: Any, duplicated: list[Duplicate]) -> list[Finding]:
@@ -161,47 +141,20 @@ def duplicate_documents(search: Any, duplicated: list[Duplicate]) -> list[Findin
     for alias, dups in sorted(by_alias.items()):
         behind = search.index_meta(alias)  # concrete index -> (aliases, creation ms)
         holders = _holders(search, sorted(behind), dups)
-        stale: dict[str, int] = {}
-        examples: list[dict[str, Any]] = []
-        for d in dups:
-            copies = []
-            for c in d.copies:
-                where = holders.get((c.doc_id, c.print), alias)
-                if c.stale:
-                    stale[where] = stale.get(where, 0) + 1
-                copies.append({"index": where, "doc_id": c.doc_id, "stale": c.stale})
-            if len(examples) < EXAMPLES:
-                examples.append({"urn": d.urn, "copies": copies})
-        # the index to take out: the one holding the stale copies, else the oldest
-        worst = (
-            max(stale, key=lambda i: stale[i])
-            if stale
-            else min(behind, key=lambda i: behind[i][1], default=alias)
-        )
-        details = {
-            "platform": PLATFORM,
-            "indices": sorted(behind),
-            "duplicates": len(dups),
-            "stale_copies": stale,
-            "examples": examples,
-            "repair": alias_text(alias, worst),
+        copies = {
+            d.urn: [
+                {"index": holders.get((c.doc_id, c.print), alias), "doc_id": c.doc_id, "stale": c.stale}
+                for c in d.copies
+            ]
+            for d in dups
         }
-        out.append(
-            Finding(
-                check=DUPLICATE_CHECK,
-                kind=Kind.DUPLICATE_DOCUMENT,
-                urn=alias,
-                entity_type=dups[0].entity_type,
-                index=alias,
-                details=details,
-                repairs=(RepairKind.ALIAS_ONE_INDEX,),
-            )
-        )
+        created = {index: meta[1] for index, meta in behind.items()}
+        out.append(absence.duplicate_documents(PLATFORM, dups[0].entity_type, alias, created, copies))
     return out
 
 
 def _holders(search: Any, concrete: list[str], dups: list[Duplicate]) -> dict[tuple[str, str], str]:
-    """(document id, its source) -> the concrete index holding that copy (one multi-get a
+    """(document id, its fingerprint) -> the concrete index holding that copy (multi-gets on each
     concrete index behind the alias)."""
     ids = sorted({c.doc_id for d in dups for c in d.copies})
     out: dict[tuple[str, str], str] = {}
@@ -209,29 +162,4 @@ def _holders(search: Any, concrete: list[str], dups: list[Duplicate]) -> dict[tu
         for i in range(0, len(ids), GET_MANY):
             for doc_id, source in search.get_many(index, ids[i : i + GET_MANY]).items():
                 out.setdefault((doc_id, fingerprint(source)), index)
-    return out
-
-
-def judged(search: Any, findings: list[Finding]) -> list[Classified]:
-    """The verdicts: a missing index is diverged unless it exists by now (created during the
-    scan); the copies an alias answers with stay until someone moves the alias."""
-    out = []
-    for f in findings:
-        d = f.details
-        if f.kind == Kind.MISSING_INDEX:
-            if f.index and search.names(f.index):
-                out.append(in_flight(f, f"{f.index} was created during the scan: judged again by the next"))
-                continue
-            why = (
-                f"{f.index} does not exist: {d['entities']} {f.entity_type} entities with rows have no "
-                f"document in search (no V2 index, no V3 index holds the type); recreate it: {d['repair']}"
-            )
-        else:
-            stale = ", ".join(f"{n} in {i}" for i, n in sorted(d["stale_copies"].items())) or "none stale"
-            why = (
-                f"{f.index} serves {len(d['indices'])} indices ({', '.join(d['indices'])}) holding "
-                f"{d['duplicates']} {f.entity_type} documents more than once: search returns every copy "
-                f"(stale copies: {stale}); keep the alias on one index: {d['repair']}"
-            )
-        out.append(diverged(f, why))
     return out

@@ -9,7 +9,7 @@ from datetime import datetime
 from auditor.backends.protocols import State
 from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.platforms.datahub.registry.registry import Registry
-from auditor.platforms.datahub.scan.absence import duplicate_documents, judged, missing_indices
+from auditor.platforms.datahub.scan.absence import duplicate_documents, missing_indices
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.join import Progress, Scanner
 from auditor.platforms.datahub.scan.judge import confirm, mark_restores, weigh
@@ -23,6 +23,7 @@ from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan import engine
+from auditor.scan.absence import judged
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from auditor.scan.options import ScanOptions
 
@@ -125,7 +126,7 @@ class DataHubParts(Parts):
         classified = mark_restores(classified, self.backends.store, self.registry, self.target.index_prefix)
         if self.options.confirm > 0 and self.scanner is not None:
             classified = confirm(classified, self.options.confirm, self.scanner, self.report)
-        return classified + judged(self.backends.search, self.absence)
+        return classified + judged(lambda index: bool(self.backends.search.names(index)), self.absence)
 
     def close(self, report: Report, classified: list[Classified]) -> None:
         report.warnings += backend_warnings(self.backends)
