@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from world import World
 
+from auditor.api import triage
 from auditor.core.model import Kind, Selection, Verdict
 from auditor.exit_codes import ExitCode
 
@@ -62,6 +63,9 @@ def test_a_deleted_entity_index_is_one_finding_with_its_count_and_repair(world: 
     assert f.details["entities"] == report.entities["tag"] == len(world.of_type("tag", removed=None))
     assert "datahub-upgrade -u SystemUpdate" in found.evidence.reason
     assert "auditor rebuild reindex -t tag --apply" in found.evidence.reason
+    walked = triage(world.settings(kafka=False), tags[0].urn, settle=0.5)  # one tag: its index is gone
+    assert walked.exit_code == ExitCode.PERSISTENT
+    assert [c.finding.kind for c in walked.findings] == [Kind.MISSING_INDEX]
 
 
 def test_a_prefix_that_names_no_index_is_a_configuration_error_naming_the_real_one(world: World) -> None:
