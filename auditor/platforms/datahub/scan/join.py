@@ -322,7 +322,7 @@ class Scanner:
             )
             if rows is not None:
                 result.entities[etype] = result.entities.get(etype, 0) + 1
-                if copies := plan.duplicates.pop(urn, None):
+                if plan.duplicates and (copies := plan.duplicates.pop(urn, None)):
                     self._duplicate(entity, copies)
             if entity.doc is not None:
                 result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
