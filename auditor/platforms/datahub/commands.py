@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from auditor.core.absence import alias_lookup
 from auditor.core.model import RepairKind
 from auditor.core.plan import INDEX_ACTIONS, RepairAction, RepairPlan
 from auditor.core.repairs import Renderer
 from auditor.platforms.datahub.naming import document_id
 from auditor.reports.escape import shell_quote
-from auditor.scan.absence import alias_lookup
 
 RESTORE = "datahub-upgrade -u RestoreIndices"
 LEFT_BEHIND = (

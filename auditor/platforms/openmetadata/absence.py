@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.checks.openmetadata import PLATFORM
+from auditor.core import absence
 from auditor.core.model import Finding
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.platforms.openmetadata.naming import SEPARATOR, OmEntity, entities
-from auditor.scan import absence
 
 CLUSTER_ALIAS = "ELASTICSEARCH_CLUSTER_ALIAS"
 

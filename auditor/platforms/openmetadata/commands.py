@@ -3,11 +3,11 @@ an orphan)."""
 
 from __future__ import annotations
 
+from auditor.core.absence import alias_lookup
 from auditor.core.model import RepairKind
 from auditor.core.plan import RepairAction
 from auditor.core.repairs import Renderer
 from auditor.reports.escape import shell_quote
-from auditor.scan.absence import alias_lookup
 
 OM_REINDEX = (
     'curl -X POST "$OPENMETADATA_URL"/api/v1/apps/trigger/SearchIndexingApplication '

@@ -18,6 +18,7 @@ from itertools import chain
 
 from auditor.backends import search_readers
 from auditor.checks.openmetadata import PLATFORM, check, doc_key, keys_agree, row_key
+from auditor.core.absence import duplicate_documents
 from auditor.core.join import ordered, outer_pairs, prefetch
 from auditor.core.model import Finding, Kind
 from auditor.platforms.openmetadata.absence import any_index, missing_index, no_index_under
@@ -27,7 +28,6 @@ from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.spill import Keyed, RowFile, SortedDocs, Spilled
 from auditor.platforms.openmetadata.spill_apart import SpillsApart
 from auditor.platforms.openmetadata.store import OmStore
-from auditor.scan.absence import duplicate_documents
 
 Progress = Callable[[int], None]
 Item = OmRow | OmDoc | Spilled | Keyed

@@ -15,6 +15,7 @@ from typing import Any
 
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
+from auditor.core.absence import judged
 from auditor.core.classify import CLOCK_SKEW_SECONDS, History, decided
 from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Selection, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
@@ -25,7 +26,6 @@ from auditor.platforms.openmetadata.reindex_rows import first_line
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan import engine
-from auditor.scan.absence import judged
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from auditor.scan.reread import Rereader
 
@@ -211,7 +211,7 @@ class OmParts(Parts):
         self.options = options
         self.names: dict[str, str] = {}
         self.seen = Seen()
-        self.absence: list[Finding] = []  # findings on a whole index (auditor/scan/absence.py)
+        self.absence: list[Finding] = []  # findings on a whole index (auditor/core/absence.py)
 
     def types(self, selection: Selection) -> tuple[str, ...]:
         return tuple(self.by_type)

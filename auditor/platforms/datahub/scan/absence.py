@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.core import absence
 from auditor.core.model import Finding
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.platforms.datahub.naming import (
@@ -31,7 +32,6 @@ from auditor.platforms.datahub.naming import (
     PLATFORM,
     SYSTEM_METADATA_INDEX,
 )
-from auditor.scan import absence
 
 V2_SETTING = "ELASTICSEARCH_ENTITY_INDEX_V2_ENABLED"
 BUILD_INDICES = "datahub-upgrade -u SystemUpdate"

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 
 from auditor.backends.protocols import State
+from auditor.core.absence import judged
 from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.absence import duplicate_documents, missing_indices
@@ -23,7 +24,6 @@ from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan import engine
-from auditor.scan.absence import judged
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from auditor.scan.options import ScanOptions
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from auditor.core.classify import diverged, in_flight
-from auditor.core.model import Classified, Finding, Kind, RepairKind
+from auditor.core.model import Classified, Finding, Kind, RepairKind, Verdict
 
 MISSING_CHECK = "index.missing-index"
 DUPLICATE_CHECK = "index.duplicate-document"
 EXAMPLES = 10  # duplicated documents named in a finding's details
+WHOLE_INDEX = (Kind.MISSING_INDEX, Kind.DUPLICATE_DOCUMENT)  # one finding per index, not per entity
 
 
 def missing_index(
@@ -91,27 +93,77 @@ def duplicate_documents(
     )
 
 
+def reason(f: Finding) -> str:
+    """Why a finding on a whole index is a divergence, with its count and its repair."""
+    d = f.details
+    if f.kind == Kind.MISSING_INDEX:
+        return (
+            f"{f.index} does not exist ({d['looked']}): {d['entities']} {f.entity_type} entities "
+            f"with rows have no document in search; recreate it: {d['repair']}"
+        )
+    stale = ", ".join(f"{n} in {i}" for i, n in sorted(d["stale_copies"].items())) or "none stale"
+    return (
+        f"{f.index} serves {len(d['indices'])} indices ({', '.join(d['indices'])}) holding "
+        f"{d['duplicates']} {f.entity_type} documents more than once: search returns every copy "
+        f"(stale copies: {stale}); keep the alias on one index: {d['repair']}"
+    )
+
+
 def judged(exists: Callable[[str], bool], findings: Iterable[Finding]) -> list[Classified]:
     """The verdicts: a missing index is diverged unless it exists by now (created during the
     scan: judged again by the next); the copies an alias answers with stay until someone moves
     the alias."""
     out = []
     for f in findings:
-        d = f.details
-        if f.kind == Kind.MISSING_INDEX:
-            if f.index and exists(f.index):
-                out.append(in_flight(f, f"{f.index} was created during the scan: judged again by the next"))
-                continue
-            why = (
-                f"{f.index} does not exist ({d['looked']}): {d['entities']} {f.entity_type} entities "
-                f"with rows have no document in search; recreate it: {d['repair']}"
-            )
-        else:
-            stale = ", ".join(f"{n} in {i}" for i, n in sorted(d["stale_copies"].items())) or "none stale"
-            why = (
-                f"{f.index} serves {len(d['indices'])} indices ({', '.join(d['indices'])}) holding "
-                f"{d['duplicates']} {f.entity_type} documents more than once: search returns every copy "
-                f"(stale copies: {stale}); keep the alias on one index: {d['repair']}"
-            )
-        out.append(diverged(f, why))
+        if f.kind == Kind.MISSING_INDEX and f.index and exists(f.index):
+            out.append(in_flight(f, f"{f.index} was created during the scan: judged again by the next"))
+            continue
+        out.append(diverged(f, reason(f)))
     return out
+
+
+def one_per_index(findings: list[Classified]) -> tuple[list[Classified], list[Classified]]:
+    """The shards' findings on a whole index made one per index (each shard names the index with
+    its share of the entities): (the findings, those folded into another). The worst verdict
+    stays; the counts, the copies and the stale copies are added."""
+    groups: dict[str, list[Classified]] = {}
+    out: list[Classified] = []
+    for c in findings:
+        if c.finding.kind in WHOLE_INDEX:
+            if c.finding.key not in groups:
+                out.append(c)  # its place, filled below
+            groups.setdefault(c.finding.key, []).append(c)
+        else:
+            out.append(c)
+    folded: list[Classified] = []
+    for n, c in enumerate(out):
+        group = groups.get(c.finding.key) if c.finding.kind in WHOLE_INDEX else None
+        if not group or len(group) == 1:
+            continue
+        head, *rest = sorted(group, key=lambda g: g.verdict.rank)
+        folded += rest
+        out[n] = _added(head, rest)
+    return out, folded
+
+
+def _added(head: Classified, rest: list[Classified]) -> Classified:
+    """`head` with the counts of `rest` (the same index, other shards) added."""
+    d = dict(head.finding.details)
+    for c in rest:
+        o = c.finding.details
+        if head.finding.kind == Kind.MISSING_INDEX:
+            d["entities"] = d["entities"] + o["entities"]
+            continue
+        d["duplicates"] = d["duplicates"] + o["duplicates"]
+        d["indices"] = sorted({*d["indices"], *o["indices"]})
+        d["examples"] = (list(d["examples"]) + list(o["examples"]))[:EXAMPLES]
+        stale = dict(d["stale_copies"])
+        for index, k in o["stale_copies"].items():
+            stale[index] = stale.get(index, 0) + k
+        d["stale_copies"] = stale
+        if stale:
+            d["repair"] = alias_command(head.finding.index or "", max(stale, key=lambda i: stale[i]))
+    finding = replace(head.finding, details=d)
+    if head.verdict != Verdict.DIVERGED:
+        return replace(head, finding=finding)
+    return replace(head, finding=finding, evidence=replace(head.evidence, reason=reason(finding)))
