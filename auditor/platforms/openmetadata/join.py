@@ -201,13 +201,14 @@ class OmScanner:
         n_rows = n_docs = 0
         last: str | None = None
         name = out.names[entity.entity_type]
-        copies: list[dict[str, object]] = []  # the docs paired with the row `last`
-        held: dict[str, list[dict[str, object]]] = {}  # row id -> its copies, when more than one
+        # a row paired with several docs (an alias over several indices): its copies, by row id;
+        # the pair before is kept by reference only (no allocation per row)
+        held: dict[str, list[dict[str, object]]] = {}
+        prev_row: Item | None = None
+        prev_doc: Item | None = None
+        prev_stale = False
         for row, doc in pairs:
             if row is not None and row.id != last:
-                if len(copies) > 1 and last is not None:
-                    held[last] = copies
-                copies = []
                 n_rows, last = n_rows + 1, row.id
             n_docs += doc is not None
             finding = None
@@ -215,19 +216,24 @@ class OmScanner:
                 finding = check(entity, name, _row(row), _doc(doc))
                 if finding is not None:
                     out.findings.append(finding)
-            # an alias over several indices: a copy each
             if row is not None and isinstance(doc, Spilled | OmDoc):
-                copies.append({"index": doc.index, "doc_id": doc.id, "stale": finding is not None})
+                if prev_row is not None and prev_row.id == row.id and isinstance(prev_doc, Spilled | OmDoc):
+                    copies = held.setdefault(row.id, [_copy(prev_doc, prev_stale)])
+                    copies.append(_copy(doc, finding is not None))
+            prev_row, prev_doc, prev_stale = row, doc, finding is not None
             self.seen += 1
             if progress and self.seen % 1000 == 0:
                 progress(self.seen)
-        if len(copies) > 1 and last is not None:
-            held[last] = copies
         if held:
             behind = {i: meta[1] for i, meta in self.search.search.index_meta(name).items()}
             out.absence.append(duplicate_documents(PLATFORM, entity.entity_type, name, behind, held))
         out.entities[entity.entity_type] = n_rows
         out.documents[name] = n_docs
+
+
+def _copy(doc: Spilled | OmDoc, stale: bool) -> dict[str, object]:
+    """One copy of a row's document, as a duplicate_document finding lists it."""
+    return {"index": doc.index, "doc_id": doc.id, "stale": stale}
 
 
 def _close(spill: Future[SortedDocs]) -> None:
