@@ -102,11 +102,15 @@ class OmScanner:
             else:
                 name, concrete = self.search.resolve(entity)
             out.names[entity.entity_type] = name or entity.index_name(self.search.cluster_alias)
-            if name is None:
+            if name is None:  # a whole-table scan says it as one finding (`_absent`), a look by id per row
+                rows = (
+                    f": every {entity.entity_type} row asked for is reported missing from search"
+                    if ids
+                    else ""
+                )
                 out.warnings.append(
                     f"neither the index {entity.index_name(self.search.cluster_alias)} nor the alias "
-                    f"{entity.aliases(self.search.cluster_alias)[0]} exists: every {entity.entity_type} "
-                    "row is reported missing from search"
+                    f"{entity.aliases(self.search.cluster_alias)[0]} exists{rows}"
                 )
             elif len(concrete) > 1:
                 out.warnings.append(f"{name} points at {len(concrete)} indices: {', '.join(concrete)}")
@@ -174,7 +178,7 @@ class OmScanner:
 
     def _absent(self, out: OmJoinResult, absent: list[OmEntity]) -> None:
         """A type whose index (and alias) does not exist: one finding with its count, in place of
-        a missing document per row (nothing row by row repairs it: scan/absence.py)."""
+        a missing document per row (nothing row by row repairs it: auditor/core/absence.py)."""
         gone = {e.entity_type for e in absent if out.entities.get(e.entity_type)}
         if not gone:
             return
