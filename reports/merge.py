@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from auditor import platforms
+from auditor.core.absence import one_per_index
 from auditor.core.model import (
     Classified,
     Evidence,
@@ -222,6 +223,12 @@ def merge(reports: Iterable[Report]) -> Report:
                 out.sections[name] = section.merge(out.sections[name], value)
         out.complete = out.complete and r.complete
         out.kafka_available = out.kafka_available or r.kafka_available
+    out.findings, folded = one_per_index(out.findings)  # each shard named a missing index
+    for c in folded:
+        key = (c.finding.entity_type, c.verdict.value, c.subkind)
+        out.counts[key] -= 1
+        if not out.counts[key]:
+            del out.counts[key]
     newest = max(parts, key=lambda r: r.finished_at or r.started_at)
     out.partitions = list(newest.partitions)
     out.trend = merged_trend([r.trend for r in parts])

@@ -22,6 +22,9 @@ WHAT = {
     RepairKind.REPLAY_WINDOW: "replay everything written since the index's restore point",
     RepairKind.RESTART_CONSUMER: "nothing to write: restart the MAE consumer, then verify",
     RepairKind.FIX_ROW: "nothing to write: fix the malformed row at its source",
+    RepairKind.RECREATE_INDEX: "nothing to write here: recreate the missing index with the platform's "
+    "own job, then reindex its type (see the findings)",
+    RepairKind.ALIAS_ONE_INDEX: "nothing to write here: keep the alias on one index (see the findings)",
 }
 
 

@@ -103,6 +103,36 @@ class SearchStore:
                     raise
         self._known.add(index)
 
+    def alias_over_copies(
+        self,
+        live: str,
+        copies: Iterable[str],
+        mappings: dict[str, Any],
+        settings: dict[str, Any] | None = None,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The index `live` replaced by an alias of the same name over copies of it named `copies`
+        (a swap that added the new index and never removed the old): search through `live` then
+        answers with every copy of each document. Returns the documents copied."""
+        docs = list(self.scan(live))
+        names = list(copies)
+        for index in names:
+            body = {"settings": settings or INDEX_SETTINGS, "mappings": mappings}
+            if self.flavor == "opensearch":
+                self.client.indices.create(index=index, body=body)
+            else:
+                self.client.indices.create(index=index, **body)
+            for doc_id, doc in docs:
+                self.put(index, doc_id, doc)
+        self.delete_index(live)
+        actions = [{"add": {"index": index, "alias": live}} for index in names]
+        if self.flavor == "opensearch":
+            self.client.indices.update_aliases(body={"actions": actions})
+        else:
+            self.client.indices.update_aliases(actions=actions)
+        for index in names:
+            self.refresh(index)
+        return docs
+
     def put_template(
         self, name: str, patterns: list[str], mappings: dict[str, Any], priority: int = 10
     ) -> None:

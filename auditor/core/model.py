@@ -32,6 +32,12 @@ class Kind(StrEnum):
     # written by an older release of the platform (an upgrade whose reindex never ran): it lacks
     # only the fields today's release adds; nothing was lost, a reindex of its type brings it up
     OUTDATED_DOCUMENT = "outdated_document"
+    # a whole index absent: its entities have rows and no document anywhere (one finding per
+    # index, its count in the details; a deleted index, a rebuild that removed it)
+    MISSING_INDEX = "missing_index"
+    # an alias (or read pattern) over several indices holding the same document: search
+    # returns every copy, a stale one included
+    DUPLICATE_DOCUMENT = "duplicate_document"
 
 
 class PlatformKind(str):
@@ -116,6 +122,10 @@ class RepairKind(StrEnum):
     REPLAY_WINDOW = "replay_window"  # everything written since an index's restore point
     RESTART_CONSUMER = "restart_consumer"  # nothing to write: the consumer must move again
     FIX_ROW = "fix_row"  # nothing to write: the row itself is wrong
+    # on a whole index, by the platform's own job (no urn): create it with the platform's
+    # mappings, then reindex its type; take an index holding stale copies out of an alias
+    RECREATE_INDEX = "recreate_index"
+    ALIAS_ONE_INDEX = "alias_one_index"
 
 
 class PartitionHealth(StrEnum):

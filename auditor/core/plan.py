@@ -24,6 +24,8 @@ WRITES = (
     RepairKind.REWRITE_SYSTEM_METADATA,
     RepairKind.REWRITE_EDGES,
 )
+# actions on a whole index (no urn: a person runs them with the platform's own tools)
+INDEX_ACTIONS = (RepairKind.RECREATE_INDEX, RepairKind.ALIAS_ONE_INDEX)
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def actions_for(c: Classified) -> list[RepairAction]:
     return [
         RepairAction(
             kind,
-            f.urn,
+            None if kind in INDEX_ACTIONS else f.urn,
             f.entity_type,
             f.aspect if kind in (RepairKind.REPLAY_ASPECT, RepairKind.FIX_ROW) else None,
             f.index,
@@ -134,7 +136,9 @@ def plan(findings: Iterable[Classified]) -> RepairPlan:
         if a.urn in whole and a.kind == RepairKind.REPLAY_ASPECT:
             continue
         kept.append(a)
-    order = {k: i for i, k in enumerate((*WRITES, RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW))}
+    order = {
+        k: i for i, k in enumerate((*WRITES, RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW, *INDEX_ACTIONS))
+    }
     kept.sort(key=lambda a: (order[a.kind], a.urn or "", a.aspect or ""))
     return RepairPlan(kept)
 

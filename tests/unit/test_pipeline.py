@@ -17,6 +17,7 @@ from auditor.core.records import MclHit, OffsetSample
 from auditor.platforms.datahub.documents.projection import project_entity
 from auditor.platforms.datahub.naming import document_id
 from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.absence import missing_indices
 from auditor.platforms.datahub.scan.join import Scanner
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.reports import RENDERERS
@@ -402,3 +403,17 @@ def test_an_index_behind_a_restore_is_replayed_from_its_earliest_stale_write() -
     (window,) = plan(restored).actions
     assert window.kind == RepairKind.REPLAY_WINDOW and window.since == T0 + timedelta(minutes=1)
     assert window.findings == 3 and window.index == "datasetindex_v2"
+
+
+def test_a_v2_index_missing_where_the_v3_index_holds_the_type_is_a_notice_naming_the_setting() -> None:
+    """A type with rows in neither index is a finding; where the V3 index holds it, the deployment
+    may be configured without V2 (ELASTICSEARCH_ENTITY_INDEX_V2_ENABLED=false): a notice."""
+    found, notices = missing_indices(
+        {"dataset": 4, "tag": 2}, lambda t: f"{t}index_v2", {"dataset": "primaryindex_v3"}
+    )
+    assert [(f.kind, f.index, f.details["entities"]) for f in found] == [
+        (Kind.MISSING_INDEX, "tagindex_v2", 2)
+    ]
+    assert found[0].repairs == (RepairKind.RECREATE_INDEX,)
+    [notice] = notices
+    assert "ELASTICSEARCH_ENTITY_INDEX_V2_ENABLED=false" in notice and "primaryindex_v3" in notice

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from auditor.backends.search import urn_filter
+from auditor.core import absence
 from auditor.core.model import Report, Selection
 from auditor.errors import ConfigError
 from auditor.scan.shards import ShardPlan, plan_bounds, usable_bound
@@ -122,3 +123,19 @@ def test_the_databases_range_holds_every_urn_the_code_point_range_holds(u: str, 
         assert _pad_less(u, b), (u, b)
     else:  # shard from b: the database's `urn >= b[:-1]` must read it
         assert not _pad_less(u, b[:-1]), (u, b)
+
+
+def test_shards_each_naming_a_missing_index_merge_into_one_finding_with_the_counts_added() -> None:
+    """Each shard names the missing index with its share of the entities: one finding merged."""
+    key = ("tag", "diverged", "missing_index")
+    parts = []
+    for i, rows in ((0, 2), (1, 3)):
+        found = absence.missing_index("datahub", "tag", "tagindex_v2", rows, "and no V3 index", "recreate it")
+        part = _shard(i, 2, None)
+        part.sources = {"platform": "datahub"}
+        part.findings, part.counts = absence.judged(lambda _: False, [found]), {key: 1}
+        parts.append(part)
+    merged = merge(parts)
+    [c] = merged.findings
+    assert c.finding.details["entities"] == 5 and "5 tag entities" in c.evidence.reason
+    assert merged.counts == {key: 1}

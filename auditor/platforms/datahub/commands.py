@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from auditor.core.absence import alias_lookup
 from auditor.core.model import RepairKind
-from auditor.core.plan import RepairAction, RepairPlan
+from auditor.core.plan import INDEX_ACTIONS, RepairAction, RepairPlan
 from auditor.core.repairs import Renderer
 from auditor.platforms.datahub.naming import document_id
 from auditor.reports.escape import shell_quote
@@ -71,6 +72,21 @@ def _fix_row(action: RepairAction, **_: object) -> str:
     return "fix the malformed rows (re-ingest, or restore version 1): see the findings"
 
 
+@RENDERER.dispatch_for(RepairKind.RECREATE_INDEX)
+def _recreate_index(action: RepairAction, **_: object) -> str:
+    kind = shell_quote(f"urn:li:{action.entity_type}:%")
+    return (
+        f"datahub-upgrade -u SystemUpdate && {RESTORE} -a urnLike={kind}"
+        f"   # BuildIndices creates the missing {action.index} with DataHub's mappings, "
+        "then its type is reindexed"
+    )
+
+
+@RENDERER.dispatch_for(RepairKind.ALIAS_ONE_INDEX)
+def _alias_one_index(action: RepairAction, **_: object) -> str:
+    return alias_lookup(action.index or "")
+
+
 def command(action: RepairAction, *, group: str, until: datetime | None = None) -> str:
     """One action as a shell command with DataHub's own tools."""
     return RENDERER.render(action, group=group, until=until)
@@ -106,4 +122,6 @@ def native_commands(repairs: RepairPlan, *, group: str, until: datetime | None, 
     for kind in (RepairKind.RESTART_CONSUMER, RepairKind.FIX_ROW):
         if by_kind.get(kind):
             out.append(command(by_kind[kind][0], group=group))
+    for kind in INDEX_ACTIONS:  # one per index
+        out += [command(a, group=group) for a in by_kind.get(kind, [])]
     return out

@@ -3,6 +3,7 @@ an orphan)."""
 
 from __future__ import annotations
 
+from auditor.core.absence import alias_lookup
 from auditor.core.model import RepairKind
 from auditor.core.plan import RepairAction
 from auditor.core.repairs import Renderer
@@ -31,3 +32,16 @@ def _rewrite_document(action: RepairAction, **_: object) -> str:
 @RENDERER.dispatch_for(RepairKind.FIX_ROW)
 def _fix_row(action: RepairAction, **_: object) -> str:
     return "fix the row's JSON in its entity table (it cannot be read): see the findings"
+
+
+@RENDERER.dispatch_for(RepairKind.RECREATE_INDEX)
+def _recreate_index(action: RepairAction, **_: object) -> str:
+    body = shell_quote(f'{{"entities":["{action.entity_type or "all"}"],"recreateIndex":true}}')
+    return (
+        f"{OM_REINDEX}{body}   # creates the missing {action.index} with OpenMetadata's mappings and fills it"
+    )
+
+
+@RENDERER.dispatch_for(RepairKind.ALIAS_ONE_INDEX)
+def _alias_one_index(action: RepairAction, **_: object) -> str:
+    return alias_lookup(action.index or "")

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from auditor.backends import search_readers
-from auditor.checks.openmetadata import check, doc_key, keys_agree, row_key
+from auditor.checks.openmetadata import PLATFORM, check, doc_key, keys_agree, row_key
+from auditor.core.absence import duplicate_documents
 from auditor.core.join import ordered, outer_pairs, prefetch
-from auditor.core.model import Finding
+from auditor.core.model import Finding, Kind
+from auditor.platforms.openmetadata.absence import any_index, missing_index, no_index_under
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
 from auditor.platforms.openmetadata.search import OmSearch
@@ -40,6 +42,8 @@ class OmJoinResult:
     documents: dict[str, int] = field(default_factory=dict)  # index read -> docs
     warnings: list[str] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)  # entity type -> the name its docs were read through
+    # findings on a whole index (one missing, an alias answering with copies): never re-read
+    absence: list[Finding] = field(default_factory=list)
 
 
 ID_ORDER = "the entity tables' ids and the documents' _id must arrive in byte order (a UUID always does)"
@@ -98,17 +102,25 @@ class OmScanner:
             else:
                 name, concrete = self.search.resolve(entity)
             out.names[entity.entity_type] = name or entity.index_name(self.search.cluster_alias)
-            if name is None:
+            if name is None:  # a whole-table scan says it as one finding (`_absent`), a look by id per row
+                rows = (
+                    f": every {entity.entity_type} row asked for is reported missing from search"
+                    if ids
+                    else ""
+                )
                 out.warnings.append(
                     f"neither the index {entity.index_name(self.search.cluster_alias)} nor the alias "
-                    f"{entity.aliases(self.search.cluster_alias)[0]} exists: every {entity.entity_type} "
-                    "row is reported missing from search"
+                    f"{entity.aliases(self.search.cluster_alias)[0]} exists{rows}"
                 )
             elif len(concrete) > 1:
                 out.warnings.append(f"{name} points at {len(concrete)} indices: {', '.join(concrete)}")
             plans.append((entity, name))
+        alias = self.search.cluster_alias
+        if not any(name for _, name in plans) and not any_index(self.search.search, alias):
+            raise no_index_under(self.search.search, alias)  # a mistyped alias, not an empty search
         if not ids:
             self._stream(out, plans, progress)
+            self._absent(out, [entity for entity, name in plans if name is None])
             return out
         for entity, name in plans:
             rows = sorted(self.store.read(entity, ids).values(), key=lambda r: r.id)
@@ -164,6 +176,20 @@ class OmScanner:
             if tags is not None:
                 tags.close()
 
+    def _absent(self, out: OmJoinResult, absent: list[OmEntity]) -> None:
+        """A type whose index (and alias) does not exist: one finding with its count, in place of
+        a missing document per row (nothing row by row repairs it: auditor/core/absence.py)."""
+        gone = {e.entity_type for e in absent if out.entities.get(e.entity_type)}
+        if not gone:
+            return
+        out.findings = [
+            f for f in out.findings if not (f.kind == Kind.MISSING_DOCUMENT and f.entity_type in gone)
+        ]
+        alias = self.search.cluster_alias
+        out.absence += [
+            missing_index(e, alias, out.entities[e.entity_type]) for e in absent if e.entity_type in gone
+        ]
+
     def _large(self, named: list[tuple[str, str]]) -> bool:
         """Enough documents that a reader process pays for its start (search_readers.MIN_DOCS)."""
         counts = self.search.search.indices(",".join(name for _, name in named)) if named else {}
@@ -179,19 +205,39 @@ class OmScanner:
         n_rows = n_docs = 0
         last: str | None = None
         name = out.names[entity.entity_type]
+        # a row paired with several docs (an alias over several indices): its copies, by row id;
+        # the pair before is kept by reference only (no allocation per row)
+        held: dict[str, list[dict[str, object]]] = {}
+        prev_row: Item | None = None
+        prev_doc: Item | None = None
+        prev_stale = False
         for row, doc in pairs:
             if row is not None and row.id != last:
                 n_rows, last = n_rows + 1, row.id
             n_docs += doc is not None
+            finding = None
             if not _agree(row, doc):
                 finding = check(entity, name, _row(row), _doc(doc))
                 if finding is not None:
                     out.findings.append(finding)
+            if row is not None and isinstance(doc, Spilled | OmDoc):
+                if prev_row is not None and prev_row.id == row.id and isinstance(prev_doc, Spilled | OmDoc):
+                    copies = held.setdefault(row.id, [_copy(prev_doc, prev_stale)])
+                    copies.append(_copy(doc, finding is not None))
+            prev_row, prev_doc, prev_stale = row, doc, finding is not None
             self.seen += 1
             if progress and self.seen % 1000 == 0:
                 progress(self.seen)
+        if held:
+            behind = {i: meta[1] for i, meta in self.search.search.index_meta(name).items()}
+            out.absence.append(duplicate_documents(PLATFORM, entity.entity_type, name, behind, held))
         out.entities[entity.entity_type] = n_rows
         out.documents[name] = n_docs
+
+
+def _copy(doc: Spilled | OmDoc, stale: bool) -> dict[str, object]:
+    """One copy of a row's document, as a duplicate_document finding lists it."""
+    return {"index": doc.index, "doc_id": doc.id, "stale": stale}
 
 
 def _close(spill: Future[SortedDocs]) -> None:

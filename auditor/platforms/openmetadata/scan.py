@@ -15,6 +15,7 @@ from typing import Any
 
 from auditor.backends.protocols import State
 from auditor.checks.openmetadata import check
+from auditor.core.absence import judged
 from auditor.core.classify import CLOCK_SKEW_SECONDS, History, decided
 from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Selection, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
@@ -210,13 +211,14 @@ class OmParts(Parts):
         self.options = options
         self.names: dict[str, str] = {}
         self.seen = Seen()
+        self.absence: list[Finding] = []  # findings on a whole index (auditor/core/absence.py)
 
     def types(self, selection: Selection) -> tuple[str, ...]:
         return tuple(self.by_type)
 
     def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
         joined = self.scanner.run(self.entities, selection.urns, progress)
-        self.names = joined.names
+        self.names, self.absence = joined.names, joined.absence
         return Joined(joined.findings, joined.entities, joined.documents, warnings=joined.warnings)
 
     def reobserve(self, candidates: list[Finding]) -> Seen:
@@ -239,11 +241,12 @@ class OmParts(Parts):
     def review(self, classified: list[Classified]) -> list[Classified]:
         reindex, said = read_reindex(self.scanner, self.by_type, self.seen.still)
         self.report.warnings += said
+        whole = judged(lambda index: bool(self.scanner.search.search.names(index)), self.absence)
         if reindex is None:
-            return classified
+            return classified + whole
         # OpenMetadata's own reindex (1.12+): its jobs and failure rows
         self.report.warnings += reindex.warnings(self.by_type, self.names)
-        return [reindex.judge(c) for c in classified]
+        return [reindex.judge(c) for c in classified] + whole
 
 
 def run_om_scan(

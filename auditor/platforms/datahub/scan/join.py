@@ -17,9 +17,17 @@ from auditor.core.join import prefetch as prefetch_in_thread
 from auditor.core.model import Finding, Selection
 from auditor.core.records import EntityRows, SearchDoc
 from auditor.errors import ConfigError
+from auditor.platforms.datahub.documents.compare import compare_document
 from auditor.platforms.datahub.documents.entity import JoinedEntity
-from auditor.platforms.datahub.naming import PLATFORM, entity_index, graph_index, system_metadata_index
+from auditor.platforms.datahub.naming import (
+    ENTITY_INDEX_V3_SUFFIX,
+    PLATFORM,
+    entity_index,
+    graph_index,
+    system_metadata_index,
+)
 from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.absence import Copy, Duplicate, fingerprint, no_index_under
 from auditor.platforms.datahub.scan.federation import federate
 from auditor.platforms.datahub.urns import UrnError, entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
@@ -52,6 +60,8 @@ class ScanPlan:
     # index -> ids of documents without a string urn (not DataHub's), skipped by the join
     misshapen: dict[str, list[str]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)  # index -> its documents, as listed
+    # urn -> every copy its entity index answered with (an alias over several indices)
+    duplicates: dict[str, list[SearchDoc]] = field(default_factory=dict)
 
 
 def _type_order(types: list[str]) -> list[str]:
@@ -88,6 +98,10 @@ class Scanner:
         self._read: Callable[[Iterable[Any]], Iterator[Any]] = prefetch_in_thread if prefetch else iter
         # how many index streams a full read gives a process of their own (search_readers.py)
         self.readers = readers if callable(getattr(search, "spec", None)) else 0
+        # the last join's absences: entity type -> its entities with rows whose index does not
+        # exist; the documents an alias answered with more than once (scan/absence.py)
+        self.absent: dict[str, int] = {}
+        self.duplicated: list[Duplicate] = []
 
     def _hits(
         self, specs: list[StreamSpec], few: bool, apart: bool
@@ -154,6 +168,8 @@ class Scanner:
                 yield urn, SearchDoc(specs[n].index, doc_id, source)
 
         for urn, docs in ordered_groups(self._read(all_docs()), "entity indices"):
+            if len(docs) > 1:  # one index a type: several copies are an alias over several indices
+                plan.duplicates[urn] = docs
             yield urn, docs[0]
 
     def _group_stream(
@@ -193,6 +209,11 @@ class Scanner:
         indices = {t: name for t in types if (name := self.index_of(t)) in existing}
         plan = ScanPlan(selection, types, indices, sizes=sizes)
         sysmeta = system_metadata_index(self.index_prefix)
+        graph = graph_index(self.index_prefix)
+        if not (indices or self.type_field or {sysmeta, graph} & existing) and not any(
+            n.endswith(ENTITY_INDEX_V3_SUFFIX) for n in existing
+        ):  # not one of DataHub's indices under the prefix: a mistyped prefix, not a clean catalog
+            raise no_index_under(self.search, self.index_prefix)
         if self.type_field:  # a V3 pass: the entity documents only (the rest is shared with V2)
             plan.checks = [c for c in self.checks if c.id not in ("system-metadata.stale", "graph.edges")]
             return plan
@@ -200,7 +221,6 @@ class Scanner:
             plan.sysmeta = sysmeta
         else:
             plan.warnings.append(f"{sysmeta} does not exist: system metadata not checked")
-        graph = graph_index(self.index_prefix)
         if graph in existing:
             plan.graph = graph
         else:
@@ -255,6 +275,14 @@ class Scanner:
         streams = {"rows": self.row_stream(plan), **self.projection_streams(plan)}
         return self.join(plan, streams, progress)
 
+    def _duplicate(self, entity: JoinedEntity, copies: list[SearchDoc]) -> None:
+        """Every copy of an entity's document, each judged against its rows (stale or current)."""
+        expected = self.ctx.expected(entity)
+        judged = [
+            Copy(d.id, bool(compare_document(expected, d.source)), fingerprint(d.source)) for d in copies
+        ]
+        self.duplicated.append(Duplicate(entity.urn, entity.entity_type, copies[0].index, judged))
+
     def join(
         self, plan: ScanPlan, streams: dict[str, Iterator[tuple[str, Any]]], progress: Progress | None = None
     ) -> Joined:
@@ -266,6 +294,7 @@ class Scanner:
         for store in getattr(self.store, "names", ()):  # a federation: every store, even empty
             result.stores[store] = {"entities": 0, "conflicts": 0}
         checks = plan.checks
+        self.duplicated = []
         seen = 0
         for urn, parts in merge_join(streams):
             rows: EntityRows | None = parts.get("rows")
@@ -293,6 +322,8 @@ class Scanner:
             )
             if rows is not None:
                 result.entities[etype] = result.entities.get(etype, 0) + 1
+                if plan.duplicates and (copies := plan.duplicates.pop(urn, None)):
+                    self._duplicate(entity, copies)
             if entity.doc is not None:
                 result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
             start = len(result.findings)
@@ -314,8 +345,7 @@ class Scanner:
             for t in plan.types
             if t not in indices and result.entities.get(t) and self.ctx.searchable(t)  # no doc, no index
         ]
-        for t in missing:
-            result.warnings.append(f"no index {self.index_of(t)} for {result.entities[t]} {t} entities")
+        self.absent = {t: result.entities[t] for t in missing}  # findings or notices: scan/absence.py
         for index, ids in sorted(plan.misshapen.items()):
             shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
             result.warnings.append(

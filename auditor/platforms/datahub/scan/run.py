@@ -7,8 +7,10 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 
 from auditor.backends.protocols import State
+from auditor.core.absence import judged
 from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.absence import duplicate_documents, missing_indices
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.join import Progress, Scanner
 from auditor.platforms.datahub.scan.judge import confirm, mark_restores, weigh
@@ -59,6 +61,7 @@ class DataHubParts(Parts):
         self.target = with_hook_group(backends.events, target, report)
         self.kafka: KafkaSide | None = None
         self.scanner: Scanner | None = None
+        self.absence: list[Finding] = []  # what search lacks or holds twice, as a whole (absence.py)
 
     def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
         backends, report, target = self.backends, self.report, self.target
@@ -87,11 +90,26 @@ class DataHubParts(Parts):
         note_datahub_reindex(report, backends, scanner)
         rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
         joined = scanner.run(selection, progress)
+        self.absence = self._absence(scanner, joined)
         if newer := versions.newer_warning():
             joined.warnings.append(newer)
         # what the join fetched (re-observation reads a few entities again: not counted)
         joined.read = {"rows": backends.store.rows_read - rows, "documents": backends.search.docs_read - docs}
         return joined
+
+    def _absence(self, scanner: Scanner, joined: Joined) -> list[Finding]:
+        """The whole-index findings of the join: a missing entity index (a notice where the V3
+        index holds the type), an alias answering with several copies. Never re-read per urn."""
+        found = duplicate_documents(self.backends.search, scanner.duplicated)
+        if scanner.absent:
+            from auditor.platforms.datahub.v3 import v3_indices  # v3.py runs this module's scan
+
+            search, prefix = self.backends.search, self.target.index_prefix
+            v3 = {} if self.target.type_field else v3_indices(search, prefix, self.registry)
+            missing, notices = missing_indices(scanner.absent, scanner.index_of, v3)
+            joined.warnings += notices
+            found += missing
+        return found
 
     def reobserve(self, candidates: list[Finding]) -> Seen:
         assert self.scanner is not None  # the join came first
@@ -108,7 +126,7 @@ class DataHubParts(Parts):
         classified = mark_restores(classified, self.backends.store, self.registry, self.target.index_prefix)
         if self.options.confirm > 0 and self.scanner is not None:
             classified = confirm(classified, self.options.confirm, self.scanner, self.report)
-        return classified
+        return classified + judged(lambda index: bool(self.backends.search.names(index)), self.absence)
 
     def close(self, report: Report, classified: list[Classified]) -> None:
         report.warnings += backend_warnings(self.backends)

@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.core.model import Report, Selection
+from auditor.core.model import Kind, Report, Selection
 from auditor.core.records import SearchDoc
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
@@ -39,6 +39,7 @@ from auditor.triage.place import place
 # (`platforms.datahub.scan.evidence.STALL_LOOKBACK_SECONDS`): stalled only if it did not move
 # there either
 MAX_WINDOW_SECONDS = 1.5
+WHOLE_INDEX = (Kind.MISSING_INDEX, Kind.DUPLICATE_DOCUMENT)
 
 
 def walk(
@@ -68,7 +69,8 @@ def walk(
         grace=grace, settle=settle, sample_window=0, use_state=False, max_window=MAX_WINDOW_SECONDS
     )
     report = scan_with_v3(backends, registry, report, options, target)  # V3's document too, if any
-    out.findings = [c for c in report.findings if c.finding.urn == urn]
+    # the urn's own findings, and those on its index as a whole (missing, an alias over copies)
+    out.findings = [c for c in report.findings if c.finding.urn == urn or c.finding.kind in WHOLE_INDEX]
     out.warnings = list(report.warnings)
 
     scanner = scanner_for(backends, registry, target, versions=backends.versions)  # the scan's rules
