@@ -103,14 +103,14 @@ class OmScanner:
                 name, concrete = self.search.resolve(entity)
             out.names[entity.entity_type] = name or entity.index_name(self.search.cluster_alias)
             if name is None:  # a whole-table scan says it as one finding (`_absent`), a look by id per row
-                rows = (
+                said = (
                     f": every {entity.entity_type} row asked for is reported missing from search"
                     if ids
                     else ""
                 )
                 out.warnings.append(
                     f"neither the index {entity.index_name(self.search.cluster_alias)} nor the alias "
-                    f"{entity.aliases(self.search.cluster_alias)[0]} exists{rows}"
+                    f"{entity.aliases(self.search.cluster_alias)[0]} exists{said}"
                 )
             elif len(concrete) > 1:
                 out.warnings.append(f"{name} points at {len(concrete)} indices: {', '.join(concrete)}")
@@ -122,9 +122,9 @@ class OmScanner:
             self._stream(out, plans, progress)
             self._absent(out, [entity for entity, name in plans if name is None])
             return out
-        for entity, name in plans:
+        for entity, index in plans:
             rows = sorted(self.store.read(entity, ids).values(), key=lambda r: r.id)
-            docs = sorted(self.search.get(name, ids).values(), key=lambda d: d.id) if name else []
+            docs = sorted(self.search.get(index, ids).values(), key=lambda d: d.id) if index else []
             self._tally(out, entity, merge(rows, docs), progress)
         return out
 
