@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from auditor.errors import DeletionRefused
 
 # a scan: the store is smaller than the index when the documents orphaned are at least this
-# share of those read (of the whole scope, or of one index) and at least this many (or every
-# document, the store holding no entity at all)
+# share of those read (of the whole scope, or of one index) and at least this many (or, the
+# store holding no entity at all, more than one)
 SMALLER_SHARE = 0.5
 SMALLER_FLOOR = 10
 # a repair deletes at most this share of an index's documents, or this many (a small catalog's
-# few orphans), whichever is more, unless it is given the number (`--allow-delete N`)
+# few orphans), whichever is more, and never every document of an index holding more than one,
+# unless it is given the number (`--allow-delete N`)
 DELETE_SHARE = 0.05
 DELETE_FLOOR = 10
 
@@ -88,7 +89,7 @@ def store_smaller(rows: int, documents: Mapping[str, int], orphans: Mapping[str,
         for index, n in sorted(orphans.items())
         if documents.get(index) and _most(n, documents[index])
     }
-    if rows == 0 or _most(lost, total) or hit:
+    if (rows == 0 and lost > 1) or _most(lost, total) or hit:
         return StoreSmaller(rows, total, lost, hit)
     return None
 
@@ -116,7 +117,7 @@ def refuse_deletion(deletes: Mapping[str, int], held: Mapping[str, int], allowed
     over = [
         (index, n, held.get(index, 0))
         for index, n in sorted(deletes.items())
-        if n > deletion_limit(held.get(index, 0))
+        if n > deletion_limit(held.get(index, 0)) or 1 < held.get(index, 0) <= n
     ]
     whole = sum(held.get(index, 0) for index in deletes)
     if not over and total <= deletion_limit(whole):
@@ -125,7 +126,8 @@ def refuse_deletion(deletes: Mapping[str, int], held: Mapping[str, int], allowed
     share = f"{100 * n / of:.0f}%" if of else "all"
     return (
         f"this repair would delete {total} documents, {n} of the {of} in {index} ({share}): more "
-        f"than a repair deletes unasked ({DELETE_SHARE:.0%} of an index, or {DELETE_FLOOR})"
+        f"than a repair deletes unasked ({DELETE_SHARE:.0%} of an index, or {DELETE_FLOOR}, and "
+        "never a whole index)"
     )
 
 
