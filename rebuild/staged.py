@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.protocols import Capability, require
-from auditor.errors import AuditorError
+from auditor.core.sanity import refuse
+from auditor.errors import AuditorError, DeletionRefused
 from auditor.exit_codes import ExitCode
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,10 @@ class Stage(Protocol):
     def swap_actions(self, fresh: str, old: list[str], is_alias: bool) -> list[dict[str, Any]]: ...
 
 
-def promote(writer: IndexWriter, stage: Stage) -> Staged:
-    """Create, load, catch up, verify, swap, catch up again (module docstring)."""
+def promote(writer: IndexWriter, stage: Stage, allow_delete: int | None = None) -> Staged:
+    """Create, load, catch up, verify, swap, catch up again (module docstring). `allow_delete`:
+    how many documents fewer than the live index the fresh one may hold (`--allow-delete N`;
+    None: the limit every repair's deletions have, core/sanity.py)."""
     for needed in (Capability.BULK_WRITE, Capability.ALIAS):
         require(writer, needed, "a staged reindex (--full)")
     old, is_alias = stage.locate(writer)
@@ -96,10 +99,11 @@ def promote(writer: IndexWriter, stage: Stage) -> Staged:
         mark = datetime.now(UTC)
         out.caught_up = stage.load(out.fresh, since=started - SKEW)
         writer.refresh(out.fresh)
+        _refuse_shrink(writer, old, out.fresh, allow_delete)  # before a verification can call it consistent
         out.rounds = _verify(writer, stage, out.fresh, mark - SKEW)
         stage.check(out.fresh)
-    except BaseException:
-        if not stage.keep_unpromoted:
+    except BaseException as exc:
+        if not stage.keep_unpromoted or isinstance(exc, DeletionRefused):  # nothing there to look at
             _drop(writer, out.fresh)
         raise
     writer.swap(stage.swap_actions(out.fresh, old, is_alias))
@@ -123,6 +127,16 @@ def _verify(writer: IndexWriter, stage: Stage, fresh: str, before: datetime) -> 
         stage.rewrite(fresh, wrong)
         writer.refresh(fresh)
     return ROUNDS
+
+
+def _refuse_shrink(writer: IndexWriter, old: list[str], fresh: str, allowed: int | None) -> None:
+    """The swap takes out of search every document the fresh index does not hold: refused as
+    deleting them would be (a store that is the wrong database, or restored without its rows,
+    loads a fresh index of nearly nothing, and its verification finds it consistent)."""
+    held = writer.documents(*old)
+    lost = held - writer.documents(fresh)
+    if lost > 0:
+        refuse({fresh: lost}, {fresh: held}, allowed, "the store")
 
 
 def _drop(writer: IndexWriter, index: str) -> None:

@@ -56,9 +56,11 @@ class FullRebuild:
         *,
         replace_concrete: bool = False,
         rate: float | None = None,
+        allow_delete: int | None = None,
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
+        self.allow_delete = allow_delete  # --allow-delete: documents the swap may drop from search
         self.versions = deployment_versions(backends, registry, target)
 
     def run(self, entity_type: str) -> Swapped:
@@ -70,7 +72,7 @@ class FullRebuild:
         return self._promote(DataHubV3Stage(self, live, entity_types), ", ".join(entity_types))
 
     def _promote(self, stage: DataHubStage, what: str) -> Swapped:
-        done = promote(self.writer, stage)
+        done = promote(self.writer, stage, self.allow_delete)
         out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
         if done.is_alias:

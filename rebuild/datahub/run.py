@@ -109,7 +109,7 @@ def rebuild(
     deleting = RepairKind.DELETE_DOCUMENT in executors.kinds(writes)  # a replay deletes nothing
     deletes = _deletes(backends, registry, target, request) if deleting else {}
     held = index_count(backends.scan.search)
-    refuse_mass_delete(request, outcome, deletes, held, backends.description)
+    refuse_mass_delete(request, outcome, deletes, held, backends.store.description)
     scope = _scope(request, repairs)
     windows = repairs.of(RepairKind.REPLAY_WINDOW)
     selections = [scope] if (scope.urns or request.selection is not None) else []
@@ -301,6 +301,7 @@ def _full(
             request.state_dir,
             replace_concrete=request.replace_concrete,
             rate=request.rate,
+            allow_delete=request.allow_delete,
         )
         for name in types:
             swapped = full.run(registry.entity(name).name)

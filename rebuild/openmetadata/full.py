@@ -40,13 +40,15 @@ class FullRebuild:
         writer: IndexWriter,
         release: str | None = None,
         rate: float | None = None,
+        allow_delete: int | None = None,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
+        self.allow_delete = allow_delete  # --allow-delete: documents the swap may drop from search
         self.work = OmRepair(store, search, writer, release=release, rate=rate)
         self.notes: list[str] = []
 
     def run(self, entity: OmEntity) -> None:
-        done = promote(self.writer, OmStage(self, entity))
+        done = promote(self.writer, OmStage(self, entity), self.allow_delete)
         self.notes.append(
             f"{entity.entity_type}: {done.loaded} documents loaded into {done.fresh}; {done.live} and its "
             f"aliases now point at it; removed {', '.join(done.old)}"

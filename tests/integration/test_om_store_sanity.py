@@ -3,10 +3,11 @@ platform on both, the CLI in child processes.
 
 A database restored with most of its entity rows missing (every entity table emptied but the
 services'), under a healthy index: the scan's headline is the store (exit 8), its orphans still
-in the JSON report; the repair of that report deletes nothing without `--allow-delete N` (exit
-8, every document still there). And the wrong platform's database: OpenMetadata's scan of a
-database holding DataHub's tables only, and DataHub's scan of one holding OpenMetadata's, are
-configuration errors (exit 2) naming what was looked for and whose tables are there."""
+in the JSON report; the repair of that report, or a full rebuild of a type, deletes nothing
+without `--allow-delete N` (exit 8, every document still there). And the wrong platform's
+database: OpenMetadata's scan of a database holding DataHub's tables only, and DataHub's scan
+of one holding OpenMetadata's, are configuration errors (exit 2) naming what was looked for and
+whose tables are there."""
 
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ def test_a_store_far_smaller_than_the_index_is_the_headline_and_deletes_nothing_
         assert refused.returncode == 8, refused.stdout[-2000:] + refused.stderr[-2000:]
         assert "--allow-delete" in refused.stderr and "Nothing was deleted" in refused.stderr
         assert _documents(w) == before
+        # a full rebuild of the tables from what is left: its fresh index is never swapped in
+        full = _cli(w, "rebuild", "reindex", "-t", "table", "--full", "--apply")
+        assert full.returncode == 8, full.stdout[-2000:] + full.stderr[-2000:]
+        assert _documents(w) == before  # the fresh index dropped, the live one as it was
 
 
 def test_a_store_of_the_other_platform_is_a_configuration_error(tmp_path: Path) -> None:

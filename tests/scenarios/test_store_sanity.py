@@ -1,8 +1,8 @@
 """Sanity before deletion on DataHub (PostgreSQL + OpenSearch 2): the store emptied under a
 healthy index (a restore that brought back no rows, or a store URL naming the wrong database).
 The scan says so as its headline (exit 8), its orphans still in the JSON report; a repair of
-that report, or of the orphans' urns, deletes nothing without `--allow-delete N` (exit 8, every
-document still there); with the number given it deletes them. A database holding none of
+that report, or of the orphans' urns, or a full rebuild of a type, deletes nothing without
+`--allow-delete N` (exit 8, every document still there); with the number given it deletes them. A database holding none of
 DataHub's tables is a configuration error (exit 2) naming the table looked for and whose
 tables are there."""
 
@@ -68,6 +68,13 @@ def test_an_emptied_store_is_the_headline_and_its_repair_deletes_nothing_unasked
         refused = _run(args, renv)
         assert refused.returncode == 8, refused.stdout[-2000:] + refused.stderr[-2000:]
         assert _counts(world) == before
+        # a full rebuild from the empty table: its fresh index is never swapped in for the live one
+        args, renv = rebuild_cli(
+            world, tmp_path, "reindex", "--full", "-t", "dataset", "--replace-concrete-index"
+        )
+        refused = _run(args, renv)
+        assert refused.returncode == 8, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert {i: n for i, n in _counts(world).items() if i in before} == before
         # a dry run says it would be refused; too small an allowance is refused too
         args, renv = rebuild_cli(world, tmp_path, "reindex", "--from-report", str(report))
         planned = _run([a for a in args if a != "--apply"], renv)

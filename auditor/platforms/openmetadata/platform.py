@@ -239,7 +239,14 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
 
             now_ms = int(datetime.now(UTC).timestamp() * 1000)
             refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
-            full = FullRebuild(store, search, writer, settings.platform_version, rate=request.rate)
+            full = FullRebuild(
+                store,
+                search,
+                writer,
+                settings.platform_version,
+                rate=request.rate,
+                allow_delete=request.allow_delete,
+            )
             with locked(request, store.description, search.cluster_alias):  # one repair at a time
                 for entity in chosen_types:
                     full.run(entity)
