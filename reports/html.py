@@ -115,6 +115,7 @@ HEADLINE = {
     1: "Persistent divergence found",
     3: "Incomplete: the scan could not finish",
     4: "The MAE consumer is stalled",
+    8: "The store is far smaller than the index",
 }
 
 
@@ -127,6 +128,8 @@ def _header(report: Report) -> list[str]:
         f"(exit code {code})</p>",
         "<ul>",
     ]
+    if report.store_smaller is not None:  # the systemic cause first: its orphans follow from it
+        out.insert(-1, f'<p class="result exit-8" id="store-smaller">{text(report.store_smaller.text)}.</p>')
     out += [f"<li>{text(name)}: <code>{text(value)}</code></li>" for name, value in report.sources.items()]
     if note := weak_evidence_text(report):
         out.append(f"<li>{note}</li>")
