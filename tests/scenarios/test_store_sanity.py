@@ -1,10 +1,10 @@
 """Sanity before deletion on DataHub (PostgreSQL + OpenSearch 2): the store emptied under a
 healthy index (a restore that brought back no rows, or a store URL naming the wrong database).
 The scan says so as its headline (exit 8), its orphans still in the JSON report; a repair of
-that report, or of the orphans' urns, or a full rebuild of a type, deletes nothing without
-`--allow-delete N` (exit 8, every document still there); with the number given it deletes them. A database holding none of
-DataHub's tables is a configuration error (exit 2) naming the table looked for and whose
-tables are there."""
+that report, of the orphans' urns, a full rebuild of a type, or `after-restore`, deletes
+nothing without `--allow-delete N` (exit 8, every document still there); with the number given
+it deletes them. (A database holding none of DataHub's tables: tests/integration/
+test_om_store_sanity.py.)"""
 
 from __future__ import annotations
 
@@ -74,6 +74,21 @@ def test_an_emptied_store_is_the_headline_and_its_repair_deletes_nothing_unasked
         )
         refused = _run(args, renv)
         assert refused.returncode == 8, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert {i: n for i, n in _counts(world).items() if i in before} == before
+        # after a restore: its first scan sees the store far smaller, and nothing is repaired
+        restore = [
+            sys.executable,
+            "-m",
+            "auditor.cli",
+            "rebuild",
+            "after-restore",
+            "--mode",
+            "reindex",
+            "--apply",
+        ]
+        refused = _run([*restore, "--evidence", str(tmp_path / "after")], env)
+        assert refused.returncode == 8, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert "the store holds no entity" in refused.stderr, refused.stderr[-2000:]
         assert {i: n for i, n in _counts(world).items() if i in before} == before
         # a dry run says it would be refused; too small an allowance is refused too
         args, renv = rebuild_cli(world, tmp_path, "reindex", "--from-report", str(report))
