@@ -60,9 +60,10 @@ AllowDelete = Annotated[
         "--allow-delete",
         min=0,
         metavar="N",
-        help="May delete up to N documents (orphans), whatever their share of an index. Without it a "
-        "repair that would delete more than 5% of an index (or 10 documents, whichever is more) is "
-        "refused, exit 8: the store may be the wrong database, or one restored without its rows.",
+        help="May delete up to N documents (orphans; with --full, what the fresh index lacks of the "
+        "live one), whatever their share of an index. Without it a repair that would delete more "
+        "than 5% of an index (or 10 documents, whichever is more), or a whole index, is refused, "
+        "exit 8: the store may be the wrong database, or one restored without its rows.",
     ),
 ]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
