@@ -36,7 +36,7 @@ STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;
 color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-.result{font-size:16px;font-weight:600}.exit-0{color:#1e8449}.exit-1,.exit-3{color:#c0392b}
+.result{font-size:16px;font-weight:600}.exit-0{color:#1e8449}.exit-1,.exit-3,.exit-8{color:#c0392b}
 .exit-4{color:#d35400}
 code,pre{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}pre{white-space:pre-wrap;
 word-break:break-all;background:#f6f8fa;padding:6px;margin:4px 0}

@@ -122,7 +122,7 @@ def refuse_deletion(deletes: Mapping[str, int], held: Mapping[str, int], allowed
     whole = sum(held.get(index, 0) for index in deletes)
     if not over and total <= deletion_limit(whole):
         return None
-    index, n, of = over[0] if over else ("its indices", total, whole)
+    index, n, of = max(over, key=lambda o: o[1]) if over else ("its indices", total, whole)  # the most
     share = f"{100 * n / of:.0f}%" if of else "all"
     return (
         f"this repair would delete {total} documents, {n} of the {of} in {index} ({share}): more "
