@@ -64,6 +64,8 @@ def test_a_store_far_smaller_than_the_index_is_the_headline_and_deletes_nothing_
         data = json.loads(report.read_text())
         smaller = data["store_smaller"]
         assert data["exit_code"] == 8 and 0 < smaller["rows"] < smaller["orphans"], smaller
+        table = next(i for i in data["documents"] if i.endswith("table_search_index"))
+        assert smaller["indices"][table] == [data["documents"][table]] * 2  # every document of it
         orphans = [f for f in data["findings"] if f["kind"] == "orphan_document"]
         assert len(orphans) == smaller["orphans"]  # still listed, for whoever decides
         repair = ["rebuild", "reindex", "--from-report", str(report), "--include", "diverged,in_flight"]
