@@ -9,6 +9,9 @@ a retry queue, a reindex job, a restore). The engine owns the order, the verdict
 (the second sight that makes a finding persistent), the trend and the report. A platform never
 builds a verdict itself: `classify` does, and the kernel's `decided`, `explained` and `diverged`
 name what the platform's evidence decides (docs/architecture.md, docs/adding-a-platform.md).
+After the re-reads the engine also judges the scan as a whole: most documents orphaned is the
+store far smaller than the index (the wrong database, a restore that lost rows), the report's
+headline and its exit code, on every platform (core/sanity.py).
 """
 
 from __future__ import annotations
