@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from auditor.backends.protocols import Capability
-from auditor.errors import ConfigError
+from auditor.errors import ConfigError, DeletionRefused
 from auditor.rebuild.staged import ROUNDS, NotPromoted, promote
 
 
@@ -19,8 +19,12 @@ class Writer:
     description = "a recording writer"
     capabilities = frozenset(Capability)
 
-    def __init__(self) -> None:
+    def __init__(self, counts: dict[str, int] | None = None) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.counts = counts or {}  # index -> documents (none given: the fresh one as full as the old)
+
+    def documents(self, *indices: str) -> int:
+        return sum(self.counts.get(i, 10) for i in indices)
 
     def create_like(self, source: str, name: str) -> dict[str, Any]:
         self.calls.append(("create_like", (source, name)))
@@ -111,3 +115,19 @@ def test_a_writer_that_does_not_declare_aliases_is_refused_before_anything_is_cr
     with pytest.raises(ConfigError, match="a recording writer cannot alias: a staged reindex"):
         promote(writer, stage)  # type: ignore[arg-type]
     assert writer.calls == []
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_fresh_index_far_smaller_than_the_live_one_is_never_swapped_in_unasked(keep: bool) -> None:
+    """Loaded from an empty (or the wrong) database, the fresh index holds nearly nothing and its
+    verification against those rows would pass: the swap would take the type out of search."""
+    writer, stage = Writer({"things_old": 1000, "things_new": 3}), Stage([], keep=keep)
+    with pytest.raises(DeletionRefused, match="997 of the 1000"):
+        promote(writer, stage)  # type: ignore[arg-type]
+    names = [name for name, _ in writer.calls]
+    assert "swap" not in names and ("delete_index", "things_new") in writer.calls  # nothing to look at
+    assert stage.wrong == [] and not stage.checked  # refused before the verification
+    writer = Writer({"things_old": 1000, "things_new": 960})  # 40 fewer: under 5% of the index
+    assert promote(writer, Stage([]), None).rounds == 1  # type: ignore[arg-type]
+    writer = Writer({"things_old": 1000, "things_new": 3})
+    assert promote(writer, Stage([]), 997).rounds == 1  # type: ignore[arg-type]  # the number given
