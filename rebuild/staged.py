@@ -99,7 +99,7 @@ def promote(writer: IndexWriter, stage: Stage, allow_delete: int | None = None) 
         mark = datetime.now(UTC)
         out.caught_up = stage.load(out.fresh, since=started - SKEW)
         writer.refresh(out.fresh)
-        _refuse_shrink(writer, old, out.fresh, allow_delete)  # before a verification can call it consistent
+        _refuse_shrink(writer, stage.live, old, out.fresh, allow_delete)  # before a verification passes it
         out.rounds = _verify(writer, stage, out.fresh, mark - SKEW)
         stage.check(out.fresh)
     except BaseException as exc:
@@ -129,14 +129,14 @@ def _verify(writer: IndexWriter, stage: Stage, fresh: str, before: datetime) -> 
     return ROUNDS
 
 
-def _refuse_shrink(writer: IndexWriter, old: list[str], fresh: str, allowed: int | None) -> None:
+def _refuse_shrink(writer: IndexWriter, live: str, old: list[str], fresh: str, allowed: int | None) -> None:
     """The swap takes out of search every document the fresh index does not hold: refused as
     deleting them would be (a store that is the wrong database, or restored without its rows,
     loads a fresh index of nearly nothing, and its verification finds it consistent)."""
     held = writer.documents(*old)
     lost = held - writer.documents(fresh)
     if lost > 0:
-        refuse({fresh: lost}, {fresh: held}, allowed, "the store")
+        refuse({live: lost}, {live: held}, allowed, "the store")
 
 
 def _drop(writer: IndexWriter, index: str) -> None:
