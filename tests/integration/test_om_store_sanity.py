@@ -76,7 +76,7 @@ def test_a_store_far_smaller_than_the_index_is_the_headline_and_deletes_nothing_
         assert "--allow-delete" in refused.stderr and "Nothing was deleted" in refused.stderr
         assert _documents(w) == before
         # a full rebuild of the tables from what is left: its fresh index is never swapped in
-        full = _cli(w, "rebuild", "reindex", "-t", "table", "--full", "--apply")
+        full = _cli(w, "rebuild", "reindex", "-t", "table", "--full", "--replace-concrete-index", "--apply")
         assert full.returncode == 8, full.stdout[-2000:] + full.stderr[-2000:]
         assert _documents(w) == before  # the fresh index dropped, the live one as it was
 
