@@ -15,7 +15,7 @@ from auditor import platforms
 from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.triage import TriageResult
-from auditor.errors import ConfigError
+from auditor.errors import ConfigError, DeletionRefused
 from auditor.platforms.base import REPAIR_KNOBS, SCAN_KNOBS, Capability, Platform
 from auditor.scan.options import Progress, ScanOptions
 from auditor.scan.shards import ShardPlan
@@ -218,6 +218,12 @@ def after_restore(
         )
     options = ScanOptions(use_state=False, sample_window=2.0)
     first = scan(settings, options=options)
+    if first.store_smaller is not None:  # the restore lost rows (or this is the wrong database)
+        raise DeletionRefused(
+            f"{first.store_smaller.text}: nothing is repaired after this restore",
+            hint="check the store URL and what the restore brought back (`auditor scan` lists the "
+            "orphans); a repair of them needs `auditor rebuild reindex ... --allow-delete N`",
+        )
     evidence = platform.restore_window(settings, first)
     evidence.mode = mode
     evidence.since = since or evidence.since

@@ -45,3 +45,11 @@ class UnknownUrn(AuditorError):
     environment; not a usage error, the same command works with a known one."""
 
     exit_code = ExitCode.UNKNOWN_URN
+
+
+class DeletionRefused(AuditorError):
+    """A repair would delete more of an index than a repair deletes unasked (the store it reads
+    may be the wrong database, or one restored without its rows): nothing is deleted until the
+    number is given (`--allow-delete N`)."""
+
+    exit_code = ExitCode.STORE_SMALLER

@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     OUTDATED = 5
     LOCKED = 6
     UNKNOWN_URN = 7
+    STORE_SMALLER = 8  # the store empty or far smaller than the index: most documents orphaned
 
     @property
     def meaning(self) -> str:
@@ -39,6 +40,9 @@ MEANINGS = {
     ExitCode.LOCKED: "the target is locked by another repair: retry once it ends, or clear a "
     "stale lock with --break-stale-lock",
     ExitCode.UNKNOWN_URN: "unknown urn: neither the table nor the index knows the entity asked for",
+    ExitCode.STORE_SMALLER: "the store is empty or far smaller than the index (most documents "
+    "orphaned: the wrong database, or a restore that lost rows); a repair that would delete more "
+    "than a small share of an index refused (nothing deleted without --allow-delete)",
 }
 
 # when several runs (a sharded repair's shards) give one code, the first of these
@@ -48,6 +52,7 @@ _WORST_FIRST = (
     ExitCode.USAGE,
     ExitCode.LOCKED,
     ExitCode.UNKNOWN_URN,
+    ExitCode.STORE_SMALLER,
     ExitCode.PERSISTENT,
     ExitCode.STALLED,
     ExitCode.OUTDATED,

@@ -11,13 +11,16 @@ to write; this module owns when the repair may run and where it starts again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.core.plan import RebuildOutcome
+from auditor.backends.protocols import Search
+from auditor.core.model import RepairKind
+from auditor.core.plan import RebuildOutcome, RepairPlan
+from auditor.core.sanity import refuse, refuse_deletion
 from auditor.rebuild.checkpoint import Checkpoint, Lock, scope_fingerprint, shard_suffix, target_key
 from auditor.rebuild.request import RebuildRequest
 
@@ -78,3 +81,49 @@ def guarded(
         checkpoint = resumed or Checkpoint(request.mode, path.stem)
         outcome.checkpoint = str(path)
         yield Guarded(checkpoint, path)
+
+
+def planned_deletes(repairs: RepairPlan) -> dict[str, int]:
+    """The entity documents a plan deletes (its orphans), by index."""
+    out: dict[str, int] = {}
+    for action in repairs.of(RepairKind.DELETE_DOCUMENT):
+        if action.index:
+            out[action.index] = out.get(action.index, 0) + 1
+    return out
+
+
+def count_deletes(indices: Iterable[str]) -> dict[str, int]:
+    """One deletion per index named (an orphan's entity document), by index."""
+    out: dict[str, int] = {}
+    for index in indices:
+        out[index] = out.get(index, 0) + 1
+    return out
+
+
+def index_count(search: Search) -> Callable[[str], int]:
+    """An index's (or an alias's) own document count, as the cluster counts it."""
+    return lambda index: search.indices(index).get(index, 0)
+
+
+def refuse_mass_delete(
+    request: RebuildRequest,
+    outcome: RebuildOutcome,
+    deletes: dict[str, int],
+    held: Callable[[str], int],
+    store: str,
+) -> None:
+    """Sanity before deletion, on every platform (core/sanity.py): a repair that would delete
+    more than a small share of an index (counted against the index's own count, `held`) is
+    refused before it writes anything, unless `--allow-delete N` covers it; a dry run says it
+    would be."""
+    if not deletes:
+        return
+    counts = {index: held(index) for index in deletes}
+    if outcome.applied:
+        refuse(deletes, counts, request.allow_delete, store)
+    elif why := refuse_deletion(deletes, counts, request.allow_delete):
+        total = sum(deletes.values())
+        outcome.warnings.append(
+            f"{why}: with --apply it is refused unless given --allow-delete {total} (is {store} "
+            "the right database?)"
+        )

@@ -27,6 +27,9 @@ class RebuildRequest:
     verify: bool = True
     full: bool = False  # reindex: a fresh index per entity type, swapped in after verification
     replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias
+    # documents the repair may delete whatever their share of an index (None: the default
+    # limit, a small share of each index: core/sanity.py)
+    allow_delete: int | None = None
     leave_out_invalid: bool = False  # full: a malformed row's document is left out, not carried over
     state_dir: Path = Path(".")
     progress: Callable[[str, int], None] | None = None

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.protocols import Capability, require
+from auditor.core.sanity import refuse
 from auditor.errors import AuditorError
 from auditor.exit_codes import ExitCode
 
@@ -116,9 +117,13 @@ class Stage(Protocol):
     def swap_actions(self, fresh: str, old: list[str], is_alias: bool) -> list[dict[str, Any]]: ...
 
 
-def promote(writer: IndexWriter, stage: Stage, ledger: Path | None = None) -> Staged:
+def promote(
+    writer: IndexWriter, stage: Stage, ledger: Path | None = None, allow_delete: int | None = None
+) -> Staged:
     """Create, load, catch up, verify, swap, catch up again (module docstring). `ledger`: the file
-    naming the staged index while it exists unswapped (a killed run's is deleted by the next)."""
+    naming the staged index while it exists unswapped (a killed run's is deleted by the next).
+    `allow_delete`: how many documents fewer than the live index the fresh one may hold
+    (`--allow-delete N`; None: the limit every repair's deletions have, core/sanity.py)."""
     for needed in (Capability.BULK_WRITE, Capability.ALIAS):
         require(writer, needed, "a staged reindex (--full)")
     old, is_alias = stage.locate(writer)
@@ -137,6 +142,7 @@ def promote(writer: IndexWriter, stage: Stage, ledger: Path | None = None) -> St
         mark = datetime.now(UTC)
         out.caught_up = stage.load(out.fresh, since=started - SKEW)
         writer.refresh(out.fresh)
+        _refuse_shrink(writer, stage.live, old, out.fresh, allow_delete)  # before a verification passes it
         out.rounds = _verify(writer, stage, out.fresh, mark - SKEW)
         stage.check(out.fresh)
     except BaseException:
@@ -164,6 +170,16 @@ def _verify(writer: IndexWriter, stage: Stage, fresh: str, before: datetime) -> 
         stage.rewrite(fresh, wrong)
         writer.refresh(fresh)
     return ROUNDS
+
+
+def _refuse_shrink(writer: IndexWriter, live: str, old: list[str], fresh: str, allowed: int | None) -> None:
+    """The swap takes out of search every document the fresh index does not hold: refused as
+    deleting them would be (a store that is the wrong database, or restored without its rows,
+    loads a fresh index of nearly nothing, and its verification finds it consistent)."""
+    held = writer.documents(*old)
+    lost = held - writer.documents(fresh)
+    if lost > 0:
+        refuse({live: lost}, {live: held}, allowed, "the store")
 
 
 def _unverified(fresh: str, wrong: list[str], every: set[str]) -> NotPromoted:

@@ -59,6 +59,7 @@ def _headline(report: Report) -> str:
         1: "[red bold]persistent divergence found[/]",
         4: "[yellow bold]the MAE consumer is stalled[/]",
         5: "[blue bold]documents written by an older release: a reindex is due[/]",
+        8: "[red bold]the store is far smaller than the index[/]",
     }.get(report.exit_code, f"[red]incomplete (exit {report.exit_code})[/]")
 
 
@@ -153,6 +154,10 @@ def _by_urn(findings: list[Classified]) -> list[tuple[Classified, Counter[str]]]
 def render(report: Report, console: Console, limit: int = 15) -> None:
     duration = (report.finished_at - report.started_at).total_seconds() if report.finished_at else 0.0
     console.print(f"Drift scan: {_headline(report)}  ({duration:.1f}s)")
+    if report.store_smaller is not None:  # the systemic cause first: its orphans follow from it
+        _say(console, f"  {report.store_smaller.text}.", style="red bold")
+        for index, (n, of) in report.store_smaller.indices.items():
+            _say(console, f"    {index}: {n} of its {of} documents have no row", style="red")
     for name, value in report.sources.items():
         _say(console, f"  {name}: {value}", style="dim")
     console.print(_types_table(report))

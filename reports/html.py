@@ -36,7 +36,7 @@ STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;
 color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-.result{font-size:16px;font-weight:600}.exit-0{color:#1e8449}.exit-1,.exit-3{color:#c0392b}
+.result{font-size:16px;font-weight:600}.exit-0{color:#1e8449}.exit-1,.exit-3,.exit-8{color:#c0392b}
 .exit-4{color:#d35400}
 code,pre{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}pre{white-space:pre-wrap;
 word-break:break-all;background:#f6f8fa;padding:6px;margin:4px 0}
@@ -115,6 +115,7 @@ HEADLINE = {
     1: "Persistent divergence found",
     3: "Incomplete: the scan could not finish",
     4: "The MAE consumer is stalled",
+    8: "The store is far smaller than the index",
 }
 
 
@@ -127,6 +128,8 @@ def _header(report: Report) -> list[str]:
         f"(exit code {code})</p>",
         "<ul>",
     ]
+    if report.store_smaller is not None:  # the systemic cause first: its orphans follow from it
+        out.insert(-1, f'<p class="result exit-8" id="store-smaller">{text(report.store_smaller.text)}.</p>')
     out += [f"<li>{text(name)}: <code>{text(value)}</code></li>" for name, value in report.sources.items()]
     if note := weak_evidence_text(report):
         out.append(f"<li>{note}</li>")

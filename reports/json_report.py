@@ -66,6 +66,12 @@ def partition_json(p: PartitionPosition) -> dict[str, Any]:
     return out
 
 
+def store_smaller_json(report: Report) -> dict[str, Any] | None:
+    """The systemic finding with its sentence (None: the store explains the index)."""
+    found = report.store_smaller
+    return None if found is None else {**plain(found), "text": found.text}
+
+
 def to_dict(report: Report) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -73,6 +79,8 @@ def to_dict(report: Report) -> dict[str, Any]:
         "finished_at": plain(report.finished_at),
         "complete": report.complete,
         "exit_code": report.exit_code,
+        # the headline when set: the store empty or far smaller than the index (docs/report.md)
+        "store_smaller": store_smaller_json(report),
         "scope": {**plain(report.scope), "index_prefix": report.index_prefix},
         "consumer_group": report.consumer_group,
         "sources": report.sources,

@@ -27,8 +27,11 @@ def render(report: Report, limit: int = 50) -> str:
         0: "no persistent divergence",
         1: "**persistent divergence found**",
         5: "documents written by an older release: a reindex is due",
+        8: "**the store is far smaller than the index**",
     }.get(report.exit_code, f"exit code {report.exit_code}")
     lines += [f"Result: {verdict} (exit code {report.exit_code}).", ""]
+    if report.store_smaller is not None:
+        lines += [md_text(f"{report.store_smaller.text}."), ""]
     for name, value in report.sources.items():
         lines.append(f"- {md_text(name)}: {md_code(value)}")
     if note := weak_evidence_text(report):

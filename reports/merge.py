@@ -22,6 +22,7 @@ from auditor.core.model import (
     Verdict,
     kind_of,
 )
+from auditor.core.sanity import StoreSmaller
 from auditor.exit_codes import worst
 from auditor.reports.json_report import SCHEMA_VERSION
 
@@ -68,6 +69,7 @@ def from_dict(data: dict[str, Any]) -> Report:
         reobserved=dict(data.get("reobserved") or {}),
         read={str(k): int(v) for k, v in (data.get("read") or {}).items()},
         complete=bool(data.get("complete", True)),
+        store_smaller=StoreSmaller.of(data.get("store_smaller")),
         findings_dropped=int(data.get("findings_dropped") or 0),
         stores={
             str(k): {str(c): int(n) for c, n in v.items()} for k, v in (data.get("stores") or {}).items()
@@ -222,6 +224,8 @@ def merge(reports: Iterable[Report]) -> Report:
             elif section is not None:
                 out.sections[name] = section.merge(out.sections[name], value)
         out.complete = out.complete and r.complete
+        if r.store_smaller is not None:
+            out.store_smaller = r.store_smaller.plus(out.store_smaller)
         out.kafka_available = out.kafka_available or r.kafka_available
     out.findings, folded = one_per_index(out.findings)  # each shard named a missing index
     for c in folded:

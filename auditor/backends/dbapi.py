@@ -77,6 +77,34 @@ class _Dialect:
         self.name, self.driver = name, driver
 
 
+def no_such_table(exc: Exception) -> bool:
+    """The query failed because its table does not exist (PostgreSQL's undefined_table, MySQL's
+    and MariaDB's ER_NO_SUCH_TABLE, SQLite's message), not because the server did not answer."""
+    cause = getattr(exc, "orig", None) or exc
+    if getattr(cause, "sqlstate", None) == "42P01":
+        return True
+    args = getattr(cause, "args", ())
+    if args and args[0] == 1146:
+        return True
+    said = str(cause).lower()
+    return "no such table" in said or ("does not exist" in said and "relation" in said)
+
+
+def has_table(engine: Any, table: str) -> bool:
+    """Whether the database holds `table` (False only when the server says it has none; a server
+    not answering raises as any query does)."""
+    if not table.replace("_", "").isalnum():
+        return False
+    try:
+        with engine.connect() as conn:
+            conn.execute(sql_of(engine)(f"SELECT 1 FROM {table} WHERE 1 = 0"))
+    except errors_of(engine) as exc:
+        if no_such_table(exc):
+            return False
+        raise
+    return True
+
+
 def sql_of(engine: Any) -> Callable[[str], Any]:
     """How a query is handed to this engine: the string itself, or SQLAlchemy's `text()`."""
     if isinstance(engine, DirectEngine):

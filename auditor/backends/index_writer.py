@@ -212,6 +212,11 @@ class IndexWriter:
         except Exception as exc:
             raise self._search._fail(f"settings of {index}", exc) from None
 
+    def documents(self, *indices: str) -> int:
+        """How many documents the indices hold, as the cluster counts them."""
+        counted = self._search.indices(",".join(indices))
+        return sum(counted.get(index, 0) for index in indices)
+
     def delete_index(self, index: str) -> None:
         """Delete one index by its concrete name (a staged index that was not swapped in)."""
         try:

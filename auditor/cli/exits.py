@@ -64,4 +64,6 @@ SCAN: Codes = {
     ExitCode.INCOMPLETE: None,
     ExitCode.STALLED: None,
     ExitCode.OUTDATED: None,
+    ExitCode.STORE_SMALLER: "the store is empty or far smaller than the index (most documents "
+    "orphaned: the wrong database, or a restore that lost rows): the headline, whatever else was found",
 }

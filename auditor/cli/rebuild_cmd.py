@@ -54,6 +54,18 @@ Rate = Annotated[float | None, typer.Option(help="At most this many rows (entiti
 Batch = Annotated[int, typer.Option("--batch-size", help="Rows per produced batch / checkpoint.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue after the last confirmed batch.")]
 BreakLock = Annotated[bool, typer.Option("--break-stale-lock", help="Clear a lock left by a killed run.")]
+AllowDelete = Annotated[
+    int | None,
+    typer.Option(
+        "--allow-delete",
+        min=0,
+        metavar="N",
+        help="May delete up to N documents (orphans; with --full, what the fresh index lacks of the "
+        "live one), whatever their share of an index. Without it a repair that would delete more "
+        "than 5% of an index (or 10 documents, whichever is more), or a whole index, is refused, "
+        "exit 8: the store may be the wrong database, or one restored without its rows.",
+    ),
+]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
 Shard = Annotated[
     str | None,
@@ -94,6 +106,11 @@ WRITES = {
     ExitCode.INCOMPLETE: "could not complete: a backend down or failing (the checkpoint is kept: "
     "--resume continues)",
     ExitCode.LOCKED: None,
+}
+# a repair that deletes (a reindex: an orphan's documents) is refused beyond a small share
+DELETES = {
+    ExitCode.STORE_SMALLER: "refused, nothing written: it would delete more than a small share of "
+    "an index (the store may be the wrong database); --allow-delete N allows N documents"
 }
 
 
@@ -167,6 +184,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             wait_seconds=opts.get("wait") or 300.0,
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
+            allow_delete=opts.get("allow_delete"),
             leave_out_invalid=opts.get("leave_out_invalid", False),
             shard=shard,
             urn_range=urn_range,
@@ -207,6 +225,7 @@ WRITING = {
     "rate": (Rate, None),
     "resume": (Resume, False),
     "break_stale_lock": (BreakLock, False),
+    "allow_delete": (AllowDelete, None),
     "shard": (Shard, None),
     "shard_plan": (ShardPlanOpt, None),
     "workers": (Workers, None),
@@ -241,7 +260,7 @@ def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> Non
 
 
 @rebuild_app.command("reindex")
-@exits({**WRITES, **UNKNOWN})
+@exits({**WRITES, **UNKNOWN, **DELETES})
 @with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
 def reindex_cmd(
     batch_size: Batch = 500,
@@ -298,6 +317,7 @@ def reindex_cmd(
         ExitCode.USAGE: None,
         ExitCode.INCOMPLETE: None,
         ExitCode.LOCKED: None,
+        ExitCode.STORE_SMALLER: "the first scan found the store far smaller than the index: nothing repaired",
     }
 )
 @with_options(CONNECTION)
@@ -371,6 +391,7 @@ def _in_shards(settings: Any, request: Any, opts: dict[str, Any]) -> int:
         ExitCode.PERSISTENT: "a shard still wrong after verification",
         ExitCode.USAGE: "a file is not a rebuild outcome, or a usage error",
         ExitCode.INCOMPLETE: "a shard could not complete, or has no outcome",
+        ExitCode.STORE_SMALLER: "a shard refused to delete more than a small share of an index",
     },
     "Exit codes (the worst shard's):",
 )

@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from auditor.core.sanity import StoreSmaller
 from auditor.errors import ConfigError
 from auditor.exit_codes import ExitCode
 
@@ -357,6 +358,9 @@ class Report:
     # a platform's own top-level sections, each a top-level key of the JSON report, declared by
     # the platform (`Platform.report_sections`: DataHub's `reindex` and `v3`)
     sections: dict[str, Any] = field(default_factory=dict)
+    # the store empty or far smaller than the index (most documents orphaned): the report's
+    # headline and its exit code (8); its orphans stay in `findings` (core/sanity.py)
+    store_smaller: StoreSmaller | None = None
 
     def total(self, verdict: Verdict) -> int:
         return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)
@@ -364,9 +368,12 @@ class Report:
     @property
     def exit_code(self) -> ExitCode:
         """0 nothing persistent, 1 persistent divergence, 3 incomplete, 4 consumer stalled,
-        5 documents an older release wrote (and nothing worse): a reindex is due."""
+        5 documents an older release wrote (and nothing worse): a reindex is due; 8 the store
+        far smaller than the index, whatever else was found (its orphans are not the cause)."""
         if not self.complete:
             return ExitCode.INCOMPLETE
+        if self.store_smaller is not None:
+            return ExitCode.STORE_SMALLER
         if self.total(Verdict.DIVERGED) or self.total(Verdict.INVALID):
             return ExitCode.PERSISTENT
         if self.total(Verdict.STALLED):

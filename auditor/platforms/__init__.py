@@ -164,6 +164,23 @@ def environments() -> list[ModuleType]:
     return [m for m in (_environment(name) for name in names()) if m is not None]
 
 
+def whose_tables(has: Callable[[str], bool], active: str) -> str:
+    """What a store holding none of the `active` platform's tables holds instead, said for its
+    error: another platform's tables (those of its `drill_tables`), named with its --platform."""
+    for other in names():
+        if other == active:
+            continue
+        try:
+            found = get(other)
+        except ConfigError:  # a platform that cannot be loaded has no say here
+            continue
+        there = [t.name for t in found.drill_tables() if has(t.name)]
+        if there:
+            listed = ", ".join(there[:3]) + (" ..." if len(there) > 3 else "")
+            return f"it holds {found.title}'s tables ({listed}): --platform {other}?"
+    return "it holds no table of any platform the auditor knows: is it the right database?"
+
+
 def of_report(sources: Mapping[str, object]) -> Platform:
     """The platform a report is of, as its sources say (DataHub's say none: the default)."""
     return get(str(sources.get("platform") or "") or None)

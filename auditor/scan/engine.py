@@ -9,6 +9,9 @@ a retry queue, a reindex job, a restore). The engine owns the order, the verdict
 (the second sight that makes a finding persistent), the trend and the report. A platform never
 builds a verdict itself: `classify` does, and the kernel's `decided`, `explained` and `diverged`
 name what the platform's evidence decides (docs/architecture.md, docs/adding-a-platform.md).
+After the re-reads the engine also judges the scan as a whole: most documents orphaned is the
+store far smaller than the index (the wrong database, a restore that lost rows), the report's
+headline and its exit code, on every platform (core/sanity.py).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import Any
 
 from auditor.backends.protocols import State
 from auditor.core.classify import History, KafkaEvidence, classify, in_flight
-from auditor.core.model import Classified, Finding, Observation, PartitionPosition, Report, Selection
+from auditor.core.model import Classified, Finding, Kind, Observation, PartitionPosition, Report, Selection
+from auditor.core.sanity import StoreSmaller, store_smaller
 from auditor.scan.finish import finish
 from auditor.scan.memory import record_trend, remember
 
@@ -172,6 +176,18 @@ def reobserved(seen: Seen) -> dict[str, float]:
     }
 
 
+def smaller(selection: Selection, report: Report, seen: Seen) -> StoreSmaller | None:
+    """The store far smaller than the index (core/sanity.py), judged on the orphaned documents
+    still there after the re-reads; a scan of given urns or of recent writes says nothing of it."""
+    if selection.urns or selection.since:
+        return None
+    orphans: dict[str, int] = {}
+    for f in seen.still:
+        if f.kind == Kind.ORPHAN_DOCUMENT and f.index:
+            orphans[f.index] = orphans.get(f.index, 0) + 1
+    return store_smaller(sum(report.entities.values()), report.documents, orphans)
+
+
 def run(
     parts: Parts,
     state: State,
@@ -196,6 +212,7 @@ def run(
     candidates, joined.findings = joined.findings, []  # the re-observation takes them (memory)
     seen = parts.reobserve(candidates)
     report.reobserved = reobserved(seen)
+    report.store_smaller = smaller(selection, report, seen)
     # the history of the findings still wrong, read chunk by chunk (a scan without state reads none)
     classified = parts.review(judge(seen, state.history, judging, parts.weigh))
     if judging.use_state:

@@ -15,6 +15,7 @@ RESULT = {
     3: "incomplete",
     4: "consumer stalled",
     5: "outdated documents",
+    8: "store far smaller than the index",
 }
 CHART_STYLE = (
     "<style>svg .axis{stroke:#999}svg .note{font:11px sans-serif;fill:#555}"

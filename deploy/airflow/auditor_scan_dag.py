@@ -51,7 +51,7 @@ def scan_command(shard: int) -> str:
         f"mkdir -p {REPORTS} && "
         f"auditor scan --config {CONFIG} --shard {shard}/{SHARDS} --shard-plan {PLAN} --format json "
         f"--output {REPORTS}/shard-{shard}.json; "
-        "rc=$?; case $rc in 0|1|4|5) exit 0 ;; *) exit $rc ;; esac"
+        "rc=$?; case $rc in 0|1|4|5|8) exit 0 ;; *) exit $rc ;; esac"
     )
 
 

@@ -61,10 +61,12 @@ class FullRebuild:
         *,
         replace_concrete: bool = False,
         rate: float | None = None,
+        allow_delete: int | None = None,
         leave_out_invalid: bool = False,
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
+        self.allow_delete = allow_delete  # --allow-delete: documents the swap may drop from search
         self.leave_out_invalid = leave_out_invalid  # a malformed row's document: not in the new index
         self.versions = deployment_versions(backends, registry, target)
         self.counts: dict[str, int] = {}  # the loads' counts that a report names (fields kept unchecked)
@@ -78,7 +80,7 @@ class FullRebuild:
         return self._promote(DataHubV3Stage(self, live, entity_types), ", ".join(entity_types))
 
     def _promote(self, stage: DataHubStage, what: str) -> Swapped:
-        done = promote(self.writer, stage, ledger_of(self.state_dir, stage.live))
+        done = promote(self.writer, stage, ledger_of(self.state_dir, stage.live), self.allow_delete)
         out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
         if done.cleared is not None:
             out.notes.append(cleared_note(done.cleared))

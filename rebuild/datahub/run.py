@@ -20,6 +20,7 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.reindex import refuse_full, reindex_mirrors
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
+from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import kept_note
@@ -29,7 +30,14 @@ from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.datahub.unknown import refuse_unknown
 from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
-from auditor.rebuild.guard import guarded, locked
+from auditor.rebuild.guard import (
+    count_deletes,
+    guarded,
+    index_count,
+    locked,
+    planned_deletes,
+    refuse_mass_delete,
+)
 from auditor.rebuild.request import RebuildRequest
 
 
@@ -66,6 +74,22 @@ def _scope(request: RebuildRequest, repairs: RepairPlan) -> Selection:
     return request.sharded(Selection(urns=tuple(repairs.urns)))
 
 
+def _deletes(
+    backends: RebuildBackends, registry: Registry, target: ScanTarget, request: RebuildRequest
+) -> dict[str, int]:
+    """The orphans' entity documents the repair would delete, by index: those of the whole
+    report (each shard counts them all: its share is no measure of the index), or of the --urn
+    with no row."""
+    if request.findings is not None:
+        return planned_deletes(plan(c for c in request.findings if c.verdict in request.include))
+    urns = sorted(set(request.selection.urns)) if request.selection is not None else []
+    if not urns:
+        return {}
+    held = {urn for urn, _ in backends.store.fingerprints(tuple(urns))}
+    named = (registry.spelled(entity_type(u)) for u in urns if u not in held)
+    return count_deletes(entity_index(name, target.index_prefix) for name in named)
+
+
 def rebuild(
     backends: RebuildBackends,
     registry: Registry,
@@ -83,6 +107,10 @@ def rebuild(
     # a plan is counted as a reindex would do it (the mode that writes the most)
     writes = Mode.REINDEX if request.mode == Mode.PLAN else Mode(request.mode)
     outcome.elsewhere = executors.elsewhere(writes, repairs)
+    deleting = RepairKind.DELETE_DOCUMENT in executors.kinds(writes)  # a replay deletes nothing
+    deletes = _deletes(backends, registry, target, request) if deleting else {}
+    held = index_count(backends.scan.search)
+    refuse_mass_delete(request, outcome, deletes, held, backends.store.description)
     scope = _scope(request, repairs)
     windows = repairs.of(RepairKind.REPLAY_WINDOW)
     selections = [scope] if (scope.urns or request.selection is not None) else []
@@ -276,6 +304,7 @@ def _full(
             request.state_dir,
             replace_concrete=request.replace_concrete,
             rate=request.rate,
+            allow_delete=request.allow_delete,
             leave_out_invalid=request.leave_out_invalid,
         )
         invalid: list[Classified] = []

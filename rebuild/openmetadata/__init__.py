@@ -35,7 +35,7 @@ from auditor.platforms.openmetadata.scan import OmParts, OmScanOptions
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore, reference
 from auditor.platforms.openmetadata.version import migration_level, release_key
-from auditor.rebuild.guard import Guarded, guarded
+from auditor.rebuild.guard import Guarded, guarded, index_count, planned_deletes, refuse_mass_delete
 from auditor.rebuild.request import RebuildRequest
 from auditor.rebuild.throttle import Throttle
 from auditor.rebuild.verify import RepairSight, still_wrong
@@ -256,6 +256,8 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     outcome = RebuildOutcome("reindex", request.apply, repairs)
     outcome.rows = len(repairs.urns)
     outcome.elsewhere = EXECUTORS.elsewhere(Mode.REINDEX, repairs)
+    held = index_count(search.search)
+    refuse_mass_delete(request.guard, outcome, planned_deletes(repairs), held, store.description)
     if not request.apply:
         return outcome
     work = OmRepair(store, search, writer, release=request.release, rate=request.rate)

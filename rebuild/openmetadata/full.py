@@ -48,11 +48,13 @@ class FullRebuild:
         writer: IndexWriter,
         release: str | None = None,
         rate: float | None = None,
+        allow_delete: int | None = None,
         replace_concrete: bool = False,
         state_dir: Path | None = None,
         leave_out_invalid: bool = False,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
+        self.allow_delete = allow_delete  # --allow-delete: documents the swap may drop from search
         self.work = OmRepair(store, search, writer, release=release, rate=rate)
         self.replace_concrete = replace_concrete  # a concrete live index may be removed in the swap
         self.state_dir = state_dir  # where the ledger of a staged index lives (None: no ledger)
@@ -64,7 +66,7 @@ class FullRebuild:
     def run(self, entity: OmEntity) -> None:
         stage = OmStage(self, entity)
         ledger = ledger_of(self.state_dir, stage.live) if self.state_dir is not None else None
-        done = promote(self.writer, stage, ledger)
+        done = promote(self.writer, stage, ledger, self.allow_delete)
         self.loaded += done.loaded
         if done.cleared is not None:
             self.notes.append(f"{entity.entity_type}: {cleared_note(done.cleared)}")

@@ -19,8 +19,8 @@ from auditor.rebuild.checkpoint import Lock
 from auditor.rebuild.openmetadata import resolve_ids
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL = set(range(8))
-SCAN = {0, 1, 2, 3, 4, 5}
+ALL = set(range(9))
+SCAN = {0, 1, 2, 3, 4, 5, 8}
 # what each command can return, written here apart from the commands' own declarations
 EXPECTED: dict[tuple[str, ...], set[int]] = {
     (): ALL,
@@ -32,9 +32,9 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("platforms",): {0, 2},
     ("rebuild", "plan"): {0, 2, 3, 7},
     ("rebuild", "replay"): {0, 1, 2, 3, 6, 7},
-    ("rebuild", "reindex"): {0, 1, 2, 3, 6, 7},
-    ("rebuild", "after-restore"): {0, 1, 2, 3, 6},
-    ("rebuild", "merge"): {0, 1, 2, 3},
+    ("rebuild", "reindex"): {0, 1, 2, 3, 6, 7, 8},
+    ("rebuild", "after-restore"): {0, 1, 2, 3, 6, 8},
+    ("rebuild", "merge"): {0, 1, 2, 3, 8},
     ("config", "init"): {0, 2},
     ("drill", "compare"): {0, 1, 2, 3},
     ("watch",): {0, 1, 2, 3},
@@ -100,6 +100,7 @@ def test_each_code_has_one_meaning_and_the_old_ones_are_kept() -> None:
 def test_the_worst_code_speaks_for_shards() -> None:
     assert worst([0, 5, 4, 1]) == 1 and worst([1, 3]) == 3 and worst([0, 6, 1]) == 6
     assert worst([7, 1]) == 7 and worst([2, 6]) == 2 and worst([]) == 3 and worst([0, 42]) == 42
+    assert worst([1, 8, 0]) == 8 and worst([8, 7]) == 7  # a refused deletion outranks what others found
 
 
 def exit_of(fn: Any) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from auditor.backends.protocols import Capability
-from auditor.errors import ConfigError
+from auditor.errors import ConfigError, DeletionRefused
 from auditor.rebuild.staged import ROUNDS, NotPromoted, promote
 
 
@@ -21,9 +21,13 @@ class Writer:
     description = "a recording writer"
     capabilities = frozenset(Capability)
 
-    def __init__(self) -> None:
+    def __init__(self, counts: dict[str, int] | None = None) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.counts = counts or {}  # index -> documents (none given: the fresh one as full as the old)
         self.existing: set[str] = set()  # concrete indices (none is an alias here)
+
+    def documents(self, *indices: str) -> int:
+        return sum(self.counts.get(i, 10) for i in indices)
 
     def concrete(self, name: str) -> tuple[list[str], bool]:
         return ([name] if name in self.existing else []), False
@@ -143,6 +147,21 @@ def test_a_writer_that_does_not_declare_aliases_is_refused_before_anything_is_cr
     with pytest.raises(ConfigError, match="a recording writer cannot alias: a staged reindex"):
         promote(writer, stage)  # type: ignore[arg-type]
     assert writer.calls == []
+
+
+def test_a_fresh_index_far_smaller_than_the_live_one_is_never_swapped_in_unasked() -> None:
+    """Loaded from an empty (or the wrong) database, the fresh index holds nearly nothing and its
+    verification against those rows would pass: the swap would take the type out of search."""
+    writer, stage = Writer({"things_old": 1000, "things_new": 3}), Stage([])
+    with pytest.raises(DeletionRefused, match="997 of the 1000"):
+        promote(writer, stage)  # type: ignore[arg-type]
+    names = [name for name, _ in writer.calls]
+    assert "swap" not in names and ("delete_index", "things_new") in writer.calls
+    assert stage.wrong == [] and not stage.checked  # refused before the verification
+    writer = Writer({"things_old": 1000, "things_new": 960})  # 40 fewer: under 5% of the index
+    assert promote(writer, Stage([]), allow_delete=None).rounds == 1  # type: ignore[arg-type]
+    writer = Writer({"things_old": 1000, "things_new": 3})
+    assert promote(writer, Stage([]), allow_delete=997).rounds == 1  # type: ignore[arg-type]  # the number given
 
 
 def test_a_staged_index_a_killed_run_left_is_deleted_by_the_next_run_and_a_served_one_kept(

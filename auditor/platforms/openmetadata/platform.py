@@ -197,7 +197,7 @@ def om_scan(
         report.sources["platform_version"], said = describe_release(level, settings.platform_version)
         report.warnings += said
         if not selection.entity_types:  # every known type whose table this database has
-            chosen = [e for e in chosen if store.columns(e.table, required=False) is not None]
+            chosen = store.present(chosen)
             if store.denied:
                 refused = ", ".join(sorted(store.denied))
                 report.warnings.append(f"SELECT refused on {refused}: not scanned (grant it, or not OM's?)")
@@ -237,9 +237,7 @@ def _om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest)
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_om_store(settings)))
         search = opened.enter_context(closing(open_om_search(settings)))
-        chosen_types = [
-            e for e in entities(types) if types or store.columns(e.table, required=False) is not None
-        ]
+        chosen_types = entities(types) if types else store.present(entities(types))
         writer = IndexWriter(search.search)
         if request.full and request.apply:
             if request.findings is not None or (selection is not None and selection.urns):
@@ -254,6 +252,7 @@ def _om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest)
                 writer,
                 settings.platform_version,
                 rate=request.rate,
+                allow_delete=request.allow_delete,
                 replace_concrete=request.replace_concrete,
                 state_dir=request.state_dir,
                 leave_out_invalid=request.leave_out_invalid,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from auditor.backends.dbapi import direct_engine, errors_of, sql_of
+from auditor.backends.dbapi import direct_engine, errors_of, no_such_table, sql_of
 from auditor.backends.protocols import Capability
 from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
@@ -37,19 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTAINS, OWNS, HAS = 0, 8, 10  # entityRelationship.json: contains, owns, has
-
-
-def _no_such_table(exc: Exception) -> bool:
-    """The query failed because its table does not exist (PostgreSQL's undefined_table, MySQL's
-    and MariaDB's ER_NO_SUCH_TABLE, SQLite's message), not because the server did not answer."""
-    cause = getattr(exc, "orig", None) or exc
-    if getattr(cause, "sqlstate", None) == "42P01":
-        return True
-    args = getattr(cause, "args", ())
-    if args and args[0] == 1146:
-        return True
-    said = str(cause).lower()
-    return "no such table" in said or ("does not exist" in said and "relation" in said)
 
 
 def _first_line(exc: Exception) -> str:
@@ -144,7 +131,7 @@ class OmStore(Bookkeeping):
                 said = str(getattr(exc, "orig", exc)).lower()
                 if "permission denied" in said or "command denied" in said or "access denied" in said:
                     self.denied.add(table)
-                elif not _no_such_table(exc):  # the server is not answering: never "no such table"
+                elif not no_such_table(exc):  # the server is not answering: never "no such table"
                     raise self._fail(f"reading {table}", exc) from None
                 self._columns[table] = None
         if required and table in self.denied:
@@ -154,6 +141,24 @@ class OmStore(Bookkeeping):
                 "docs/openmetadata.md lists every table the profile reads)",
             )
         return self._columns[table]
+
+    def present(self, entities: Sequence[OmEntity]) -> list[OmEntity]:
+        """The entity types whose table this database has. None of them at all is the wrong
+        database: a ConfigError naming what was looked for and whose tables are there instead
+        (a scan of it would audit no entity and call that clean)."""
+        found = [e for e in entities if self.columns(e.table, required=False) is not None]
+        if found or not entities or self.denied:
+            return found
+        from auditor import platforms
+
+        looked = ", ".join(e.table for e in entities[:4]) + (" ..." if len(entities) > 4 else "")
+        raise ConfigError(
+            f"metadata store {self.description} has none of OpenMetadata's {len(entities)} entity "
+            f"tables ({looked})",
+            hint=platforms.whose_tables(
+                lambda t: self.columns(t, required=False) is not None, "openmetadata"
+            ),
+        )
 
     # -- the entity rows ----------------------------------------------------------------
     def _select(self, entity: OmEntity) -> str:

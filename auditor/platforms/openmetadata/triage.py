@@ -40,7 +40,7 @@ def resolve(
     hash columns first; only when no table knows it so is each table's JSON read for it (as a
     rebuild does). The indices are asked (two round trips a type) only when no row was found:
     over a slow link, a triage of an entity that exists waited on dozens of them."""
-    present = [e for e in entities if store.columns(e.table, required=False) is not None]
+    present = store.present(entities)
     if is_uuid(asked):
         rows = {e.entity_type: asked for e in present if store.read(e, [asked])}
     else:

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from auditor.backends.dbapi import DirectError, direct_engine
+from auditor.backends.dbapi import DirectError, direct_engine, has_table
 from auditor.backends.protocols import Capability
 from auditor.backends.store_order import (  # noqa: F401  (re-exported: the store's public names)
     BYTE_ORDER_COLLATIONS,
@@ -331,14 +331,26 @@ class MetadataStore(RepairReads):
         return out
 
     def ping(self) -> str:
-        """Server version; raises BackendUnavailable when the store cannot be reached."""
+        """Server version; raises BackendUnavailable when the store cannot be reached, and a
+        ConfigError when it answers without DataHub's aspect table (the wrong database)."""
         try:
             with self.engine.connect() as conn:
                 row = conn.execute(self.sql("SELECT version()")).scalar()
-                conn.execute(self.sql(f"SELECT 1 FROM {self.table} WHERE 1 = 0"))
         except self.errors as exc:
             raise BackendUnavailable(
-                f"metadata store {self.description} unreachable: "
-                f"{str(getattr(exc, 'orig', exc) or exc).splitlines()[0]}"
+                f"metadata store {self.description} unreachable: {_first_line(exc)}"
             ) from None
+        try:
+            present = has_table(self.engine, self.table)
+        except self.errors as exc:
+            raise BackendUnavailable(f"metadata store {self.description}: {_first_line(exc)}") from None
+        if not present:
+            from auditor import platforms
+
+            raise ConfigError(
+                f"metadata store {self.description} answered ({row}) but has no table {self.table}, "
+                "DataHub's aspect table",
+                hint=platforms.whose_tables(lambda t: has_table(self.engine, t), "datahub")
+                + " (DataHub's table under another name: AUDITOR_STORE_TABLE)",
+            )
         return str(row)
