@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     OUTDATED = 5
     LOCKED = 6
     UNKNOWN_URN = 7
+    STORE_BEHIND = 8
 
     @property
     def meaning(self) -> str:
@@ -39,6 +40,8 @@ MEANINGS = {
     ExitCode.LOCKED: "the target is locked by another repair: retry once it ends, or clear a "
     "stale lock with --break-stale-lock",
     ExitCode.UNKNOWN_URN: "unknown urn: neither the table nor the index knows the entity asked for",
+    ExitCode.STORE_BEHIND: "the store is behind the index (a lagging replica, a restored database): "
+    "documents hold later writes than their rows; none was repaired",
 }
 
 # when several runs (a sharded repair's shards) give one code, the first of these
@@ -50,6 +53,7 @@ _WORST_FIRST = (
     ExitCode.UNKNOWN_URN,
     ExitCode.PERSISTENT,
     ExitCode.STALLED,
+    ExitCode.STORE_BEHIND,
     ExitCode.OUTDATED,
     ExitCode.OK,
 )

@@ -30,9 +30,10 @@ STYLE = {
     "diverged": "red",
     "stalled": "yellow",
     "outdated": "blue",
+    "store_behind": "bright_blue",
     "in_flight": "cyan",
 }
-VERDICTS = ("in_flight", "outdated", "stalled", "diverged", "invalid")
+VERDICTS = ("in_flight", "outdated", "store_behind", "stalled", "diverged", "invalid")
 
 
 def _say(console: Console, text: str, style: str = "", soft_wrap: bool | None = None) -> None:
@@ -58,6 +59,7 @@ def _headline(report: Report) -> str:
         1: "[red bold]persistent divergence found[/]",
         4: "[yellow bold]the MAE consumer is stalled[/]",
         5: "[blue bold]documents written by an older release: a reindex is due[/]",
+        8: "[bright_blue bold]the store is behind the index (a lagging replica, a restored database)[/]",
     }.get(report.exit_code, f"[red]incomplete (exit {report.exit_code})[/]")
 
 

@@ -64,4 +64,5 @@ SCAN: Codes = {
     ExitCode.INCOMPLETE: None,
     ExitCode.STALLED: None,
     ExitCode.OUTDATED: None,
+    ExitCode.STORE_BEHIND: None,
 }

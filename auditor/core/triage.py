@@ -117,6 +117,8 @@ class TriageResult:
             return ExitCode.PERSISTENT
         if Verdict.STALLED in verdicts:
             return ExitCode.STALLED
+        if Verdict.STORE_BEHIND in verdicts:
+            return ExitCode.STORE_BEHIND
         return ExitCode.OUTDATED if Verdict.OUTDATED in verdicts else ExitCode.OK
 
 
