@@ -27,6 +27,9 @@ class RebuildRequest:
     verify: bool = True
     full: bool = False  # reindex: a fresh index per entity type, swapped in after verification
     replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias
+    # write the store's state over documents holding a later write than it (a restored database
+    # whose state is to win); without it they are left as they are
+    prefer_store: bool = False
     state_dir: Path = Path(".")
     progress: Callable[[str, int], None] | None = None
     # one shard of the repair (i, n): the urns of a shard plan's range i (`urn_range`, pushed down

@@ -54,6 +54,15 @@ Rate = Annotated[float | None, typer.Option(help="At most this many rows (entiti
 Batch = Annotated[int, typer.Option("--batch-size", help="Rows per produced batch / checkpoint.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue after the last confirmed batch.")]
 BreakLock = Annotated[bool, typer.Option("--break-stale-lock", help="Clear a lock left by a killed run.")]
+PreferStore = Annotated[
+    bool,
+    typer.Option(
+        "--prefer-store",
+        help="Write the store's state over documents that hold a later write than it (the store "
+        "is behind: a database restored from an older backup whose state is to win). Without it "
+        "they are left as they are (DataHub).",
+    ),
+]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
 Shard = Annotated[
     str | None,
@@ -167,6 +176,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             wait_seconds=opts.get("wait") or 300.0,
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
+            prefer_store=opts.get("prefer_store", False),
             shard=shard,
             urn_range=urn_range,
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
@@ -206,6 +216,7 @@ WRITING = {
     "rate": (Rate, None),
     "resume": (Resume, False),
     "break_stale_lock": (BreakLock, False),
+    "prefer_store": (PreferStore, False),
     "shard": (Shard, None),
     "shard_plan": (ShardPlanOpt, None),
     "workers": (Workers, None),

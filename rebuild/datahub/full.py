@@ -26,6 +26,7 @@ from auditor.platforms.datahub.naming import V3_TYPE_FIELD, entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
+from auditor.rebuild.datahub.newer import kept_note
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.staged import NotPromoted, promote
@@ -56,9 +57,13 @@ class FullRebuild:
         *,
         replace_concrete: bool = False,
         rate: float | None = None,
+        prefer_store: bool = False,
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
+        # documents holding a later write than the store: carried over as they are unless the
+        # store's state is to win (a restored database)
+        self.prefer_store = prefer_store
         self.versions = deployment_versions(backends, registry, target)
 
     def run(self, entity_type: str) -> Swapped:
@@ -72,6 +77,8 @@ class FullRebuild:
     def _promote(self, stage: DataHubStage, what: str) -> Swapped:
         done = promote(self.writer, stage)
         out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
+        if stage.kept:
+            out.notes.append(f"{done.fresh}: {kept_note(stage.kept)}")
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
         if done.is_alias:
             drop = f'curl -X DELETE "$SEARCH_URL"/{done.old[0]}'
@@ -93,6 +100,7 @@ class DataHubStage:
     def __init__(self, full: FullRebuild, entity_type: str) -> None:
         self.full, self.entity_type = full, entity_type
         self.live = entity_index(entity_type, full.target.index_prefix)
+        self.kept: dict[str, str] = {}  # urns carried over as they are (the store behind): why
 
     def fresh_name(self) -> str:
         return f"{self.live}_{int(time.time() * 1000)}"
@@ -144,8 +152,10 @@ class DataHubStage:
             index_prefix=full.target.index_prefix,
             rate=full.rate,
             versions=full.versions,
+            prefer_store=full.prefer_store,
             **self.written_as(index),
         ).run(urns)
+        self.kept.update(done.kept)
         if done.failed:
             raise NotPromoted(
                 f"{index}: {len(done.failed)} entities failed to load (e.g. {done.failed[0]}); not promoted"
@@ -191,6 +201,7 @@ class DataHubV3Stage(DataHubStage):
     def __init__(self, full: FullRebuild, live: str, entity_types: list[str]) -> None:
         self.full, self.live, self.held = full, live, entity_types
         self.entity_type = entity_types[0]
+        self.kept = {}
 
     @property
     def types(self) -> list[str]:

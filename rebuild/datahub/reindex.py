@@ -36,6 +36,7 @@ from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import build
+from auditor.rebuild.datahub.newer import NewerDocuments
 from auditor.rebuild.datahub.stored import Stored, left_behind, read_entity_docs
 from auditor.rebuild.throttle import Throttle
 
@@ -70,6 +71,7 @@ class Reindexer:
         mirrors: dict[str, list[str]] | None = None,
         versions: IndexRules | None = None,
         v3_only: bool = False,
+        prefer_store: bool = False,
     ) -> None:
         # the deployment's release and mappings: what a document may hold (the scan's own rules;
         # without them the installed wheel's, made once: they cache what each type withholds)
@@ -82,6 +84,9 @@ class Reindexer:
         # a full rebuild of a V3 index: only its documents are written (V2, system metadata and
         # edges are the V2 rebuild's)
         self.v3_only = v3_only
+        # documents holding a later write than the store are left as they are (carried over into a
+        # full rebuild's new index) unless the store's state is to win (a restored database)
+        self.newer = None if prefer_store else NewerDocuments(search, registry, self.versions, index_prefix)
         self.store, self.search, self.writer, self.registry = store, search, writer, registry
         self.checkpoint, self.path = checkpoint, path
         self.prefix = index_prefix
@@ -239,6 +244,7 @@ class Reindexer:
                 built[urn] = build(
                     self.registry, entity, stored.docs.get(urn), self.versions, self._target_of(urn)
                 )
+        kept = self._kept(built, rows, stored)
         stale_meta: dict[str, list[str]] = {}
         stale_edges: dict[str, list[str]] = {}
         if not self.v3_only:  # a V3 rebuild writes entity docs only
@@ -252,6 +258,9 @@ class Reindexer:
         for urn in urns:
             index = self._target_of(urn)
             docs = built.get(urn)
+            if urn in kept:  # newer than its rows: left as it is
+                items += self._carried(urn, index, stored.docs[urn])
+                continue
             if docs is None:  # rows gone (asked just now): every projection of it goes
                 items += [BulkItem("delete", i, document_id(urn), urn) for i in self._mirrored(index)]
                 if v3 := self.v3.get(self._name_of(urn)):
@@ -276,6 +285,29 @@ class Reindexer:
             v3_indices.update(m for i in list(v3_indices) for m in self.mirrors.get(i, ()))
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
+
+    def _kept(self, built: dict[str, Any], rows: dict[str, EntityRows], stored: Stored) -> set[str]:
+        """The built urns whose stored documents hold a later write than their rows (the store is
+        behind): recorded on the checkpoint with why, left as they are."""
+        if self.newer is None:
+            return set()
+        kept = self.newer.kept({u: rows[u] for u in built}, stored.docs)
+        for urn, why in kept.items():
+            if urn not in self.checkpoint.kept:
+                self.checkpoint.count("kept: the store is behind")
+            self.checkpoint.kept[urn] = why
+        return set(kept)
+
+    def _carried(self, urn: str, index: str, doc: dict[str, Any]) -> list[BulkItem]:
+        """A kept document as it is into a full rebuild's new index (V2, or V3 with its type);
+        nothing into the live indices, which hold it already."""
+        out = []
+        if index != self._index_of(urn):
+            out += [BulkItem("index", i, document_id(urn), urn, doc) for i in self._mirrored(index)]
+        if self.v3_only and (v3 := self.v3.get(self._name_of(urn))):
+            doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
+            out += [BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)]
+        return out
 
     def _entity_writes(self, urn: str, index: str, stored: Stored, doc: dict[str, Any]) -> list[BulkItem]:
         """The entity doc to `index` and its mirrors; to the live index it was read from on

@@ -10,8 +10,11 @@ import pytest
 from sqlalchemy import text
 from world import World
 
-from auditor.core.model import Report, Verdict
+from auditor.api import rebuild
+from auditor.core.model import Report, Selection, Verdict
+from auditor.core.plan import RebuildOutcome
 from auditor.exit_codes import ExitCode
+from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index
 
 NEWER = "written after the backup the database was restored from"
@@ -67,5 +70,51 @@ def test_a_document_newer_than_its_row_is_the_store_behind_and_no_repair_writes_
         assert behind(report) == {urn}, [str(c) for c in report.findings]
         assert not [c for c in report.findings if c.verdict == Verdict.DIVERGED], report.findings
         assert report.exit_code == ExitCode.STORE_BEHIND
+        (found,) = [c for c in report.findings if c.verdict == Verdict.STORE_BEHIND]
+        assert found.finding.details["writes"][0]["index_run_id"] == "ingest-newer"
+        assert "--prefer-store" in found.evidence.reason and not found.finding.repairs
+        by_urn = Selection(urns=(urn,))
+        outcomes = {
+            "reindex --urn": repair(world, "reindex", tmp_path, selection=by_urn),
+            "replay --urn": repair(world, "replay", tmp_path, selection=by_urn),
+            "reindex --from-report": repair(
+                world, "reindex", tmp_path, findings=report.findings, include=ALL
+            ),
+            "replay --from-report": repair(world, "replay", tmp_path, findings=report.findings, include=ALL),
+        }
+        assert world.consumer.drain(60)
+        kept = {name: description(world, urn) for name in outcomes}
+        full = repair(
+            world,
+            "reindex",
+            tmp_path,
+            selection=Selection(entity_types=("dataset",)),
+            full=True,
+            replace_concrete=True,
+        )
+        after_full = description(world, urn)
+        forced = repair(world, "reindex", tmp_path, selection=by_urn, prefer_store=True)
+        forced_to = description(world, urn)
+        final = world.scan()
     finally:
         world.close()
+    assert kept == dict.fromkeys(outcomes, newer), kept  # every repair left the newer document
+    for name in ("reindex --urn", "replay --urn"):
+        assert outcomes[name].counts.get("kept: the store is behind") == 1, (name, outcomes[name].counts)
+        assert any("--prefer-store" in n and urn in n for n in outcomes[name].notes), outcomes[name].notes
+        assert outcomes[name].exit_code == 0 and outcomes[name].verified_urns == 0
+    assert not outcomes["replay --urn"].counts.get("produced"), outcomes["replay --urn"].counts
+    assert after_full == newer and any("--prefer-store" in n for n in full.notes), full.notes
+    assert full.exit_code == 0
+    # asked: the store's state wins (a restored database), and the index agrees with it again
+    assert forced_to != newer and not forced.counts.get("kept: the store is behind")
+    assert not behind(final) and final.exit_code == 0, [str(c) for c in final.findings]
+
+
+ALL = frozenset(Verdict)
+
+
+def repair(world: World, mode: str, tmp: Path, **asked: Any) -> RebuildOutcome:
+    """`rebuild <mode> --apply` of what is asked (the replay's wait short: nothing is applied late)."""
+    request = RebuildRequest(mode, apply=True, wait_seconds=20, state_dir=tmp, **asked)
+    return rebuild(world.settings(), request)
