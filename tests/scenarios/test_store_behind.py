@@ -3,6 +3,7 @@ scan says so, and no repair writes the older rows over the newer documents unles
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,13 @@ from auditor.core.model import Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome
 from auditor.exit_codes import ExitCode
 from auditor.rebuild.request import RebuildRequest
-from sandbox.naming import ASPECT_TABLE, entity_doc_id, entity_index
+from sandbox.naming import (
+    ASPECT_TABLE,
+    entity_doc_id,
+    entity_index,
+    system_metadata_doc_id,
+    system_metadata_index,
+)
 
 NEWER = "written after the backup the database was restored from"
 
@@ -48,6 +55,21 @@ def restore_older_row(world: World) -> tuple[str, str]:
     return entity.urn, NEWER
 
 
+def backfill(world: World, not_this: str) -> str:
+    """What DataHub's backfill steps leave after an upgrade (datahub-upgrade's AbstractMCLStep): an
+    aspect's MCL re-emitted as an UPSERT of the row's own content, with the step's runId and the
+    run's time, the row untouched. The consumer's only visible write is the system-metadata doc."""
+    entity = next(
+        e for e in world.of_type("dataset") if e.urn != not_this and dict(e.aspects).get("datasetProperties")
+    )
+    index = system_metadata_index(world.prefix)
+    doc_id = system_metadata_doc_id(entity.urn, "datasetProperties")
+    step = {"runId": "upgrade-BackfillDatasetProperties-v1", "lastUpdated": int(time.time() * 1000) + 5000}
+    world.search.upsert(index, doc_id, step)
+    world.search.refresh(index)
+    return entity.urn
+
+
 def description(world: World, urn: str) -> Any:
     index = entity_index("dataset", world.prefix)
     world.search.refresh(index)
@@ -66,10 +88,14 @@ def test_a_document_newer_than_its_row_is_the_store_behind_and_no_repair_writes_
     world = World(*pair.split("/"), tmp_path, n=12)
     try:
         urn, newer = restore_older_row(world)
+        re_emitted = backfill(world, urn)
         report = world.scan()
         assert behind(report) == {urn}, [str(c) for c in report.findings]
+        # a re-emission of the row's own content (issue 53): no finding at all, store_behind or other
+        assert not [c for c in report.findings if c.finding.urn == re_emitted], report.findings
         assert not [c for c in report.findings if c.verdict == Verdict.DIVERGED], report.findings
         assert report.exit_code == ExitCode.STORE_BEHIND
+        assert report.sources["store_replica"] == "primary (not a replica)"  # the server asked
         (found,) = [c for c in report.findings if c.verdict == Verdict.STORE_BEHIND]
         assert found.finding.details["writes"][0]["index_run_id"] == "ingest-newer"
         assert "--prefer-store" in found.evidence.reason and not found.finding.repairs
