@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.core.model import Report
+
 POSTGRES = "SELECT pg_is_in_recovery(), EXTRACT(EPOCH FROM (now() - pg_last_xact_replay_timestamp()))"
 MYSQL = ("SHOW REPLICA STATUS", "SHOW SLAVE STATUS")
 LAG_COLUMNS = ("Seconds_Behind_Source", "Seconds_Behind_Master")
@@ -76,6 +78,19 @@ def replica_state(
             return Replica(False)
         return _mysql_lag(rows[0])
     return Replica(None, why=why)
+
+
+def note(report: Report, state: Replica) -> float | None:
+    """The report's word on it (`sources.store_replica`; a replica is a warning too): what the
+    index holds beyond the store, younger than the lag, is in flight. The lag in seconds when the
+    store is a replica that says it."""
+    report.sources["store_replica"] = state.said()
+    if state.replica:
+        report.warnings.append(
+            f"the store is a database replica ({state.said()}): what the index holds beyond it, "
+            "younger than the lag, is in flight; older is the store behind (store_behind)"
+        )
+    return state.lag
 
 
 def _mysql_lag(row: Any) -> Replica:

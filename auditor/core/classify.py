@@ -255,7 +255,7 @@ def _instant(value: object) -> datetime | None:
 
 
 def _aspects(details: Any) -> str:
-    return ", ".join(map(str, details.get("aspects") or ())) or "an aspect"
+    return ", ".join(map(str, details.get("aspects") or ())) or "the entity"
 
 
 ABSENT = (

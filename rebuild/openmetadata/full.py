@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.checks.openmetadata import PREFER_STORE, check
 from auditor.core.model import Kind
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.join import OmScanner
@@ -24,6 +25,15 @@ from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.rebuild.openmetadata import OmRepair
 from auditor.rebuild.staged import NotPromoted, promote
+
+
+def _said(details: Any) -> str:
+    """Why a document newer than its row is kept: both versions and the document's time."""
+    return (
+        f"the document holds version {details.get('index_version')} of {details.get('index_updated')}, "
+        f"the row version {details.get('store_version')}"
+    )
+
 
 LOAD_BATCH = 500
 # rows created between the check and the count (caught up after the swap)
@@ -40,10 +50,15 @@ class FullRebuild:
         writer: IndexWriter,
         release: str | None = None,
         rate: float | None = None,
+        prefer_store: bool = False,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
         self.work = OmRepair(store, search, writer, release=release, rate=rate)
         self.notes: list[str] = []
+        # documents newer than their rows (the store behind) are carried into the new index as they
+        # are, unless the store's state is to win (a restored database): id -> why
+        self.prefer_store = prefer_store
+        self.kept: dict[str, str] = {}
 
     def run(self, entity: OmEntity) -> None:
         done = promote(self.writer, OmStage(self, entity))
@@ -51,6 +66,14 @@ class FullRebuild:
             f"{entity.entity_type}: {done.loaded} documents loaded into {done.fresh}; {done.live} and its "
             f"aliases now point at it; removed {', '.join(done.old)}"
         )
+        kept = {i: why for i, why in self.kept.items() if i in self.work.kept_of.get(entity.entity_type, ())}
+        if kept:
+            first = min(kept)
+            self.notes.append(
+                f"{entity.entity_type}: {len(kept)} documents newer than their rows (the store is behind: a "
+                f"lagging replica, a restored database) carried into {done.fresh} as they are, e.g. {first}: "
+                f"{kept[first]}; to write the store's older state over them, run again with {PREFER_STORE}"
+            )
         refused = self.work.refused.get(entity.entity_type)
         if refused:
             self.notes.append(
@@ -104,12 +127,32 @@ class OmStage:
     def _write(self, index: str, rows: list[Any]) -> int:
         work = self.full.work
         work.pace(len(rows))
-        docs = work.documents(self.entity, rows)
+        docs = {**work.documents(self.entity, rows), **self._newer(rows)}
         items = [BulkItem("index", index, i, i, doc) for i, doc in docs.items()]
         failures = self.full.writer.bulk(items)
         work.record(self.entity.entity_type, failures, [i.urn for i in items])
         work.add("documents loaded", len(items) - len(failures))
         return len(items) - len(failures)
+
+    def _newer(self, rows: list[Any]) -> dict[str, dict[str, Any]]:
+        """The live documents of these rows that record a later write than them (the store is
+        behind), as they are: what the new index takes instead of the rows' (none with
+        --prefer-store)."""
+        full = self.full
+        if full.prefer_store or not rows:
+            return {}
+        live = full.search.get(self.live, [r.id for r in rows])
+        out = {}
+        for row in rows:
+            doc = live.get(row.id)
+            found = check(self.entity, self.live, row, doc) if doc is not None else None
+            if doc is not None and found is not None and found.kind == Kind.STORE_BEHIND:
+                out[row.id] = doc.source
+                full.kept[row.id] = _said(found.details)
+                full.work.kept_of.setdefault(self.entity.entity_type, set()).add(row.id)
+        if out:
+            full.work.add("kept: the store is behind", len(out))
+        return out
 
     def rewrite(self, index: str, ids: list[str]) -> None:
         self.full.work.rewrite(self.entity, index, ids)
@@ -130,10 +173,11 @@ class OmStage:
         candidates = [f for f in joined.findings if f.kind != Kind.MALFORMED_ASPECT]
         seen = reobserve(scanner, {self.entity.entity_type: self.entity}, names, candidates, visibility=0.5)
         refused = self.refused()
+        kept = Kind.STORE_BEHIND if not self.full.prefer_store else None  # carried over: not wrong
         return [
             f.urn
             for f in (o.finding for o in seen.observed)
-            if f.kind != Kind.MALFORMED_ASPECT
+            if f.kind not in (Kind.MALFORMED_ASPECT, kept)
             and not (f.changed_at is not None and f.changed_at >= before)
             and f.urn not in refused
         ]

@@ -59,11 +59,15 @@ def backfill(world: World, not_this: str) -> str:
     """What DataHub's backfill steps leave after an upgrade (datahub-upgrade's AbstractMCLStep): an
     aspect's MCL re-emitted as an UPSERT of the row's own content, with the step's runId and the
     run's time, the row untouched. The consumer's only visible write is the system-metadata doc."""
-    entity = next(
-        e for e in world.of_type("dataset") if e.urn != not_this and dict(e.aspects).get("datasetProperties")
+    entity, aspect = next(
+        (e, name)
+        for e in world.of_type("dataset")
+        if e.urn != not_this
+        for name in ("datasetProperties", "globalTags", "ownership", "status")
+        if name in dict(e.aspects)
     )
     index = system_metadata_index(world.prefix)
-    doc_id = system_metadata_doc_id(entity.urn, "datasetProperties")
+    doc_id = system_metadata_doc_id(entity.urn, aspect)
     step = {"runId": "upgrade-BackfillDatasetProperties-v1", "lastUpdated": int(time.time() * 1000) + 5000}
     world.search.upsert(index, doc_id, step)
     world.search.refresh(index)
@@ -85,7 +89,7 @@ def behind(report: Report) -> set[str]:
 def test_a_document_newer_than_its_row_is_the_store_behind_and_no_repair_writes_over_it(
     pair: str, tmp_path: Path
 ) -> None:
-    world = World(*pair.split("/"), tmp_path, n=12)
+    world = World(*pair.split("/"), tmp_path, n=16)
     try:
         urn, newer = restore_older_row(world)
         re_emitted = backfill(world, urn)

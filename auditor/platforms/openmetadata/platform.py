@@ -45,7 +45,7 @@ class OpenMetadata(Platform):
     executors = EXECUTORS
     renderer = commands.RENDERER
     scan_knobs = frozenset()  # no change log: nothing to settle, sample or confirm against
-    repair_knobs = frozenset({"rate", "resume", "break_stale_lock"})
+    repair_knobs = frozenset({"rate", "resume", "break_stale_lock", "prefer_store"})
     knobs_instead: ClassVar[dict[str, str]] = {
         "--settle": "OpenMetadata has no change log: a change is judged by its age (--grace) and history",
         "--sample-window": "OpenMetadata has no consumer offsets to sample",
@@ -241,7 +241,14 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
 
             now_ms = int(datetime.now(UTC).timestamp() * 1000)
             refuse_full(store.reindex_jobs(), [e.entity_type for e in chosen_types], now_ms)
-            full = FullRebuild(store, search, writer, settings.platform_version, rate=request.rate)
+            full = FullRebuild(
+                store,
+                search,
+                writer,
+                settings.platform_version,
+                rate=request.rate,
+                prefer_store=request.prefer_store,
+            )
             with locked(request, store.description, search.cluster_alias):  # one repair at a time
                 for entity in chosen_types:
                     full.run(entity)
@@ -261,6 +268,7 @@ def om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest) 
             progress=request.progress,
             release=settings.platform_version,
             rate=request.rate,
+            prefer_store=request.prefer_store,
             guard=request,
         )
         return repair(store, search, writer, om_request)

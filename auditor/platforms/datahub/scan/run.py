@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 
 from auditor.backends.protocols import State
+from auditor.backends.replica import note
 from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
@@ -157,16 +158,7 @@ def note_replica(report: Report, backends: ScanBackends) -> float | None:
     it; a replica's lag is a warning too): a document newer than its row and younger than the lag
     is on its way. The lag in seconds when the store is a replica that says it."""
     ask = getattr(backends.store, "replica", None)  # a federation's stores are not asked
-    if ask is None:
-        return None
-    state = ask()
-    report.sources["store_replica"] = state.said()
-    if state.replica:
-        report.warnings.append(
-            f"the store is a database replica ({state.said()}): what the index holds beyond it, "
-            "younger than the lag, is in flight; older is the store behind (store_behind)"
-        )
-    return state.lag
+    return note(report, ask()) if ask is not None else None
 
 
 def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanner) -> None:
