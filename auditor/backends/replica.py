@@ -47,7 +47,8 @@ class Replica:
             return f"unknown: {self.why}" if self.why else "unknown"
         if self.lag_seconds is None:
             return "replica, lag unknown" + (f": {self.why}" if self.why else "")
-        return f"replica, {self.lag_seconds:.0f}s behind its primary"
+        said = f"replica, {self.lag_seconds:.0f}s behind its primary"
+        return f"{said} ({self.why})" if self.why else said
 
 
 def replica_state(
@@ -78,6 +79,19 @@ def replica_state(
             return Replica(False)
         return _mysql_lag(rows[0])
     return Replica(None, why=why)
+
+
+def of_stores(states: list[tuple[str, Replica]]) -> Replica:
+    """A federation's: a replica if any store is, as far behind as its laggiest store (its lag
+    unknown if any replica's is), each store named in what it says."""
+    said = "; ".join(f"{name}: {s.said()}" for name, s in states)
+    replicas = [s.lag_seconds for _, s in states if s.replica]
+    if replicas:
+        known = [lag for lag in replicas if lag is not None]
+        return Replica(True, max(known) if len(known) == len(replicas) else None, said)
+    if any(s.replica is None for _, s in states):
+        return Replica(None, why=said)
+    return Replica(False)
 
 
 def note(report: Report, state: Replica) -> float | None:

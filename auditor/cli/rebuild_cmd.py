@@ -60,7 +60,7 @@ PreferStore = Annotated[
         "--prefer-store",
         help="Write the store's state over documents that hold a later write than it (the store "
         "is behind: a database restored from an older backup whose state is to win). Without it "
-        "they are left as they are (DataHub).",
+        "they are left as they are.",
     ),
 ]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]

@@ -24,7 +24,7 @@ PREFER_STORE = "--prefer-store"
 class StoreBehind(Check):
     id = "index.store-behind"
     kinds = (Kind.STORE_BEHIND,)
-    repairs: dict[Kind, tuple] = {Kind.STORE_BEHIND: ()}  # nothing unless asked: PREFER_STORE
+    repairs = {Kind.STORE_BEHIND: ()}  # nothing unless asked: PREFER_STORE
 
     def run(self, entity: JoinedEntity, ctx: CheckContext) -> Iterator[Finding]:
         if entity.rows is None or entity.doc is None:

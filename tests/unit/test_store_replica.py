@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from auditor.backends.replica import Replica, replica_state
+from auditor.backends.replica import Replica, of_stores, replica_state
 
 
 class Refused(Exception):
@@ -87,3 +87,14 @@ def test_the_replica_state_as_each_server_says_it(
 ) -> None:
     state = ask(answers, postgres)
     assert state.said() == said and state.lag == lag
+
+
+def test_a_federation_is_as_far_behind_as_its_laggiest_store() -> None:
+    primary, late, later = Replica(False), Replica(True, 12.0), Replica(True, 90.0)
+    assert of_stores([("a", primary), ("b", Replica(False))]) == Replica(False)
+    mixed = of_stores([("a", primary), ("b", late), ("c", later)])
+    assert mixed.lag == 90.0 and "b: replica, 12s behind its primary" in mixed.said()
+    assert of_stores([("a", late), ("b", Replica(True))]).lag is None  # one replica's lag unknown
+    assert of_stores([("a", primary), ("b", Replica(None, why="denied"))]).said() == (
+        "unknown: a: primary (not a replica); b: unknown: denied"
+    )
