@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from world import World
 
-from auditor.api import rebuild
+from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome
 from auditor.exit_codes import ExitCode
@@ -103,6 +103,9 @@ def test_a_document_newer_than_its_row_is_the_store_behind_and_no_repair_writes_
         (found,) = [c for c in report.findings if c.verdict == Verdict.STORE_BEHIND]
         assert found.finding.details["writes"][0]["index_run_id"] == "ingest-newer"
         assert "--prefer-store" in found.evidence.reason and not found.finding.repairs
+        walked = triage(world.settings(), urn, grace=300.0, settle=0.5)
+        assert (walked.verdict, walked.exit_code) == ("store_behind", ExitCode.STORE_BEHIND)
+        assert walked.first_break is not None and walked.first_break.boundary == "rows"
         by_urn = Selection(urns=(urn,))
         outcomes = {
             "reindex --urn": repair(world, "reindex", tmp_path, selection=by_urn),
