@@ -8,13 +8,17 @@ system-metadata document with a later `lastUpdated` under another `runId`, and t
 document holding content of it the row does not. A re-emission (the row's own content sent again
 with a later time: a backfill step, a replay) holds nothing the row lacks and is written as usual.
 
-Such an entity is left whole (its document, system-metadata documents and edges), unless the
-repair is told the store's state is to win (`--prefer-store`: a restored database).
+What the index holds of such a write is left as it is: the entity document's fields it wrote
+(the rest of the document is written from the rows as usual), the system-metadata documents of
+its aspects, the entity's edges (neither written nor deleted), and a replay produces no RESTATE
+of its aspects (the others are replayed); unless the repair is told the store's state is to win
+(`--prefer-store`: a restored database).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +38,15 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.datahub.stored import read_entity_docs
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What of one entity a repair leaves as the index holds it: the store is behind on it."""
+
+    why: str  # the aspects, both runIds and the index's time
+    aspects: frozenset[str]  # the aspects the index holds a later write of (re-emissions included)
+    fields: frozenset[str]  # the entity document's fields those writes hold and the rows do not
 
 
 class NewerDocuments:
@@ -58,10 +71,11 @@ class NewerDocuments:
             out.setdefault(ids[doc_id], []).append(doc)
         return out
 
-    def in_page(self, store: Store, page: Sequence[tuple[str, AspectRow]]) -> dict[str, str]:
-        """Of a replay's page of rows, the urns to leave out (urn -> why): a RESTATE of their rows
-        would put the older state over their documents. Only the urns whose system metadata
-        records a later write are read further (their whole rows, their stored entity docs)."""
+    def in_page(self, store: Store, page: Sequence[tuple[str, AspectRow]]) -> dict[str, Kept]:
+        """Of a replay's page of rows, the urns whose rows of `Kept.aspects` to leave out: a
+        RESTATE of those would put the older state over their documents (the others are
+        replayed). Only the urns whose system metadata records a later write are read further
+        (their whole rows, their stored entity docs)."""
         ids = {system_metadata_id(u, r.aspect): (u, r) for u, r in page}
         later = set()
         for doc_id, doc in self._read(ids).items():
@@ -78,9 +92,9 @@ class NewerDocuments:
             ] = urn
         return self.kept(rows, read_entity_docs(self.search, by_index).docs)
 
-    def kept(self, rows: Mapping[str, EntityRows], docs: Mapping[str, dict[str, Any]]) -> dict[str, str]:
-        """urn -> why it is left as it is, for the urns whose stored entity doc (`docs`) holds a
-        later write than their rows (`rows`): the store is behind."""
+    def kept(self, rows: Mapping[str, EntityRows], docs: Mapping[str, dict[str, Any]]) -> dict[str, Kept]:
+        """What to leave as it is of the urns whose stored entity doc (`docs`) holds a later
+        write than their rows (`rows`): the store is behind on it."""
         out = {}
         for urn, meta in self.system_metadata({u: rows[u] for u in rows if u in docs}).items():
             name = self.registry.spelled(entity_type(urn))
@@ -94,7 +108,9 @@ class NewerDocuments:
                     f"{later[a].index_run_id}; row run {later[a].store_run_id})"
                     for a in sorted(behind)
                 )
-                out[urn] = f"the index holds a later write than the store of {writes}"
+                why = f"the index holds a later write than the store of {writes}"
+                fields = frozenset(f for held in behind.values() for f in held)
+                out[urn] = Kept(why, frozenset(later), fields)
         return out
 
 
@@ -108,11 +124,11 @@ def _meta(row: AspectRow) -> dict[str, Any]:
 
 
 def kept_note(kept: Mapping[str, str]) -> str:
-    """What a repair says of the documents it left as they are."""
+    """What a repair says of what it kept as the index holds it (`kept`: urn -> why)."""
     urn = min(kept)
     return (
-        f"left as they are: {len(kept)} entit{'y' if len(kept) == 1 else 'ies'} whose documents hold "
-        f"a later write than the store (the store is behind: a lagging replica, a restored database), "
-        f"e.g. {urn}: {kept[urn]}; to write the store's older state over them, run again with "
-        f"{PREFER_STORE}"
+        f"kept as the index holds it: what {len(kept)} entit{'y' if len(kept) == 1 else 'ies'}' documents "
+        f"hold of a later write than the store (the store is behind: a lagging replica, a restored "
+        f"database), e.g. {urn}: {kept[urn]}; to write the store's older state over it, run again "
+        f"with {PREFER_STORE}"
     )

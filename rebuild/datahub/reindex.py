@@ -35,8 +35,8 @@ from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.datahub.documents import build
-from auditor.rebuild.datahub.newer import NewerDocuments
+from auditor.rebuild.datahub.documents import EntityDocuments, build
+from auditor.rebuild.datahub.newer import Kept, NewerDocuments
 from auditor.rebuild.datahub.stored import Stored, left_behind, read_entity_docs
 from auditor.rebuild.throttle import Throttle
 
@@ -258,8 +258,8 @@ class Reindexer:
         for urn in urns:
             index = self._target_of(urn)
             docs = built.get(urn)
-            if urn in kept:  # newer than its rows: left as it is
-                items += self._carried(urn, index, stored.docs[urn])
+            if docs is not None and urn in kept:  # the store behind on part of it: that part kept
+                items += self._kept_writes(urn, index, stored, docs, kept[urn])
                 continue
             if docs is None:  # rows gone (asked just now): every projection of it goes
                 items += [BulkItem("delete", i, document_id(urn), urn) for i in self._mirrored(index)]
@@ -286,28 +286,44 @@ class Reindexer:
             items = [i for i in items if i.index in v3_indices]
         return [i for i in items if self.exists(i.index)]
 
-    def _kept(self, built: dict[str, Any], rows: dict[str, EntityRows], stored: Stored) -> set[str]:
+    def _kept(self, built: dict[str, Any], rows: dict[str, EntityRows], stored: Stored) -> dict[str, Kept]:
         """The built urns whose stored documents hold a later write than their rows (the store is
-        behind): recorded on the checkpoint with why, left as they are."""
+        behind): what of each is kept as the index holds it, recorded on the checkpoint with why."""
         if self.newer is None:
-            return set()
+            return {}
         kept = self.newer.kept({u: rows[u] for u in built}, stored.docs)
-        for urn, why in kept.items():
+        for urn, what in kept.items():
             if urn not in self.checkpoint.kept:
                 self.checkpoint.count("kept: the store is behind")
-            self.checkpoint.kept[urn] = why
-        return set(kept)
+            self.checkpoint.kept[urn] = what.why
+        return kept
 
-    def _carried(self, urn: str, index: str, doc: dict[str, Any]) -> list[BulkItem]:
-        """A kept document as it is into a full rebuild's new index (V2, or V3 with its type);
-        nothing into the live indices, which hold it already."""
-        out = []
-        if index != self._index_of(urn):
-            out += [BulkItem("index", i, document_id(urn), urn, doc) for i in self._mirrored(index)]
-        if self.v3_only and (v3 := self.v3.get(self._name_of(urn))):
-            doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
-            out += [BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)]
-        return out
+    def _kept_writes(
+        self, urn: str, index: str, stored: Stored, docs: EntityDocuments, kept: Kept
+    ) -> list[BulkItem]:
+        """The writes of an entity the store is behind on in part: its document from the rows but
+        for the fields the later writes hold (the live document's values), the system-metadata
+        documents of the other aspects, no edge written or deleted (the later writes' edges stay)."""
+        items: list[BulkItem] = []
+        if docs.entity_doc is not None:
+            live = stored.docs[urn]
+            doc = dict(docs.entity_doc)
+            for name in kept.fields:
+                if name in live:
+                    doc[name] = live[name]
+                else:
+                    doc.pop(name, None)
+            items += self._entity_writes(urn, index, stored, doc)
+            if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
+                doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
+                items += [BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)]
+        sysmeta = system_metadata_index(self.prefix)
+        items += [
+            BulkItem("index", sysmeta, i, urn, d)
+            for i, d in docs.system_metadata.items()
+            if d.get("aspect") not in kept.aspects
+        ]
+        return items
 
     def _entity_writes(self, urn: str, index: str, stored: Stored, doc: dict[str, Any]) -> list[BulkItem]:
         """The entity doc to `index` and its mirrors; to the live index it was read from on

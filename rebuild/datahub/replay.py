@@ -11,8 +11,9 @@ past the batch: a run killed at any point resumes with no gap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from auditor.backends.protocols import Store
 from auditor.core.records import AspectRow
@@ -29,7 +30,19 @@ DELIVERY_RETRIES = 3
 GUARD_ROUNDS = 5  # re-checks of rows produced again (each may have been written again meanwhile)
 
 Progress = Callable[[int], None]
-Hold = Callable[[list[tuple[str, AspectRow]]], dict[str, str]]
+
+
+class Held(Protocol):
+    """What of one urn a replay holds back: the aspects the index holds a later write of."""
+
+    @property
+    def why(self) -> str: ...
+
+    @property
+    def aspects(self) -> frozenset[str]: ...
+
+
+Hold = Callable[[list[tuple[str, AspectRow]]], Mapping[str, Held]]
 
 
 class Replayer:
@@ -47,7 +60,7 @@ class Replayer:
     ) -> None:
         self.store = store
         # of a page, the urns whose documents hold a later write than their rows (the store is
-        # behind): not replayed, their older rows would be applied over them (None: replay all)
+        # behind): those aspects' rows not replayed, they would be applied over it (None: replay all)
         self.hold = hold
         self.producer = producer
         self.builder = RestateBuilder(producer.schema_str)
@@ -86,13 +99,15 @@ class Replayer:
         return ck
 
     def _held(self, page: list[tuple[str, AspectRow]]) -> list[tuple[str, AspectRow]]:
-        """The page without the rows of urns held back (recorded on the checkpoint with why)."""
+        """The page without the rows held back (each urn recorded on the checkpoint with why)."""
         held = self.hold(page) if self.hold is not None else {}
-        for urn, why in held.items():
+        for urn, what in held.items():
             if urn not in self.checkpoint.kept:
                 self.checkpoint.count("kept: the store is behind")
-            self.checkpoint.kept[urn] = why
-        return [(u, r) for u, r in page if u not in held] if held else page
+            self.checkpoint.kept[urn] = what.why
+        if not held:
+            return page
+        return [(u, r) for u, r in page if u not in held or r.aspect not in held[u].aspects]
 
     def _deliver(self, rows: list[tuple[str, AspectRow]]) -> None:
         """Produce the rows and confirm every delivery (failures retried, then reported by urn)."""

@@ -74,10 +74,10 @@ def backfill(world: World, not_this: str) -> str:
     return entity.urn
 
 
-def description(world: World, urn: str) -> Any:
+def field(world: World, urn: str, name: str) -> Any:
     index = entity_index("dataset", world.prefix)
     world.search.refresh(index)
-    return (world.search.get(index, entity_doc_id(urn)) or {}).get("description")
+    return (world.search.get(index, entity_doc_id(urn)) or {}).get(name)
 
 
 def behind(report: Report) -> set[str]:
@@ -107,16 +107,19 @@ def test_a_document_newer_than_its_row_is_the_store_behind_and_no_repair_writes_
         assert (walked.verdict, walked.exit_code) == ("store_behind", ExitCode.STORE_BEHIND)
         assert walked.first_break is not None and walked.first_break.boundary == "rows"
         by_urn = Selection(urns=(urn,))
-        outcomes = {
-            "reindex --urn": repair(world, "reindex", tmp_path, selection=by_urn),
-            "replay --urn": repair(world, "replay", tmp_path, selection=by_urn),
-            "reindex --from-report": repair(
-                world, "reindex", tmp_path, findings=report.findings, include=ALL
-            ),
-            "replay --from-report": repair(world, "replay", tmp_path, findings=report.findings, include=ALL),
+        origin = field(world, urn, "origin")  # datasetKey's: an aspect the store is not behind on
+        world.search.upsert(entity_index("dataset", world.prefix), entity_doc_id(urn), {"origin": "QA"})
+        asked = {
+            "reindex --urn": ("reindex", {"selection": by_urn}),
+            "replay --urn": ("replay", {"selection": by_urn}),
+            "reindex --from-report": ("reindex", {"findings": report.findings, "include": ALL}),
+            "replay --from-report": ("replay", {"findings": report.findings, "include": ALL}),
         }
-        assert world.consumer.drain(60)
-        kept = {name: description(world, urn) for name in outcomes}
+        outcomes, kept = {}, {}
+        for name, (mode, what) in asked.items():
+            outcomes[name] = repair(world, mode, tmp_path, **what)
+            assert world.consumer.drain(60)
+            kept[name] = (field(world, urn, "description"), field(world, urn, "origin"))
         full = repair(
             world,
             "reindex",
@@ -125,18 +128,19 @@ def test_a_document_newer_than_its_row_is_the_store_behind_and_no_repair_writes_
             full=True,
             replace_concrete=True,
         )
-        after_full = description(world, urn)
+        after_full = field(world, urn, "description")
         forced = repair(world, "reindex", tmp_path, selection=by_urn, prefer_store=True)
-        forced_to = description(world, urn)
+        forced_to = field(world, urn, "description")
         final = world.scan()
     finally:
         world.close()
-    assert kept == dict.fromkeys(outcomes, newer), kept  # every repair left the newer document
+    # every repair kept the newer description; the stale field of the other aspect was repaired
+    assert kept == dict.fromkeys(asked, (newer, origin)), kept
     for name in ("reindex --urn", "replay --urn"):
         assert outcomes[name].counts.get("kept: the store is behind") == 1, (name, outcomes[name].counts)
         assert any("--prefer-store" in n and urn in n for n in outcomes[name].notes), outcomes[name].notes
         assert outcomes[name].exit_code == 0 and outcomes[name].verified_urns == 0
-    assert not outcomes["replay --urn"].counts.get("produced"), outcomes["replay --urn"].counts
+    assert outcomes["replay --urn"].counts.get("produced"), "the aspects the store is not behind on"
     assert after_full == newer and any("--prefer-store" in n for n in full.notes), full.notes
     assert full.exit_code == 0
     # asked: the store's state wins (a restored database), and the index agrees with it again
