@@ -40,7 +40,8 @@ class Checkpoint:
     # so a checkpoint of a million-row replay stays small)
     touched: list[str] = field(default_factory=list)
     track_touched: bool = True
-    # urns left as they are: their documents hold a later write than the store (urn -> why)
+    # urns whose documents hold a later write than the store: what the index holds of it was kept
+    # (urn -> why)
     kept: dict[str, str] = field(default_factory=dict)
     done: bool = False
     # the order the keys were walked in ("bytes"; "collation": PostgreSQL's own, see RowSource);

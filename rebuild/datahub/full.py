@@ -61,8 +61,8 @@ class FullRebuild:
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
-        # documents holding a later write than the store: carried over as they are unless the
-        # store's state is to win (a restored database)
+        # what documents hold of a later write than the store is carried into the new index, unless
+        # the store's state is to win (a restored database)
         self.prefer_store = prefer_store
         self.versions = deployment_versions(backends, registry, target)
 
@@ -100,7 +100,7 @@ class DataHubStage:
     def __init__(self, full: FullRebuild, entity_type: str) -> None:
         self.full, self.entity_type = full, entity_type
         self.live = entity_index(entity_type, full.target.index_prefix)
-        self.kept: dict[str, str] = {}  # urns carried over as they are (the store behind): why
+        self.kept: dict[str, str] = {}  # urns whose later writes were kept (the store behind): why
 
     def fresh_name(self) -> str:
         return f"{self.live}_{int(time.time() * 1000)}"

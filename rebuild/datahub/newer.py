@@ -1,4 +1,4 @@
-"""What a repair leaves as it is: documents holding a later write than the store has.
+"""What a repair keeps as the index holds it: what documents hold of a later write than the store.
 
 Reading from a database replica that lags, or from a database restored from an older backup, the
 index holds writes the store does not have yet. Writing the rows over such a document (a
