@@ -126,9 +126,13 @@ def _meta(row: AspectRow) -> dict[str, Any]:
 def kept_note(kept: Mapping[str, str]) -> str:
     """What a repair says of what it kept as the index holds it (`kept`: urn -> why)."""
     urn = min(kept)
+    whose = (
+        "1 entity: what its document holds"
+        if len(kept) == 1
+        else f"{len(kept)} entities: what their documents hold"
+    )
     return (
-        f"kept as the index holds it: what {len(kept)} entit{'y' if len(kept) == 1 else 'ies'}' documents "
-        f"hold of a later write than the store (the store is behind: a lagging replica, a restored "
-        f"database), e.g. {urn}: {kept[urn]}; to write the store's older state over it, run again "
-        f"with {PREFER_STORE}"
+        f"kept as the index holds it, for {whose} of a later write than the store (the store is "
+        f"behind: a lagging replica, a restored database), e.g. {urn}: {kept[urn]}; to write the "
+        f"store's older state over it, run again with {PREFER_STORE}"
     )
