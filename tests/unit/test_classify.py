@@ -293,3 +293,17 @@ def test_a_document_newer_than_its_row_is_in_flight_only_within_a_replica_s_lag(
         assert "79200s later" in c.evidence.reason
     else:
         assert "replica 600s behind" in c.evidence.reason
+
+
+def test_later_writes_are_a_later_time_under_another_run() -> None:
+    """documents/behind.py: what a system-metadata document records beyond its row."""
+    from auditor.platforms.datahub.documents.behind import later_write
+
+    row = {"runId": "ingest-1", "lastObserved": 1_000}
+    assert later_write("a", row, {"runId": "ingest-2", "lastUpdated": 2_000}) is not None
+    assert later_write("a", row, {"runId": "ingest-1", "lastUpdated": 2_000}) is None  # the same run
+    assert later_write("a", row, {"runId": "ingest-2", "lastUpdated": 1_000}) is None  # not later
+    assert later_write("a", row, {"runId": "ingest-0", "lastUpdated": 500}) is None  # older: stale
+    assert later_write("a", row, None) is None and later_write("a", {}, {"lastUpdated": 9}) is None
+    found = later_write("a", row, {"runId": "step", "lastUpdated": "80201000"})  # a long as text
+    assert found is not None and found.ahead_seconds == 80200.0 and found.index_run_id == "step"
