@@ -1,5 +1,5 @@
 """OpenMetadata, a store behind its index (a lagging replica, a restored database), against
-PostgreSQL + OpenSearch 3: a table's document holds a later version than its row; the scan says
+PostgreSQL + OpenSearch 3 and MariaDB + Elasticsearch: a table's document holds a later version than its row; the scan says
 the store is behind, and no repair writes the older row over it unless asked (--prefer-store)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_om_profile import World, om_world
+from test_om_profile import PAIRS, World, om_world
 
 from auditor.api import rebuild
 from auditor.core.model import Selection, Verdict
@@ -42,8 +42,11 @@ def description(w: World, table: Any) -> Any:
     return (w.server.doc(table) or {}).get("description")
 
 
-def test_a_document_newer_than_its_row_is_the_store_behind_and_kept_by_every_repair(tmp_path: Path) -> None:
-    with om_world("postgres", "opensearch3", tmp_path, n=20) as w:
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def test_a_document_newer_than_its_row_is_the_store_behind_and_kept_by_every_repair(
+    pair: tuple[str, str], tmp_path: Path
+) -> None:
+    with om_world(*pair, tmp_path, n=20) as w:
         table = restore_older_row(w)
         report = w.scan(grace=0.0, use_state=False)
         behind = [c for c in report.findings if c.verdict == Verdict.STORE_BEHIND]
