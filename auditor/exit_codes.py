@@ -22,6 +22,7 @@ class ExitCode(IntEnum):
     LOCKED = 6
     UNKNOWN_URN = 7
     STORE_SMALLER = 8  # the store empty or far smaller than the index: most documents orphaned
+    STORE_BEHIND = 9  # documents hold later writes than their rows (a lagging replica, a restored database)
 
     @property
     def meaning(self) -> str:
@@ -43,6 +44,8 @@ MEANINGS = {
     ExitCode.STORE_SMALLER: "the store is empty or far smaller than the index (most documents "
     "orphaned: the wrong database, or a restore that lost rows); a repair that would delete more "
     "than a small share of an index refused (nothing deleted without --allow-delete)",
+    ExitCode.STORE_BEHIND: "the store is behind the index (a lagging replica, a restored database): "
+    "documents hold later writes than their rows; none was repaired",
 }
 
 # when several runs (a sharded repair's shards) give one code, the first of these
@@ -55,6 +58,7 @@ _WORST_FIRST = (
     ExitCode.STORE_SMALLER,
     ExitCode.PERSISTENT,
     ExitCode.STALLED,
+    ExitCode.STORE_BEHIND,
     ExitCode.OUTDATED,
     ExitCode.OK,
 )

@@ -40,6 +40,9 @@ class Checkpoint:
     # so a checkpoint of a million-row replay stays small)
     touched: list[str] = field(default_factory=list)
     track_touched: bool = True
+    # urns whose documents hold a later write than the store: what the index holds of it was kept
+    # (urn -> why)
+    kept: dict[str, str] = field(default_factory=dict)
     done: bool = False
     # the order the keys were walked in ("bytes"; "collation": PostgreSQL's own, see RowSource);
     # a checkpoint of an older version has none and was walked in byte order

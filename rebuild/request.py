@@ -31,6 +31,9 @@ class RebuildRequest:
     # limit, a small share of each index: core/sanity.py)
     allow_delete: int | None = None
     leave_out_invalid: bool = False  # full: a malformed row's document is left out, not carried over
+    # write the store's state over documents holding a later write than it (a restored database
+    # whose state is to win); without it they are left as they are
+    prefer_store: bool = False
     state_dir: Path = Path(".")
     progress: Callable[[str, int], None] | None = None
     # one shard of the repair (i, n): the urns of a shard plan's range i (`urn_range`, pushed down

@@ -31,9 +31,10 @@ STYLE = {
     "diverged": "red",
     "stalled": "yellow",
     "outdated": "blue",
+    "store_behind": "bright_blue",
     "in_flight": "cyan",
 }
-VERDICTS = ("in_flight", "outdated", "stalled", "diverged", "invalid")
+VERDICTS = ("in_flight", "outdated", "store_behind", "stalled", "diverged", "invalid")
 
 
 def _say(console: Console, text: str, style: str = "", soft_wrap: bool | None = None) -> None:
@@ -60,6 +61,7 @@ def _headline(report: Report) -> str:
         4: "[yellow bold]the MAE consumer is stalled[/]",
         5: "[blue bold]documents written by an older release: a reindex is due[/]",
         8: "[red bold]the store is far smaller than the index[/]",
+        9: "[bright_blue bold]the store is behind the index (a lagging replica, a restored database)[/]",
     }.get(report.exit_code, f"[red]incomplete (exit {report.exit_code})[/]")
 
 

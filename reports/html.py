@@ -46,7 +46,7 @@ white-space:nowrap}th[aria-sort=ascending]::after{content:" \\25B2"}
 th[aria-sort=descending]::after{content:" \\25BC"}td.urn{word-break:break-all;min-width:260px;max-width:420px}
 td.repair{max-width:300px;word-break:break-all}
 .verdict-diverged,.verdict-invalid{color:#c0392b;font-weight:600}.verdict-stalled{color:#d35400}
-.verdict-in_flight{color:#2980b9}.verdict-outdated{color:#7f8c8d}
+.verdict-in_flight{color:#2980b9}.verdict-outdated{color:#7f8c8d}.verdict-store_behind{color:#16a085}
 .chart text{font-size:12px;fill:#333}.chart .note{fill:#666}
 .chart .axis{stroke:#999}.legend{font-size:11px}.empty{color:#777}
 .filters{display:flex;gap:12px;align-items:center;margin:8px 0;flex-wrap:wrap}

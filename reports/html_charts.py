@@ -13,6 +13,7 @@ COLORS = {
     "diverged": "#c0392b",
     "stalled": "#d35400",
     "outdated": "#7f8c8d",
+    "store_behind": "#16a085",
     "in_flight": "#2980b9",
 }
 WIDTH = 760

@@ -28,6 +28,7 @@ def render(report: Report, limit: int = 50) -> str:
         1: "**persistent divergence found**",
         5: "documents written by an older release: a reindex is due",
         8: "**the store is far smaller than the index**",
+        9: "the store is behind the index (a lagging replica, a restored database)",
     }.get(report.exit_code, f"exit code {report.exit_code}")
     lines += [f"Result: {verdict} (exit code {report.exit_code}).", ""]
     if report.store_smaller is not None:

@@ -12,7 +12,7 @@ from auditor.core.model import Classified, Report, Verdict
 from auditor.platforms.base import Capability
 from auditor.reports.commands import repair_commands as plan_repairs
 
-VERDICT_ORDER = ("invalid", "diverged", "stalled", "outdated", "in_flight")
+VERDICT_ORDER = ("invalid", "diverged", "stalled", "store_behind", "outdated", "in_flight")
 
 
 def by_type(report: Report) -> list[tuple[str, int, dict[str, int]]]:

@@ -66,4 +66,5 @@ SCAN: Codes = {
     ExitCode.OUTDATED: None,
     ExitCode.STORE_SMALLER: "the store is empty or far smaller than the index (most documents "
     "orphaned: the wrong database, or a restore that lost rows): the headline, whatever else was found",
+    ExitCode.STORE_BEHIND: None,
 }

@@ -66,6 +66,15 @@ AllowDelete = Annotated[
         "exit 8: the store may be the wrong database, or one restored without its rows.",
     ),
 ]
+PreferStore = Annotated[
+    bool,
+    typer.Option(
+        "--prefer-store",
+        help="Write the store's state over documents that hold a later write than it (the store "
+        "is behind: a database restored from an older backup whose state is to win). Without it "
+        "they are left as they are.",
+    ),
+]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
 Shard = Annotated[
     str | None,
@@ -186,6 +195,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             replace_concrete=opts.get("replace_concrete_index", False),
             allow_delete=opts.get("allow_delete"),
             leave_out_invalid=opts.get("leave_out_invalid", False),
+            prefer_store=opts.get("prefer_store", False),
             shard=shard,
             urn_range=urn_range,
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
@@ -226,6 +236,7 @@ WRITING = {
     "resume": (Resume, False),
     "break_stale_lock": (BreakLock, False),
     "allow_delete": (AllowDelete, None),
+    "prefer_store": (PreferStore, False),
     "shard": (Shard, None),
     "shard_plan": (ShardPlanOpt, None),
     "workers": (Workers, None),

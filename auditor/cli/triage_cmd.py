@@ -29,6 +29,7 @@ CODES = {
     ExitCode.OUTDATED: "only a document an older release wrote (a reindex of its type is due)",
     ExitCode.UNKNOWN_URN: "unknown urn: neither the table nor the index knows it (near matches "
     "are shown; OpenMetadata: nothing has that name or id)",
+    ExitCode.STORE_BEHIND: "the store is behind: the document holds a later write than the row",
 }
 
 

@@ -90,6 +90,8 @@ def classify(
         return judge.out(Verdict.INVALID, "the stored aspect cannot be read", Kind.MALFORMED_ASPECT.value)
     if finding.kind == Kind.OUTDATED_DOCUMENT:
         return judge.outdated()
+    if finding.kind == Kind.STORE_BEHIND:
+        return judge.store_behind()
     if position is None or kafka is None:
         return judge.without_kafka()
     return judge.pending(position, kafka) or judge.by_times(position, kafka) or judge.nothing_pending(kafka)
@@ -152,6 +154,30 @@ class _Judge:
         )
         subkind = f"written_by_{oldest}_to_{newest}" if oldest != newest else f"written_by_{newest}"
         return self.out(Verdict.OUTDATED, why, subkind)
+
+    def store_behind(self) -> Classified:
+        """The index holds a later write than the store: the store is behind. A replica's write
+        younger than its lag is on its way (in flight); anything older is not coming (a restored
+        database, or a replica further behind than it says): the store is behind, never repaired
+        by writing its older state unless asked."""
+        d = self.finding.details
+        lag, at = d.get("store_lag"), _instant(d.get("index_updated"))
+        age = _age(self.now, at)
+        if isinstance(lag, int | float) and age is not None and age <= lag + CLOCK_SKEW_SECONDS:
+            why = (
+                f"the store is a replica {lag:.0f}s behind its primary and the index's write of "
+                f"{_aspects(d)} is {age:.0f}s old: within the lag, the replica will catch up"
+            )
+            return self.out(Verdict.IN_FLIGHT, why)
+        ahead = d.get("ahead_seconds")
+        how = f"{ahead:.0f}s " if isinstance(ahead, int | float) else ""
+        why = (
+            f"the index holds a write of {_aspects(d)} {how}later than the store's row, with content "
+            "the row does not have: the store is behind (a lagging replica, a database restored "
+            f"from an older backup); no repair writes the older row over it unless given "
+            f"{d.get('prefer_store') or '--prefer-store'}"
+        )
+        return self.out(Verdict.STORE_BEHIND, why, Kind.STORE_BEHIND.value)
 
     def without_kafka(self) -> Classified:
         """No Kafka evidence: time and history only."""
@@ -222,6 +248,20 @@ class _Judge:
                 )
                 return self.out(Verdict.DIVERGED, why)
         return self.out(Verdict.DIVERGED, LEFT_OVER.get(f.kind, NOTHING_PENDING))
+
+
+def _instant(value: object) -> datetime | None:
+    """An ISO timestamp a finding's details carry (None: none, or not one)."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _aspects(details: Any) -> str:
+    return ", ".join(map(str, details.get("aspects") or ())) or "the entity"
 
 
 ABSENT = (

@@ -39,6 +39,9 @@ class Kind(StrEnum):
     # an alias (or read pattern) over several indices holding the same document: search
     # returns every copy, a stale one included
     DUPLICATE_DOCUMENT = "duplicate_document"
+    # the index holds a later write than the store (a lagging replica, a database restored from an
+    # older backup): the store is behind, not the index; never repaired by writing the older rows
+    STORE_BEHIND = "store_behind"
 
 
 class PlatformKind(str):
@@ -95,14 +98,24 @@ class Verdict(StrEnum):
     # a document an older release of the platform wrote: it will not converge by itself, but
     # nothing is lost and nobody is paged; a reindex of its type (RestoreIndices) is due
     OUTDATED = "outdated"
+    # the store is behind the index (a lagging replica past its lag, a restored database): the
+    # index is not wrong, and no repair writes the store's older state over it unless told to
+    STORE_BEHIND = "store_behind"
 
     @property
     def rank(self) -> int:
-        """Worst first: invalid, diverged, stalled, outdated, in flight."""
+        """Worst first: invalid, diverged, stalled, store behind, outdated, in flight."""
         return SEVERITY.index(self)
 
 
-SEVERITY = (Verdict.INVALID, Verdict.DIVERGED, Verdict.STALLED, Verdict.OUTDATED, Verdict.IN_FLIGHT)
+SEVERITY = (
+    Verdict.INVALID,
+    Verdict.DIVERGED,
+    Verdict.STALLED,
+    Verdict.STORE_BEHIND,
+    Verdict.OUTDATED,
+    Verdict.IN_FLIGHT,
+)
 
 
 class Cause(StrEnum):
@@ -369,7 +382,8 @@ class Report:
     def exit_code(self) -> ExitCode:
         """0 nothing persistent, 1 persistent divergence, 3 incomplete, 4 consumer stalled,
         5 documents an older release wrote (and nothing worse): a reindex is due; 8 the store
-        far smaller than the index, whatever else was found (its orphans are not the cause)."""
+        far smaller than the index, whatever else was found (its orphans are not the cause); 9 the
+        store behind the index (and nothing worse than stalled)."""
         if not self.complete:
             return ExitCode.INCOMPLETE
         if self.store_smaller is not None:
@@ -378,6 +392,8 @@ class Report:
             return ExitCode.PERSISTENT
         if self.total(Verdict.STALLED):
             return ExitCode.STALLED
+        if self.total(Verdict.STORE_BEHIND):
+            return ExitCode.STORE_BEHIND
         if self.total(Verdict.OUTDATED):
             return ExitCode.OUTDATED
         return ExitCode.OK

@@ -117,6 +117,8 @@ class TriageResult:
             return ExitCode.PERSISTENT
         if Verdict.STALLED in verdicts:
             return ExitCode.STALLED
+        if Verdict.STORE_BEHIND in verdicts:
+            return ExitCode.STORE_BEHIND
         return ExitCode.OUTDATED if Verdict.OUTDATED in verdicts else ExitCode.OK
 
 
@@ -134,7 +136,7 @@ DOCUMENT_KINDS = frozenset(
 def boundary_of(c: Classified) -> Boundary:
     """The boundary a judged finding breaks (or, in flight, is pending at)."""
     kind = c.finding.kind
-    if kind == Kind.MALFORMED_ASPECT:
+    if kind in (Kind.MALFORMED_ASPECT, Kind.STORE_BEHIND):  # the row itself (behind the index)
         return Boundary.ROWS
     if c.subkind == Cause.EVENT_NEVER_PUBLISHED.value:
         return Boundary.PUBLISHED

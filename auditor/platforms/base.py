@@ -119,6 +119,7 @@ REPAIR_KNOBS: dict[str, tuple[str, object]] = {
     "rate": ("--rate", None),
     "resume": ("--resume", False),
     "break_stale_lock": ("--break-stale-lock", False),
+    "prefer_store": ("--prefer-store", False),
 }
 
 

@@ -4,6 +4,7 @@ runs them over each entity's rows, its document, system metadata and edges)."""
 from __future__ import annotations
 
 from auditor.checks.datahub.base import Check, CheckContext
+from auditor.checks.datahub.behind import StoreBehind
 from auditor.checks.datahub.edges import Edges
 from auditor.checks.datahub.fields import SoftDelete, StaleFields
 from auditor.checks.datahub.malformed import MalformedAspect
@@ -14,6 +15,7 @@ BUILTIN_CHECKS: tuple[type[Check], ...] = (
     MalformedAspect,
     MissingDocument,
     OrphanDocument,
+    StoreBehind,
     StaleFields,
     SoftDelete,
     StaleSystemMetadata,

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from auditor.core.model import Finding, Kind, RepairKind
+from auditor.platforms.datahub.documents.behind import LaterWrite, behind, later_writes
 from auditor.platforms.datahub.documents.compare import FieldDiff, compare_document
 from auditor.platforms.datahub.documents.entity import JoinedEntity
 from auditor.platforms.datahub.documents.expected import ExpectedDocument
@@ -28,6 +29,10 @@ class CheckContext:
     unknown: dict[str, int] = field(default_factory=dict)  # registry skew counters
     # the deployment's release and its indices' mappings (None: the installed rules, no witness)
     versions: IndexRules | None = None
+    # how far the store is behind its primary, in seconds, when it is a replica that says so
+    # (None: a primary, or not known): a later write the index holds and the store does not yet,
+    # younger than this, is in flight
+    store_lag: float | None = None
 
     def __post_init__(self) -> None:
         if self.versions is None:  # the installed wheel's release, no mapping known
@@ -68,6 +73,27 @@ class CheckContext:
         if versions.since is not None and changed_at is not None and changed_at >= versions.since:
             return ()
         return versions.older_releases(entity.entity_type, aspects, fields)
+
+    def later(self, entity: JoinedEntity) -> dict[str, LaterWrite]:
+        """The aspects whose system-metadata document records a later write than their row
+        (a later `lastUpdated`, another `runId`): the store behind, or a re-emission."""
+        found = entity.cache.get("later")
+        if found is None:
+            found = entity.cache["later"] = later_writes(entity)
+        return dict(found)
+
+    def behind(self, entity: JoinedEntity) -> dict[str, list[str]]:
+        """Of `later`, the aspects whose newer content the document holds and the row does not
+        (the store is behind): aspect -> the fields that differ. What these fields show is never
+        a stale document, and no repair writes the row over them unless asked."""
+        found = entity.cache.get("behind")
+        if found is None:
+            later = self.later(entity)
+            ok = later and entity.rows is not None and entity.doc is not None
+            found = entity.cache["behind"] = (
+                behind(later, self.expected(entity), self.diffs(entity)) if ok else {}
+            )
+        return dict(found)
 
     def diffs(self, entity: JoinedEntity) -> list[FieldDiff]:
         """Differences between the expected and the actual document (memoized on the entity)."""

@@ -51,7 +51,8 @@ class StaleFields(Check):
         if entity.rows is None or entity.doc is None:
             return
         expected = ctx.expected(entity)
-        diffs = [d for d in ctx.diffs(entity) if d.field != REMOVED]
+        ahead = {f for fields in ctx.behind(entity).values() for f in fields}  # index.store-behind's
+        diffs = [d for d in ctx.diffs(entity) if d.field != REMOVED and d.field not in ahead]
         if not diffs:
             return
         aspects = sorted({a for d in diffs for a in expected.field_aspects.get(d.field, ())})
@@ -114,7 +115,7 @@ class SoftDelete(Check):
             return
         expected = ctx.expected(entity).removed
         actual = bool(entity.doc.source.get(REMOVED) or False)
-        if expected == actual:
+        if expected == actual or "status" in ctx.behind(entity):  # the store behind: not stale
             return
         status = entity.rows.rows.get("status")
         yield self.finding(

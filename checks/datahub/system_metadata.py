@@ -1,7 +1,10 @@
 """system-metadata.stale: `system_metadata_service_v1` disagrees with a row's systemmetadata.
 
 Divergence: the (urn, aspect) doc is missing, has another `runId`, or another `lastUpdated`
-than the row's `systemMetadata.lastObserved`; or a doc remains for an aspect with no row.
+than the row's `systemMetadata.lastObserved`; or a doc remains for an aspect with no row. A doc
+recording a later write (a later `lastUpdated` under another `runId`) is not: either the store is
+behind (index.store-behind) or the row's content was re-emitted (DataHub's backfill steps after an
+upgrade, a RESTATE replay), which needs no repair.
 Cause: the consumer never applied the aspect's MCL (never published, skipped, restored index).
 Consequence: `datahub delete --run-id` / rollback cannot find or wrongly finds the aspect.
 Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay).
@@ -26,10 +29,13 @@ class StaleSystemMetadata(Check):
         index = system_metadata_index(ctx.index_prefix)
         docs = {d.get("aspect"): d for d in entity.system_metadata}
         rows = entity.rows.rows if entity.rows else {}
+        # a later write than the row's: the store behind (index.store-behind says so) or a
+        # re-emission of the row's own content (a backfill step, a replay): neither is stale
+        later = ctx.later(entity)
         for aspect, row in rows.items():
             if not ctx.registry.has_aspect(aspect) or aspect in entity.malformed:
                 continue
-            if ctx.registry.aspect(aspect).timeseries:
+            if ctx.registry.aspect(aspect).timeseries or aspect in later:
                 continue
             doc = docs.get(aspect)
             meta = entity.system_metadata_of(aspect) or {}

@@ -4,9 +4,11 @@ missing_document (a row, no doc), orphan_document (a doc, no row; also a doc who
 not a UUID: no OpenMetadata entity can own it), soft_delete_mismatch (deleted in the row but
 searchable as live, or the reverse), stale_fields (version, updatedAt, name,
 fullyQualifiedName, description, owners, tags, domains, and what the type's index class takes
-from entity_relationship: service, upstreamLineage, followers, totalVotes) and malformed_aspect
-(a row whose JSON cannot be read). Each finding declares what repairs it: a rewrite of the whole
-document from the row, the deletion of an orphan, or a fix of the row itself.
+from entity_relationship: service, upstreamLineage, followers, totalVotes), store_behind (the
+document records a later write than the row: a higher version, or the same one updated later;
+the store is behind, never repaired unless asked) and malformed_aspect (a row whose JSON cannot
+be read). Each finding declares what repairs it: a rewrite of the whole document from the row,
+the deletion of an orphan, a fix of the row itself, or nothing (the store behind).
 """
 
 from __future__ import annotations
@@ -39,7 +41,11 @@ REPAIRS: dict[Kind, tuple[RepairKind, ...]] = {
     Kind.SOFT_DELETE_MISMATCH: (RepairKind.REWRITE_DOCUMENT,),
     Kind.ORPHAN_DOCUMENT: (RepairKind.DELETE_DOCUMENT,),
     Kind.MALFORMED_ASPECT: (RepairKind.FIX_ROW,),
+    # the store is behind the index (a lagging replica, a restored database): nothing, unless the
+    # repair is told the store's state is to win (--prefer-store)
+    Kind.STORE_BEHIND: (),
 }
+PREFER_STORE = "--prefer-store"
 
 
 def _millis(value: int | None) -> datetime | None:
@@ -100,6 +106,23 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
         {"field": name, "expected": expected[name], "actual": actual[name], "kind": "mismatch"}
         for name in fields
     ]
+    if newer(truth, seen):
+        assert truth.updated_at is not None and seen.updated_at is not None
+        return _finding(
+            entity,
+            index,
+            row.id,
+            Kind.STORE_BEHIND,
+            changed,
+            fqn=truth.fqn,
+            fields=shown,
+            index_version=seen.version,
+            store_version=truth.version,
+            index_updated=(_millis(seen.updated_at) or datetime.min).isoformat(timespec="milliseconds"),
+            ahead_seconds=(seen.updated_at - truth.updated_at) / 1000.0,
+            store_lag=None,
+            prefer_store=PREFER_STORE,
+        )
     if truth.deleted != seen.deleted:
         why = (
             "deleted in the database, searchable as live"
@@ -120,6 +143,20 @@ def check(entity: OmEntity, index: str, row: OmRow | None, doc: OmDoc | None) ->
     if fields:
         return _finding(entity, index, row.id, Kind.STALE_FIELDS, changed, fqn=truth.fqn, fields=shown)
     return None
+
+
+def newer(truth: KeyFields, seen: KeyFields) -> bool:
+    """Whether the document records a later write of the entity than its row (the store is
+    behind: a lagging replica, a database restored from an older backup): a higher `version`
+    (OpenMetadata raises it with each change) no older, or the same version updated later (its
+    consolidation of one user's edits within a session keeps the version)."""
+    if None in (truth.version, seen.version, truth.updated_at, seen.updated_at):
+        return False
+    assert truth.version is not None and seen.version is not None
+    assert truth.updated_at is not None and seen.updated_at is not None
+    if seen.version > truth.version:
+        return seen.updated_at >= truth.updated_at
+    return seen.version == truth.version and seen.updated_at > truth.updated_at
 
 
 def row_key(row: OmRow, entity_type: str | None = None) -> Key | None:

@@ -8,11 +8,12 @@ with `auditor config init`) and take the password from the environment
 be a folder every worker sees (one worker queue, or a shared volume), since the merge reads the
 shards' reports.
 
-Exit codes and Airflow. A shard task succeeds when its scan wrote a report (scan exit 0, 1, 4 or
-5: the verdict is the merge's business) and fails on 2 (configuration) or 3 (a backend down,
+Exit codes and Airflow. A shard task succeeds when its scan wrote a report (scan exit 0, 1, 4, 5, 8
+or 9: the verdict is the merge's business) and fails on 2 (configuration) or 3 (a backend down,
 worth the retries). The merge task (`auditor report merge`, the scan's exit codes) then fails
-the run on 1 (persistent divergence), 3 (a shard incomplete), 4 (the MAE consumer stalled) or 5
-(documents an older release wrote): a red run, and on_failure_callback / email_on_failure tell
+the run on 1 (persistent divergence), 3 (a shard incomplete), 4 (the MAE consumer stalled), 5
+(documents an older release wrote), 8 (the store far smaller than the index) or 9 (the store
+behind the index): a red run, and on_failure_callback / email_on_failure tell
 you. It is not retried: a merge of the same reports gives the same verdict. Metrics go to
 node_exporter's textfile collector of the worker that merged (METRICS), or push them as
 deploy/kubernetes does.
@@ -51,7 +52,7 @@ def scan_command(shard: int) -> str:
         f"mkdir -p {REPORTS} && "
         f"auditor scan --config {CONFIG} --shard {shard}/{SHARDS} --shard-plan {PLAN} --format json "
         f"--output {REPORTS}/shard-{shard}.json; "
-        "rc=$?; case $rc in 0|1|4|5|8) exit 0 ;; *) exit $rc ;; esac"
+        "rc=$?; case $rc in 0|1|4|5|8|9) exit 0 ;; *) exit $rc ;; esac"
     )
 
 

@@ -30,6 +30,7 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import KEPT
+from auditor.rebuild.datahub.newer import behind_note
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
@@ -63,11 +64,15 @@ class FullRebuild:
         rate: float | None = None,
         allow_delete: int | None = None,
         leave_out_invalid: bool = False,
+        prefer_store: bool = False,
     ) -> None:
         self.backends, self.writer, self.registry, self.target = backends, writer, registry, target
         self.state_dir, self.replace_concrete, self.rate = state_dir, replace_concrete, rate
         self.allow_delete = allow_delete  # --allow-delete: documents the swap may drop from search
         self.leave_out_invalid = leave_out_invalid  # a malformed row's document: not in the new index
+        # what documents hold of a later write than the store is carried into the new index, unless
+        # the store's state is to win (a restored database)
+        self.prefer_store = prefer_store
         self.versions = deployment_versions(backends, registry, target)
         self.counts: dict[str, int] = {}  # the loads' counts that a report names (fields kept unchecked)
 
@@ -84,6 +89,8 @@ class FullRebuild:
         out = Swapped(what, done.live, done.fresh, done.old if done.is_alias else [])
         if done.cleared is not None:
             out.notes.append(cleared_note(done.cleared))
+        if stage.kept:
+            out.notes.append(f"{done.fresh}: {behind_note(stage.kept)}")
         out.entities, out.caught_up, out.rounds = done.loaded, done.caught_up, done.rounds
         out.invalid = stage.invalid
         if stage.left_out:
@@ -108,6 +115,7 @@ class DataHubStage:
         self.live = entity_index(entity_type, full.target.index_prefix)
         self.invalid: list[Classified] = []  # the last check's malformed rows
         self.left_out: list[str] = []  # their urns, when their documents were left out (asked)
+        self.kept: dict[str, str] = {}  # urns whose later writes were kept (the store behind): why
 
     def fresh_name(self) -> str:
         return f"{self.live}_{int(time.time() * 1000)}"
@@ -157,12 +165,14 @@ class DataHubStage:
             index_prefix=full.target.index_prefix,
             rate=full.rate,
             versions=full.versions,
+            prefer_store=full.prefer_store,
             **self.written_as(index),
         ).run(urns)
         if counted:
             for name, n in done.counts.items():
                 if name.startswith(KEPT):
                     full.counts[name] = full.counts.get(name, 0) + n
+        self.kept.update(done.kept)
         if done.failed:
             raise NotPromoted(
                 f"{index}: {len(done.failed)} entities failed to load (e.g. {done.failed[0]}); not promoted"
@@ -227,6 +237,7 @@ class DataHubV3Stage(DataHubStage):
         self.full, self.live, self.held = full, live, entity_types
         self.entity_type = entity_types[0]
         self.invalid, self.left_out = [], []
+        self.kept = {}
 
     def doc_id(self, urn: str) -> str:
         return document_id_v3(urn)

@@ -36,7 +36,8 @@ from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.rebuild.ahead import Ahead
 from auditor.rebuild.checkpoint import Checkpoint
-from auditor.rebuild.datahub.documents import KEPT, build
+from auditor.rebuild.datahub.documents import KEPT, EntityDocuments, build
+from auditor.rebuild.datahub.newer import Kept, NewerDocuments
 from auditor.rebuild.datahub.stored import Stored, left_behind, read_entity_docs
 from auditor.rebuild.throttle import Throttle
 
@@ -75,6 +76,7 @@ class Reindexer:
         mirrors: dict[str, list[str]] | None = None,
         versions: IndexRules | None = None,
         v3_only: bool = False,
+        prefer_store: bool = False,
     ) -> None:
         # the deployment's release and mappings: what a document may hold (the scan's own rules;
         # without them the installed wheel's, made once: they cache what each type withholds)
@@ -87,6 +89,9 @@ class Reindexer:
         # a full rebuild of a V3 index: only its documents are written (V2, system metadata and
         # edges are the V2 rebuild's)
         self.v3_only = v3_only
+        # documents holding a later write than the store are left as they are (carried over into a
+        # full rebuild's new index) unless the store's state is to win (a restored database)
+        self.newer = None if prefer_store else NewerDocuments(search, registry, self.versions, index_prefix)
         self.store, self.search, self.writer, self.registry = store, search, writer, registry
         self.checkpoint, self.path = checkpoint, path
         self.prefix = index_prefix
@@ -95,7 +100,7 @@ class Reindexer:
         self.batch = batch
         self.progress = progress
         self._exists: dict[str, bool] = {}
-        self._kept: set[str] = set()  # urns whose kept fields were counted (a rewrite counts once)
+        self._counted: set[str] = set()  # urns whose kept fields were counted (a rewrite counts once)
 
     def exists(self, index: str) -> bool:
         """Writes go only to indices DataHub created (a bulk would create one with wrong mappings)."""
@@ -245,6 +250,7 @@ class Reindexer:
                 built[urn] = build(
                     self.registry, entity, stored.docs.get(urn), self.versions, self._target_of(urn)
                 )
+        kept = self._kept(built, rows, stored)
         stale_meta: dict[str, list[str]] = {}
         stale_edges: dict[str, list[str]] = {}
         if not self.v3_only:  # a V3 rebuild writes entity docs only
@@ -262,6 +268,9 @@ class Reindexer:
         for urn in urns:
             index = self._target_of(urn)
             docs = built.get(urn)
+            if docs is not None and urn in kept:  # the store behind on part of it: that part kept
+                items += self._kept_writes(urn, index, stored, docs, kept[urn])
+                continue
             if docs is None:  # rows gone (asked just now): every projection of it goes
                 items += [BulkItem("delete", i, document_id(urn), urn) for i in self._mirrored(index)]
                 if v3 := self.v3.get(self._name_of(urn)):
@@ -301,10 +310,49 @@ class Reindexer:
     def _count_kept(self, urn: str, kept: tuple[str, ...]) -> None:
         """The stored fields no rule derives, kept as they are: counted once per entity, for the
         report (the fields a repair leaves unchecked)."""
-        if kept and urn not in self._kept:
-            self._kept.add(urn)
+        if kept and urn not in self._counted:
+            self._counted.add(urn)
             for name in kept:
                 self.checkpoint.count(KEPT + name)
+
+    def _kept(self, built: dict[str, Any], rows: dict[str, EntityRows], stored: Stored) -> dict[str, Kept]:
+        """The built urns whose stored documents hold a later write than their rows (the store is
+        behind): what of each is kept as the index holds it, recorded on the checkpoint with why."""
+        if self.newer is None:
+            return {}
+        kept = self.newer.kept({u: rows[u] for u in built}, stored.docs)
+        for urn, what in kept.items():
+            if urn not in self.checkpoint.kept:
+                self.checkpoint.count("kept: the store is behind")
+            self.checkpoint.kept[urn] = what.why
+        return kept
+
+    def _kept_writes(
+        self, urn: str, index: str, stored: Stored, docs: EntityDocuments, kept: Kept
+    ) -> list[BulkItem]:
+        """The writes of an entity the store is behind on in part: its document from the rows but
+        for the fields the later writes hold (the live document's values), the system-metadata
+        documents of the other aspects, no edge written or deleted (the later writes' edges stay)."""
+        items: list[BulkItem] = []
+        if docs.entity_doc is not None:
+            live = stored.docs[urn]
+            doc = dict(docs.entity_doc)
+            for name in kept.fields:
+                if name in live:
+                    doc[name] = live[name]
+                else:
+                    doc.pop(name, None)
+            items += self._entity_writes(urn, index, stored, doc)
+            if v3 := self.v3.get(self._name_of(urn)):  # the same fields, its own id and type
+                doc = {**doc, V3_TYPE_FIELD: self._name_of(urn)}
+                items += [BulkItem("index", i, document_id_v3(urn), urn, doc) for i in self._mirrored(v3)]
+        sysmeta = system_metadata_index(self.prefix)
+        items += [
+            BulkItem("index", sysmeta, i, urn, d)
+            for i, d in docs.system_metadata.items()
+            if d.get("aspect") not in kept.aspects
+        ]
+        return items
 
     def _entity_writes(self, urn: str, index: str, stored: Stored, doc: dict[str, Any]) -> list[BulkItem]:
         """The entity doc to `index` and its mirrors; to the live index it was read from on

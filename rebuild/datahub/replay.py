@@ -11,8 +11,9 @@ past the batch: a run killed at any point resumes with no gap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from auditor.backends.protocols import Store
 from auditor.core.records import AspectRow
@@ -31,6 +32,19 @@ GUARD_ROUNDS = 5  # re-checks of rows produced again (each may have been written
 Progress = Callable[[int], None]
 
 
+class Held(Protocol):
+    """What of one urn a replay holds back: the aspects the index holds a later write of."""
+
+    @property
+    def why(self) -> str: ...
+
+    @property
+    def aspects(self) -> frozenset[str]: ...
+
+
+Hold = Callable[[list[tuple[str, AspectRow]]], Mapping[str, Held]]
+
+
 class Replayer:
     def __init__(
         self,
@@ -42,8 +56,12 @@ class Replayer:
         rate: float | None = None,
         batch: int = 1000,
         progress: Progress | None = None,
+        hold: Hold | None = None,
     ) -> None:
         self.store = store
+        # of a page, the urns whose documents hold a later write than their rows (the store is
+        # behind): those aspects' rows not replayed, they would be applied over it (None: replay all)
+        self.hold = hold
         self.producer = producer
         self.builder = RestateBuilder(producer.schema_str)
         self.checkpoint = checkpoint
@@ -63,9 +81,11 @@ class Replayer:
             # the next page is read while this one is produced (the database's time overlaps the
             # encoding); the checkpoint still moves only past this page once it is confirmed
             ahead = Ahead(source.page, (page[-1][0], page[-1][1].aspect), self.batch, name="replay-rows")
-            self._deliver(page)
-            if not source.unchanged(page):  # one digest of the page; row by row only if it moved
-                self._guard(page)
+            sent = self._held(page)
+            if sent:
+                self._deliver(sent)
+            if sent and not source.unchanged(page):  # one digest of the page; row by row only if it moved
+                self._guard(sent)
             ck.last_urn, ck.last_aspect = page[-1][0], page[-1][1].aspect
             urns = list(dict.fromkeys(u for u, _ in page))
             if ck.track_touched:  # a urn's rows are adjacent: only the first may go on from the last page
@@ -77,6 +97,17 @@ class Replayer:
         ck.done = True
         ck.save(self.path)
         return ck
+
+    def _held(self, page: list[tuple[str, AspectRow]]) -> list[tuple[str, AspectRow]]:
+        """The page without the rows held back (each urn recorded on the checkpoint with why)."""
+        held = self.hold(page) if self.hold is not None else {}
+        for urn, what in held.items():
+            if urn not in self.checkpoint.kept:
+                self.checkpoint.count("kept: the store is behind")
+            self.checkpoint.kept[urn] = what.why
+        if not held:
+            return page
+        return [(u, r) for u, r in page if u not in held or r.aspect not in held[u].aspects]
 
     def _deliver(self, rows: list[tuple[str, AspectRow]]) -> None:
         """Produce the rows and confirm every delivery (failures retried, then reported by urn)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
@@ -25,6 +26,7 @@ from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint
 from auditor.rebuild.datahub.documents import kept_note
 from auditor.rebuild.datahub.full import FullRebuild
+from auditor.rebuild.datahub.newer import NewerDocuments, behind_note
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.replay import Replayer
 from auditor.rebuild.datahub.rows import RowSource
@@ -138,13 +140,15 @@ def rebuild(
         checkpoint, path = guard.checkpoint, guard.path
         checkpoint.track_touched = request.selection is None or bool(request.selection.urns)
         if request.mode == "replay":
-            _replay(backends, request, selections, checkpoint, path)
+            _replay(backends, registry, target, request, selections, checkpoint, path)
         else:
             _reindex(backends, registry, target, request, selections, checkpoint, path)
         outcome.counts, outcome.failed = dict(checkpoint.counts), list(checkpoint.failed)
         outcome.why = dict(checkpoint.why)
         if (kept := kept_note(outcome.counts)) is not None:
             outcome.notes.append(kept)
+        if checkpoint.kept:
+            outcome.notes.append(behind_note(checkpoint.kept))
         if request.verify:
             _verify(backends, registry, target, request, checkpoint, outcome, selections)
         guard.finish(outcome)
@@ -153,6 +157,8 @@ def rebuild(
 
 def _replay(
     backends: RebuildBackends,
+    registry: Registry,
+    target: ScanTarget,
     request: RebuildRequest,
     selections: list[Selection],
     checkpoint: Checkpoint,
@@ -164,6 +170,7 @@ def _replay(
         )
     producer = backends.open_producer()
     require(producer, Capability.PRODUCE, "a replay")
+    newer: NewerDocuments | None = None
     try:
         progress = _progress(request, "replayed")
         for part, selection in enumerate(selections):
@@ -181,6 +188,10 @@ def _replay(
                     hint="remove the checkpoint to start over",
                 )
             checkpoint.order = order
+            if newer is None and not request.prefer_store:  # what a replay would write older over
+                scan = backends.scan
+                versions = deployment_versions(scan, registry, target)
+                newer = NewerDocuments(scan.search, registry, versions, target.index_prefix)
             replayer = Replayer(
                 backends.store,
                 producer,
@@ -189,6 +200,7 @@ def _replay(
                 rate=request.rate,
                 batch=request.batch,
                 progress=progress,
+                hold=None if newer is None else partial(newer.in_page, backends.store),
             )
             replayer.run(source)
     finally:
@@ -230,6 +242,7 @@ def _reindex(
         # DataHub's zero-downtime reindexes in progress, of V2 and V3 indices: written to both
         mirrors=reindex_mirrors(scan.store, scan.search, target.index_prefix, registry, set(v3.values())),
         versions=deployment_versions(scan, registry, target),
+        prefer_store=request.prefer_store,
     )
     reindexer.run(sorted(urns))
     reindexer.writer.refresh_written()
@@ -256,8 +269,8 @@ def _verify(
                 f"the MAE group did not pass the replayed offsets within {request.wait_seconds:.0f}s: "
                 "verified anyway, what it has not applied yet shows as in flight"
             )
-    if checkpoint.track_touched:
-        outcome.verified_urns = len(set(checkpoint.touched))
+    if checkpoint.track_touched:  # what was left as it is (the store behind) is not called consistent
+        outcome.verified_urns = len(set(checkpoint.touched) - set(checkpoint.kept))
         outcome.still_wrong = reaudit(backends.scan, registry, target, checkpoint.touched)
     else:  # a filter: verified by a scan of it (entities with a row in it)
         outcome.verified_urns, outcome.still_wrong = reaudit_selection(
@@ -306,6 +319,7 @@ def _full(
             rate=request.rate,
             allow_delete=request.allow_delete,
             leave_out_invalid=request.leave_out_invalid,
+            prefer_store=request.prefer_store,
         )
         invalid: list[Classified] = []
         for name in types:

@@ -13,6 +13,7 @@ a checkpoint after each confirmed batch (entity types in name order, ids in byte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from typing import Any
 
 from auditor.backends.index_writer import BulkFailure, BulkItem, IndexWriter
 from auditor.core.classify import decided, diverged, explained
-from auditor.core.model import Classified, Report, Selection, Verdict
+from auditor.core.model import Classified, Finding, Kind, RepairKind, Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome, plan
 from auditor.core.repairs import Mode
 from auditor.errors import ConfigError, UnknownUrn
@@ -65,6 +66,9 @@ class OmRepairRequest:
     progress: Callable[[str, int], None] | None = None
     release: str | None = None  # --platform-version: the release whose documents to write
     rate: float | None = None  # --rate: entities per second
+    # --prefer-store: a document newer than its row (the store behind) is rewritten from the row
+    # too (a restored database whose state is to win); without it, left as it is
+    prefer_store: bool = False
     # the repair as asked: its lock, checkpoint, --resume and --break-stale-lock (rebuild/guard.py)
     guard: RebuildRequest = field(default_factory=lambda: RebuildRequest("reindex"))
 
@@ -83,6 +87,8 @@ class OmRepair:
     refused: dict[str, set[str]] = field(default_factory=dict)
     release: str | None = None  # given (--platform-version); else the database's migration level
     rate: float | None = None  # --rate: entities written per second (None: as fast as it goes)
+    # entity type -> ids whose documents, newer than their rows, a full rebuild carried over
+    kept_of: dict[str, set[str]] = field(default_factory=dict)
     _level: list[tuple[int, ...] | None] = field(default_factory=list, repr=False)
     _throttle: Throttle | None = field(default=None, repr=False)
 
@@ -208,12 +214,17 @@ class OmRepair:
             self.failed[i] = f"its row kept changing during {GUARD_ROUNDS} rounds: run the repair again"
 
 
-def chosen_findings(findings: Sequence[Classified], include: frozenset[Verdict]) -> list[Classified]:
+def chosen_findings(
+    findings: Sequence[Classified], include: frozenset[Verdict], prefer_store: bool = False
+) -> list[Classified]:
     """The report's findings of the verdicts asked for; an in-flight one asked for explicitly
-    (`--include in_flight`: a pending retry, say) is repaired as its kind says."""
+    (`--include in_flight`: a pending retry, say) is repaired as its kind says. A document newer
+    than its row (the store behind) only with `prefer_store`, whatever `include` says."""
     out = []
     for c in findings:
-        if c.verdict not in include:
+        if prefer_store and c.finding.kind == Kind.STORE_BEHIND:
+            c = diverged(store_wins(c.finding), c.evidence.reason)
+        elif c.verdict not in include:
             continue
         if c.verdict == Verdict.IN_FLIGHT:
             c = decided(c, Verdict.DIVERGED, c.evidence)
@@ -222,9 +233,19 @@ def chosen_findings(findings: Sequence[Classified], include: frozenset[Verdict])
 
 
 def selected_findings(scanner: OmScanner, request: OmRepairRequest) -> list[Classified]:
-    """Without a report: what the join finds now over the selection, each to be repaired."""
+    """Without a report: what the join finds now over the selection, each to be repaired (a
+    document newer than its row only with --prefer-store: otherwise it has nothing to repair)."""
     joined = scanner.run(request.entities, request.ids)
-    return [diverged(f, "selected for repair") for f in joined.findings]
+    wins = store_wins if request.prefer_store else (lambda f: f)
+    return [diverged(wins(f), "selected for repair") for f in joined.findings]
+
+
+def store_wins(finding: Finding) -> Finding:
+    """A finding of the store behind, repaired as the store's state winning: the document
+    rewritten from the row (--prefer-store)."""
+    if finding.kind != Kind.STORE_BEHIND:
+        return finding
+    return dataclasses.replace(finding, repairs=(RepairKind.REWRITE_DOCUMENT,))
 
 
 def resolve_ids(store: OmStore, entities: list[OmEntity], given: tuple[str, ...]) -> tuple[str, ...]:
@@ -249,7 +270,7 @@ def repair(store: OmStore, search: OmSearch, writer: IndexWriter, request: OmRep
     began = datetime.now(UTC)
     scanner = OmScanner(store, search)
     if request.findings is not None:
-        chosen = chosen_findings(request.findings, request.include)
+        chosen = chosen_findings(request.findings, request.include, request.prefer_store)
     else:
         chosen = selected_findings(scanner, request)
     repairs = plan(chosen)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.checks.openmetadata import PREFER_STORE, check
 from auditor.core.model import Classified, Evidence, Finding, Kind, Verdict
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.join import OmScanner
@@ -31,6 +32,15 @@ from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.rebuild.openmetadata import OmRepair
 from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
+
+
+def _said(details: Any) -> str:
+    """Why a document newer than its row is kept: both versions and the document's time."""
+    return (
+        f"the document holds version {details.get('index_version')} of {details.get('index_updated')}, "
+        f"the row version {details.get('store_version')}"
+    )
+
 
 LOAD_BATCH = 500
 UNREADABLE = "the stored row cannot be read: its document was carried over from the live index as it was"
@@ -52,6 +62,7 @@ class FullRebuild:
         replace_concrete: bool = False,
         state_dir: Path | None = None,
         leave_out_invalid: bool = False,
+        prefer_store: bool = False,
     ) -> None:
         self.store, self.search, self.writer = store, search, writer
         self.allow_delete = allow_delete  # --allow-delete: documents the swap may drop from search
@@ -62,6 +73,10 @@ class FullRebuild:
         self.notes: list[str] = []
         self.invalid: list[Classified] = []  # unreadable rows, their documents carried over
         self.loaded = 0  # documents loaded into the indices swapped in (each one verified)
+        # documents newer than their rows (the store behind) are carried into the new index as they
+        # are, unless the store's state is to win (a restored database): id -> why
+        self.prefer_store = prefer_store
+        self.kept: dict[str, str] = {}
 
     def run(self, entity: OmEntity) -> None:
         stage = OmStage(self, entity)
@@ -87,6 +102,14 @@ class FullRebuild:
             Classified(f, Verdict.INVALID, Kind.MALFORMED_ASPECT.value, Evidence(UNREADABLE))
             for f in stage.invalid
         ]
+        kept = {i: why for i, why in self.kept.items() if i in self.work.kept_of.get(entity.entity_type, ())}
+        if kept:
+            first = min(kept)
+            self.notes.append(
+                f"{entity.entity_type}: {len(kept)} documents newer than their rows (the store is behind: a "
+                f"lagging replica, a restored database) carried into {done.fresh} as they are, e.g. {first}: "
+                f"{kept[first]}; to write the store's older state over them, run again with {PREFER_STORE}"
+            )
         refused = self.work.refused.get(entity.entity_type)
         if refused:
             self.notes.append(
@@ -144,7 +167,7 @@ class OmStage:
     def _write(self, index: str, rows: list[Any]) -> int:
         work = self.full.work
         work.pace(len(rows))
-        docs = work.documents(self.entity, rows)
+        docs = {**work.documents(self.entity, rows), **self._newer(rows)}
         items = [BulkItem("index", index, i, i, doc) for i, doc in docs.items()]
         items += self._carried(index, [r.id for r in rows if r.id not in docs])
         failures = self.full.writer.bulk(items)
@@ -171,6 +194,26 @@ class OmStage:
         self.full.work.add("documents carried over (rows unreadable)", len(found))
         return [BulkItem("index", index, i, i, doc) for i, doc in found.items()]
 
+    def _newer(self, rows: list[Any]) -> dict[str, dict[str, Any]]:
+        """The live documents of these rows that record a later write than them (the store is
+        behind), as they are: what the new index takes instead of the rows' (none with
+        --prefer-store)."""
+        full = self.full
+        if full.prefer_store or not rows:
+            return {}
+        live = full.search.get(self.live, [r.id for r in rows])
+        out = {}
+        for row in rows:
+            doc = live.get(row.id)
+            found = check(self.entity, self.live, row, doc) if doc is not None else None
+            if doc is not None and found is not None and found.kind == Kind.STORE_BEHIND:
+                out[row.id] = doc.source
+                full.kept[row.id] = _said(found.details)
+                full.work.kept_of.setdefault(self.entity.entity_type, set()).add(row.id)
+        if out:
+            full.work.add("kept: the store is behind", len(out))
+        return out
+
     def rewrite(self, index: str, ids: list[str]) -> None:
         self.full.work.rewrite(self.entity, index, ids)
 
@@ -190,10 +233,11 @@ class OmStage:
         candidates = [f for f in joined.findings if f.kind != Kind.MALFORMED_ASPECT]
         seen = reobserve(scanner, {self.entity.entity_type: self.entity}, names, candidates, visibility=0.5)
         refused = self.refused()
+        kept = Kind.STORE_BEHIND if not self.full.prefer_store else None  # carried over: not wrong
         return [
             f.urn
             for f in (o.finding for o in seen.observed)
-            if f.kind != Kind.MALFORMED_ASPECT
+            if f.kind not in (Kind.MALFORMED_ASPECT, kept)
             and not (f.changed_at is not None and f.changed_at >= before)
             and f.urn not in refused
         ]

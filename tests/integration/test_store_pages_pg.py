@@ -136,4 +136,4 @@ def test_a_checkpoint_of_another_order_is_not_resumed(pg_table: tuple[str, Engin
 
     backends = RebuildBackends(None, store, lambda: NoProducer(), lambda: None, "t")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="walked the rows in bytes order"):
-        _replay(backends, RebuildRequest("replay"), [Selection()], old, tmp_path / "ck.json")
+        _replay(backends, None, None, RebuildRequest("replay"), [Selection()], old, tmp_path / "ck.json")  # type: ignore[arg-type]

@@ -256,3 +256,54 @@ def test_the_kernel_names_the_subkind_of_a_verdict_a_platform_s_evidence_decides
     )  # fmt: skip
     alone = diverged(stale, "still differs after the repair")
     assert (alone.verdict, alone.subkind, alone.evidence.kafka) == (Verdict.DIVERGED, "stale_fields", False)
+
+
+def behind_finding(written_ago: float, lag: float | None) -> Finding:
+    """A document newer than its row (index.store-behind): its write `written_ago` seconds old."""
+    at = (NOW - timedelta(seconds=written_ago)).isoformat(timespec="milliseconds")
+    details = {
+        "aspects": ["datasetProperties"],
+        "index_updated": at,
+        "ahead_seconds": 79200.0,
+        "store_lag": lag,
+    }
+    return Finding(
+        "index.store-behind", Kind.STORE_BEHIND, "urn:li:dataset:x", "dataset", "d", None, NOW, details
+    )
+
+
+@pytest.mark.parametrize(
+    ("written_ago", "lag", "verdict"),
+    [
+        (60.0, 600.0, Verdict.IN_FLIGHT),  # a replica 10 min behind, a write of a minute ago: coming
+        (3600.0, 600.0, Verdict.STORE_BEHIND),  # older than the lag: not coming (restored, or stuck)
+        (60.0, None, Verdict.STORE_BEHIND),  # a primary (or a lag unknown): nothing is on its way
+        (600.0 + 30.0, 600.0, Verdict.IN_FLIGHT),  # the clocks' skew allowed
+    ],
+)
+def test_a_document_newer_than_its_row_is_in_flight_only_within_a_replica_s_lag(
+    written_ago: float, lag: float | None, verdict: Verdict
+) -> None:
+    pending = KafkaEvidence(pending=HIT, pending_complete=True)  # the change log does not decide it
+    c = classify(behind_finding(written_ago, lag), NOW, grace=300, settle=1, position=pos(10, 20),
+                 kafka=pending, history=None)  # fmt: skip
+    assert c.verdict == verdict
+    if verdict == Verdict.STORE_BEHIND:
+        assert c.subkind == "store_behind" and "--prefer-store" in c.evidence.reason
+        assert "79200s later" in c.evidence.reason
+    else:
+        assert "replica 600s behind" in c.evidence.reason
+
+
+def test_later_writes_are_a_later_time_under_another_run() -> None:
+    """documents/behind.py: what a system-metadata document records beyond its row."""
+    from auditor.platforms.datahub.documents.behind import later_write
+
+    row = {"runId": "ingest-1", "lastObserved": 1_000}
+    assert later_write("a", row, {"runId": "ingest-2", "lastUpdated": 2_000}) is not None
+    assert later_write("a", row, {"runId": "ingest-1", "lastUpdated": 2_000}) is None  # the same run
+    assert later_write("a", row, {"runId": "ingest-2", "lastUpdated": 1_000}) is None  # not later
+    assert later_write("a", row, {"runId": "ingest-0", "lastUpdated": 500}) is None  # older: stale
+    assert later_write("a", row, None) is None and later_write("a", {}, {"lastUpdated": 9}) is None
+    found = later_write("a", row, {"runId": "step", "lastUpdated": "80201000"})  # a long as text
+    assert found is not None and found.ahead_seconds == 80200.0 and found.index_run_id == "step"

@@ -19,15 +19,15 @@ from auditor.rebuild.checkpoint import Lock
 from auditor.rebuild.openmetadata import resolve_ids
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL = set(range(9))
-SCAN = {0, 1, 2, 3, 4, 5, 8}
+ALL = set(range(10))
+SCAN = {0, 1, 2, 3, 4, 5, 8, 9}
 # what each command can return, written here apart from the commands' own declarations
 EXPECTED: dict[tuple[str, ...], set[int]] = {
     (): ALL,
     ("scan",): SCAN,
     ("report", "merge"): SCAN,
     ("report", "render"): SCAN,
-    ("triage",): {0, 1, 2, 3, 4, 5, 7},
+    ("triage",): {0, 1, 2, 3, 4, 5, 7, 9},
     ("registry",): {0, 2},
     ("platforms",): {0, 2},
     ("rebuild", "plan"): {0, 2, 3, 7},
@@ -101,6 +101,8 @@ def test_the_worst_code_speaks_for_shards() -> None:
     assert worst([0, 5, 4, 1]) == 1 and worst([1, 3]) == 3 and worst([0, 6, 1]) == 6
     assert worst([7, 1]) == 7 and worst([2, 6]) == 2 and worst([]) == 3 and worst([0, 42]) == 42
     assert worst([1, 8, 0]) == 8 and worst([8, 7]) == 7  # a refused deletion outranks what others found
+    assert worst([5, 9, 0]) == 9 and worst([9, 4]) == 4 and worst([9, 1]) == 1  # the store behind
+    assert worst([9, 8]) == 8  # a store far smaller outranks one behind
 
 
 def exit_of(fn: Any) -> int:

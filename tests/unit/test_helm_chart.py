@@ -80,7 +80,7 @@ def test_the_default_is_the_scheduled_scan_and_its_config_loads(tmp_path: Path) 
     cronjob = next(d for d in docs(rendered) if d["kind"] == "CronJob")
     assert cronjob["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"][
         "values"
-    ] == [1, 2, 4, 5, 8]
+    ] == [1, 2, 4, 5, 8, 9]
 
 
 @pytest.mark.parametrize("n", [3, 6])

@@ -223,3 +223,23 @@ def _aged(x):
         return OmRow(x.id, x.json, now_ms() + x.updated_at, x.deleted)
     data = {**x.json, "updatedAt": now_ms() + x.json["updatedAt"]}
     return OmRow(x.id, data, data["updatedAt"], data["deleted"], owners=tuple(data.pop("owners", ())))
+
+
+def test_a_newer_document_is_in_flight_within_a_replica_s_lag_and_store_behind_past_it() -> None:
+    """OpenMetadata's verdicts of a document newer than its row, judged again with the lag the
+    database said (scan.with_lag): younger than the lag in flight, older the store behind."""
+    from datetime import UTC, datetime, timedelta
+
+    from auditor.core.classify import classify
+    from auditor.core.model import Finding, Kind, Verdict
+    from auditor.platforms.openmetadata.scan import with_lag
+
+    def judged(ago: float):
+        at = (datetime.now(UTC) - timedelta(seconds=ago)).isoformat()
+        details = {"platform": "openmetadata", "index_updated": at, "ahead_seconds": 5.0, "store_lag": None}
+        f = Finding("openmetadata", Kind.STORE_BEHIND, "id", "table", "t", None, None, details)
+        return classify(f, datetime.now(UTC), grace=0, settle=0, position=None, kafka=None, history=None)
+
+    assert judged(30).verdict == Verdict.STORE_BEHIND  # a primary: nothing is on its way
+    assert with_lag(judged(30), 120.0).verdict == Verdict.IN_FLIGHT
+    assert with_lag(judged(3600), 120.0).verdict == Verdict.STORE_BEHIND

@@ -45,7 +45,7 @@ class OpenMetadata(Platform):
     executors = EXECUTORS
     renderer = commands.RENDERER
     scan_knobs = frozenset()  # no change log: nothing to settle, sample or confirm against
-    repair_knobs = frozenset({"rate", "resume", "break_stale_lock"})
+    repair_knobs = frozenset({"rate", "resume", "break_stale_lock", "prefer_store"})
     knobs_instead: ClassVar[dict[str, str]] = {
         "--settle": "OpenMetadata has no change log: a change is judged by its age (--grace) and history",
         "--sample-window": "OpenMetadata has no consumer offsets to sample",
@@ -256,6 +256,7 @@ def _om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest)
                 replace_concrete=request.replace_concrete,
                 state_dir=request.state_dir,
                 leave_out_invalid=request.leave_out_invalid,
+                prefer_store=request.prefer_store,
             )
             with locked(request, store.description, search.cluster_alias):  # one repair at a time
                 for entity in chosen_types:
@@ -278,6 +279,7 @@ def _om_rebuild(platform: Platform, settings: Settings, request: RebuildRequest)
             progress=request.progress,
             release=settings.platform_version,
             rate=request.rate,
+            prefer_store=request.prefer_store,
             guard=request,
         )
         return repair(store, search, writer, om_request)

@@ -80,7 +80,7 @@ class ReindexEvidence:
     def judge(self, c: Classified) -> Classified:
         """The verdict with the reindex's evidence: in flight behind a running job, diverged with
         the cause its failure row gives, or the verdict kept with the partial job named."""
-        if c.verdict == Verdict.INVALID:
+        if c.verdict in (Verdict.INVALID, Verdict.STORE_BEHIND):  # no reindex of the rows helps those
             return c
         f = c.finding
         job = self.current(f.entity_type)

@@ -8,15 +8,18 @@ against the grace, and the state file (a finding seen again past its grace: dive
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.protocols import State
+from auditor.backends.replica import note
 from auditor.checks.openmetadata import check
 from auditor.core.absence import judged
-from auditor.core.classify import CLOCK_SKEW_SECONDS, History, decided
+from auditor.core.classify import CLOCK_SKEW_SECONDS, History, classify, decided
 from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Selection, Verdict
 from auditor.platforms.openmetadata.join import OmScanner, Progress
 from auditor.platforms.openmetadata.naming import RETRY_FAILED, RETRY_PENDING, OmEntity
@@ -175,6 +178,18 @@ def retry_verdict(c: Classified, retry: RetryRow) -> Classified:
     return c
 
 
+def with_lag(c: Classified, lag: float) -> Classified:
+    """A store-behind verdict judged again knowing the replica's lag (the kernel's rule: a write
+    younger than the lag is in flight)."""
+    f = c.finding
+    if f.kind != Kind.STORE_BEHIND:
+        return c
+    f = dataclasses.replace(f, details={**f.details, "store_lag": lag})
+    now = datetime.now(UTC)
+    return classify(f, now, grace=0.0, settle=0.0, position=None, kafka=None, history=None,
+                    observed=c.evidence.observed)  # fmt: skip
+
+
 def weigh_retries(
     judged: list[tuple[Observed, Classified]], retries: dict[str, RetryRow] | None
 ) -> list[Classified]:
@@ -182,7 +197,7 @@ def weigh_retries(
     out = []
     for o, c in judged:
         f, retry = o.finding, None
-        if retries and c.verdict != Verdict.INVALID:
+        if retries and c.verdict not in (Verdict.INVALID, Verdict.STORE_BEHIND):  # no retry helps those
             retry = retries.get(f.urn) or retries.get(str(f.details.get("fqn") or "\x00"))
         out.append(retry_verdict(c, retry) if retry is not None else c)
     return out
@@ -212,11 +227,13 @@ class OmParts(Parts):
         self.names: dict[str, str] = {}
         self.seen = Seen()
         self.absence: list[Finding] = []  # findings on a whole index (auditor/core/absence.py)
+        self.lag: float | None = None  # a replica's lag: a newer document younger than it is in flight
 
     def types(self, selection: Selection) -> tuple[str, ...]:
         return tuple(self.by_type)
 
     def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
+        self.lag = note(self.report, self.store.replica())
         joined = self.scanner.run(self.entities, selection.urns, progress)
         self.names, self.absence = joined.names, joined.absence
         return Joined(joined.findings, joined.entities, joined.documents, warnings=joined.warnings)
@@ -227,6 +244,8 @@ class OmParts(Parts):
         return self.seen
 
     def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
+        if self.lag is not None:  # the store a replica that says its lag: the kernel's rule with it
+            judged = [(o, with_lag(c, self.lag)) for o, c in judged]
         findings = [o.finding for o, _ in judged]
         retries = self.store.retry_queue(
             sorted({f.urn for f in findings}),

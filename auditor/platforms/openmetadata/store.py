@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.backends.dbapi import direct_engine, errors_of, no_such_table, sql_of
 from auditor.backends.protocols import Capability
+from auditor.backends.replica import Replica, replica_state
 from auditor.core.json_guard import load_object, loads
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.openmetadata.bookkeeping import IN_LIST, Bookkeeping, in_marks
@@ -108,6 +109,10 @@ class OmStore(Bookkeeping):
 
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(f"metadata store {self.description}: {what}: {_first_line(exc)}")
+
+    def replica(self) -> Replica:
+        """Whether the database is a replica and how far behind (never raises: unknown instead)."""
+        return replica_state(self.engine.connect, self.sql, self.errors, self.postgres)
 
     def ping(self) -> str:
         try:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.backends.protocols import Capability
+from auditor.backends.replica import Replica, of_stores
 from auditor.core.join import JoinOrderError
 from auditor.core.model import Selection
 from auditor.core.records import EntityRows, RowsDigest, as_utc
@@ -164,6 +165,10 @@ class FederatedStore:
             for name, store in self.stores
         ]
         return merge_stores(streams)
+
+    def replica(self) -> Replica:
+        """Whether its stores are replicas, as behind as the laggiest (each store named)."""
+        return of_stores([(name, store.replica()) for name, store in self.stores])
 
     def _each(self, what: str, call: Any) -> list[Any]:
         out = []

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.backends.dbapi import DirectError, direct_engine, has_table
 from auditor.backends.protocols import Capability
+from auditor.backends.replica import Replica, replica_state
 from auditor.backends.store_order import (  # noqa: F401  (re-exported: the store's public names)
     BYTE_ORDER_COLLATIONS,
     COLLATION_PROBE,
@@ -329,6 +330,10 @@ class MetadataStore(RepairReads):
         out = [(str(u), str(m or ""), as_utc(c) if c is not None else None) for u, m, c in rows]
         out.sort(key=lambda r: (r[2] is None, r[2] or datetime.min.replace(tzinfo=UTC), r[0]))
         return out
+
+    def replica(self) -> Replica:
+        """Whether the database is a replica and how far behind (never raises: unknown instead)."""
+        return replica_state(self.engine.connect, self.sql, self.errors, self.postgres)
 
     def ping(self) -> str:
         """Server version; raises BackendUnavailable when the store cannot be reached, and a

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 
 from auditor.backends.protocols import State
+from auditor.backends.replica import note
 from auditor.core.absence import judged
 from auditor.core.model import Classified, Finding, Report, Selection
 from auditor.platforms.datahub.registry.registry import Registry
@@ -87,6 +88,7 @@ class DataHubParts(Parts):
         backends, report, target = self.backends, self.report, self.target
         versions = deployment_rules(backends, self.registry, target, report)
         self.scanner = scanner = scanner_for(backends, self.registry, target, report.started_at, versions)
+        scanner.ctx.store_lag = note_replica(report, backends)
         note_datahub_reindex(report, backends, scanner)
         rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
         joined = scanner.run(selection, progress)
@@ -167,6 +169,14 @@ def backend_warnings(backends: ScanBackends) -> list[str]:
             "connection); each was sent again after a backoff and answered"
         )
     return out
+
+
+def note_replica(report: Report, backends: ScanBackends) -> float | None:
+    """Whether the store is a replica and how far behind its primary (the report's sources say
+    it; a replica's lag is a warning too): a document newer than its row and younger than the lag
+    is on its way. The lag in seconds when the store is a replica that says it."""
+    ask = getattr(backends.store, "replica", None)  # a federation's stores are not asked
+    return note(report, ask()) if ask is not None else None
 
 
 def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanner) -> None:
