@@ -113,7 +113,10 @@ def test_lineage_and_services_survive_every_repair(world: World) -> None:
     _stale(world, stale, 3)
     types = tuple(e.type for e in stale)
     done = rebuild(
-        settings, RebuildRequest("reindex", selection=Selection(entity_types=types), apply=True, full=True)
+        settings,
+        RebuildRequest(
+            "reindex", selection=Selection(entity_types=types), apply=True, full=True, replace_concrete=True
+        ),
     )
     assert done.exit_code == 0, done.failed
     refresh_all(world.search, world.alias)

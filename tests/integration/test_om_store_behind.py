@@ -59,7 +59,9 @@ def test_a_document_newer_than_its_row_is_the_store_behind_and_kept_by_every_rep
         targeted = repair(w, tmp_path, selection=by_id)
         from_report = repair(w, tmp_path, findings=report.findings, include=frozenset(Verdict))
         kept = [description(w, table)]
-        full = repair(w, tmp_path, selection=Selection(entity_types=("table",)), full=True)
+        full = repair(
+            w, tmp_path, selection=Selection(entity_types=("table",)), full=True, replace_concrete=True
+        )
         kept.append(description(w, table))
         forced = repair(w, tmp_path, selection=by_id, prefer_store=True)
         forced_to = description(w, table)
