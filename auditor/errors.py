@@ -45,3 +45,10 @@ class UnknownUrn(AuditorError):
     environment; not a usage error, the same command works with a known one."""
 
     exit_code = ExitCode.UNKNOWN_URN
+
+
+class ConsumerNotRunning(AuditorError):
+    """A replay refused before it produced anything: the MAE consumer it would rely on has no
+    member, or does not move, so nothing would apply what it produced."""
+
+    exit_code = ExitCode.STALLED

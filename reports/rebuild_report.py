@@ -53,7 +53,9 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
             for urn in outcome.failed[:20]:
                 why = f" ({outcome.why[urn]})" if urn in outcome.why else ""
                 console.print("  write failed: " + console_text(urn + why), markup=False, highlight=False)
-        else:
+        if outcome.consumer_caught_up is False:
+            _not_applied(outcome, console)
+        elif not (outcome.still_wrong or outcome.failed):
             console.print(f"[green]verified: {outcome.verified_urns} entities consistent[/]")
     for note in outcome.notes:
         console.print(f"  {console_markup(note)}", highlight=False)
@@ -63,6 +65,19 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         )
     for w in outcome.warnings:
         console.print(f"[yellow]warning:[/] {console_markup(w)}", highlight=False)
+
+
+def _not_applied(outcome: RebuildOutcome, console: Console) -> None:
+    """A replay the MAE consumer has not applied: what still waits on it, never "consistent"."""
+    urns = sorted({c.finding.urn for c in outcome.waiting})
+    console.print(
+        f"[yellow]not verified: the MAE consumer has not applied the replay; {len(urns)} of the "
+        f"{outcome.verified_urns} entities still wait on it (run `auditor scan` once it has)[/]",
+        highlight=False,
+    )
+    for c in outcome.waiting[:20]:
+        console.print(f"  {c.verdict.value} ", end="", highlight=False, markup=False)
+        console.print(console_text(f"{c.finding.urn}: {c.evidence.reason}"), markup=False, highlight=False)
 
 
 def to_json(outcome: RebuildOutcome) -> str:
@@ -81,6 +96,7 @@ def to_json(outcome: RebuildOutcome) -> str:
         "consumer_caught_up": outcome.consumer_caught_up,
         "verified_urns": outcome.verified_urns,
         "still_wrong": [finding_json(c, dummy) for c in outcome.still_wrong],
+        "waiting": [finding_json(c, dummy) for c in outcome.waiting],
         "checkpoint": outcome.checkpoint,
         "notes": outcome.notes,
         "warnings": outcome.warnings,

@@ -55,6 +55,14 @@ Batch = Annotated[int, typer.Option("--batch-size", help="Rows per produced batc
 Resume = Annotated[bool, typer.Option("--resume", help="Continue after the last confirmed batch.")]
 BreakLock = Annotated[bool, typer.Option("--break-stale-lock", help="Clear a lock left by a killed run.")]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
+AllowStopped = Annotated[
+    bool,
+    typer.Option(
+        "--allow-stopped-consumer",
+        help="Produce although the MAE group has no member or does not move (refused otherwise, exit "
+        "4): for a consumer you know will start soon. Until it has applied the replay, exit 4.",
+    ),
+]
 Shard = Annotated[
     str | None,
     typer.Option(
@@ -165,6 +173,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             resume=opts.get("resume", False),
             break_stale_lock=opts.get("break_stale_lock", False),
             wait_seconds=opts.get("wait") or 300.0,
+            allow_stopped_consumer=opts.get("allow_stopped_consumer", False),
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
             shard=shard,
@@ -227,16 +236,27 @@ def plan_cmd(**opts: Any) -> None:
 
 
 @rebuild_app.command("replay")
-@exits({**WRITES, **UNKNOWN})
+@exits(
+    {
+        **WRITES,
+        ExitCode.STALLED: "the MAE consumer has no member or does not move: refused before producing "
+        "(`rebuild reindex` needs no consumer); or, produced, it had not applied the replay by --wait "
+        "(what waits is listed, nothing called consistent)",
+        **UNKNOWN,
+    }
+)
 @with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
-def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> None:
+def replay_cmd(
+    batch_size: Batch = 1000, wait: Wait = 300.0, allow_stopped_consumer: AllowStopped = False, **opts: Any
+) -> None:
     """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.
 
     Keyset-paged, every delivery confirmed, checkpointed per batch, order-guarded (a row written
     meanwhile is produced again after its newer write). Then waits for the MAE group to pass
     what it produced and re-audits the touched entities with the scan's own checks.
     """
-    _go("replay", {**opts, "batch_size": batch_size, "wait": wait})
+    more = {"batch_size": batch_size, "wait": wait, "allow_stopped_consumer": allow_stopped_consumer}
+    _go("replay", {**opts, **more})
 
 
 @rebuild_app.command("reindex")

@@ -15,13 +15,17 @@ from typing import Any
 
 import pytest
 from faults import _datasets, _tags, hard_delete, restore_snapshot, stale_field
+from rich.console import Console
 from sqlalchemy import text
 from world import World
 
 from auditor.api import rebuild
 from auditor.core.model import RepairKind, Report, Selection, Verdict
+from auditor.errors import ConsumerNotRunning
 from auditor.rebuild.request import RebuildRequest
+from auditor.reports.rebuild_report import render_console
 from sandbox.naming import ASPECT_TABLE
+from sandbox.topics import end_offsets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +69,8 @@ def rebuild_cli(world: World, tmp: Path, *args: str) -> tuple[list[str], dict[st
 
 
 def request(mode: str, report: Report, tmp: Path, **more: object) -> RebuildRequest:
-    return RebuildRequest(mode, findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp, **more)
+    more = {"wait_seconds": 60, **more}
+    return RebuildRequest(mode, findings=report.findings, apply=True, state_dir=tmp, **more)
 
 
 @pytest.mark.integration
@@ -88,6 +93,37 @@ def test_a_replay_repairs_what_the_consumer_missed(pair: str, tmp_path: Path) ->
     assert outcome.counts["produced"] >= len(broken) and not outcome.still_wrong, outcome.still_wrong
     assert outcome.exit_code == 0 and outcome.checkpoint is None
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+@pytest.mark.integration
+def test_a_replay_into_a_group_with_no_member_is_refused_and_never_called_consistent(tmp_path: Path) -> None:
+    world = World("postgres", "opensearch", tmp_path, n=30)
+    try:
+        lose_index_writes(world, 2)
+        before = world.scan()
+        lost = {c.finding.urn for c in before.findings if c.verdict == Verdict.DIVERGED}
+        world.consumer.stop()  # the MAE group has no running member left
+        ends = end_offsets(world.endpoints.kafka, world.topics)
+        began = time.monotonic()
+        with pytest.raises(ConsumerNotRunning) as refused:
+            rebuild(world.settings(), request("replay", before, tmp_path))
+        took = time.monotonic() - began
+        produced = end_offsets(world.endpoints.kafka, world.topics)
+        # told it will start soon: produced, waited, and still never "consistent"
+        forced = rebuild(
+            world.settings(), request("replay", before, tmp_path, wait_seconds=2, allow_stopped_consumer=True)
+        )
+    finally:
+        world.close()
+    said = f"{refused.value} {refused.value.hint}"
+    assert refused.value.exit_code == 4 and "no running member" in said and "rebuild reindex" in said, said
+    assert produced == ends and took < 30, (ends, produced, took)  # nothing produced, no long wait
+    assert lost and forced.consumer_caught_up is False and forced.exit_code == 4
+    assert {c.finding.urn for c in forced.waiting} == lost and not forced.still_wrong, forced.waiting
+    console = Console(record=True, width=200)
+    render_console(forced, console)
+    shown = console.export_text()
+    assert "entities consistent" not in shown and f"{len(lost)} of the" in shown, shown
 
 
 @pytest.mark.integration
