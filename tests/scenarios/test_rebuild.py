@@ -17,14 +17,14 @@ import pytest
 from faults import _datasets, _tags, hard_delete, restore_snapshot, stale_field
 from rich.console import Console
 from sqlalchemy import text
-from world import World
+from world import World, json_error
 
 from auditor.api import rebuild
 from auditor.core.model import RepairKind, Report, Selection, Verdict
 from auditor.errors import ConsumerNotRunning
 from auditor.rebuild.request import RebuildRequest
 from auditor.reports.rebuild_report import render_console
-from sandbox.naming import ASPECT_TABLE
+from sandbox.naming import ASPECT_TABLE, entity_index
 from sandbox.topics import end_offsets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -460,6 +460,42 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     assert outcome["failed"] == [] and outcome["still_wrong"] == []  # nothing lost or unreported
     assert outcome["counts"]["produced"] >= outcome["rows"]
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+def block_writes(world: World, index: str, block: str, on: bool) -> None:
+    """`index.blocks.<block>` set (the cluster then refuses every write: cluster_block_exception),
+    or lifted."""
+    settings = {"index": {f"blocks.{block}": True if on else None}}
+    indices = world.search.client.indices
+    if world.search.flavor == "opensearch":
+        indices.put_settings(index=index, body=settings)
+    else:
+        indices.put_settings(index=index, settings=settings)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("pair", "block"),
+    [("postgres/opensearch", "read_only"), ("mariadb/elasticsearch", "read_only_allow_delete")],
+)
+def test_writes_to_a_read_only_index_are_refused_once_with_the_reason_and_the_index(
+    pair: str, block: str, tmp_path: Path
+) -> None:
+    world = World(*pair.split("/"), tmp_path, n=30)
+    index = entity_index("dataset", world.prefix)
+    try:
+        block_writes(world, index, block, True)
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--entity-type", "dataset")
+        began = time.monotonic()
+        done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        took = time.monotonic() - began
+    finally:
+        block_writes(world, index, block, False)
+        world.close()
+    said = json_error(done.stdout, 3)
+    assert "cluster_block_exception" in said["error"] and index in said["error"], said
+    assert said["error"].count("cluster_block_exception") == 1 and "write failed" not in done.stdout, said
+    assert "index.blocks" in said["hint"] and took < 120, (said, took)  # no retries of a 429 block
 
 
 def reindex_urns(world: World, urns: list[str], tmp: Path) -> Any:
