@@ -297,6 +297,8 @@ def reindex_cmd(
         ExitCode.PERSISTENT: "the repair or the final scan left something wrong",
         ExitCode.USAGE: None,
         ExitCode.INCOMPLETE: None,
+        ExitCode.STALLED: "a replay refused (the MAE consumer has no member or does not move: --mode "
+        "reindex needs none), or not applied by --wait",
         ExitCode.LOCKED: None,
     }
 )
@@ -340,6 +342,8 @@ def after_restore_cmd(
             return 0
         if not apply:
             return 0
+        if found.outcome.exit_code == ExitCode.STALLED:  # the replay waits on the consumer
+            return int(ExitCode.STALLED)
         return 1 if found.final_exit_code not in (0, 4) or found.outcome.exit_code else 0
 
     run(debug, go)
@@ -371,6 +375,7 @@ def _in_shards(settings: Any, request: Any, opts: dict[str, Any]) -> int:
         ExitCode.PERSISTENT: "a shard still wrong after verification",
         ExitCode.USAGE: "a file is not a rebuild outcome, or a usage error",
         ExitCode.INCOMPLETE: "a shard could not complete, or has no outcome",
+        ExitCode.STALLED: "a replay shard refused, or not applied, as its MAE consumer does not move",
     },
     "Exit codes (the worst shard's):",
 )
