@@ -19,7 +19,7 @@ from world import World
 
 from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
-from auditor.errors import ConfigError
+from auditor.errors import ConfigError, ConsumerNotRunning
 from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import MCL_VERSIONED_TOPIC
 from sandbox.pgqueue import stable_partition
@@ -158,6 +158,40 @@ def test_retention_that_left_the_consumer_past_the_log_refuses_a_replay_and_a_re
     time.sleep(0.5)
     report = world.scan()
     assert report.exit_code == 0 and not report.findings, [str(c) for c in report.findings]
+
+
+def test_a_replay_into_a_queue_group_whose_heartbeat_stopped_is_refused_until_it_runs_again(
+    world: World, tmp_path: Path
+) -> None:
+    clean(world)
+    urns = skip_index_write(world)
+    world.consumer.reset_faults()  # the cause is fixed; what it left behind is not
+    report = world.scan()
+    queued = text("SELECT count(*) FROM queue.metadata_queue_message")
+    world.consumer.stop()  # no poll cycle, no heartbeat: the consumer is gone
+    try:
+        with world.engine.begin() as conn:  # its last heartbeat, older than a live one's minute
+            conn.execute(
+                text(
+                    "UPDATE queue.metadata_queue_consumer_registration "
+                    "SET last_heartbeat_at = now() - interval '5 minutes'"
+                )
+            )
+            before = conn.execute(queued).scalar_one()
+        asked = RebuildRequest(
+            "replay", findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp_path
+        )
+        with pytest.raises(ConsumerNotRunning, match="no running member") as refused:
+            rebuild(world.settings(), asked)
+        with world.engine.connect() as conn:
+            after = conn.execute(queued).scalar_one()
+    finally:
+        world.consumer.start()  # heartbeats again
+    assert after == before and "rebuild reindex" in (refused.value.hint or ""), (before, after)
+    replayed = rebuild(world.settings(), asked)
+    assert replayed.consumer_caught_up and not replayed.still_wrong and replayed.exit_code == 0
+    assert {c.finding.urn for c in report.findings} == urns
+    clean(world)
 
 
 def test_the_scan_needs_select_on_four_queue_tables_and_says_which_grant_is_missing(world: World) -> None:
