@@ -46,13 +46,15 @@ def consumer_faults(world: World) -> set[str]:
     return {dropped, skipped, soft}
 
 
-def lose_index_writes(world: World, k: int) -> None:
+def lose_index_writes(world: World, k: int) -> set[str]:
     """k datasets written while the consumer drops every index write; then the cause is fixed."""
     world.consumer.skip_index_write(lambda urn, aspect: True)
-    for i, urn in enumerate(_datasets(world, k)):
+    urns = _datasets(world, k)
+    for i, urn in enumerate(urns):
         world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
     assert world.consumer.drain(60)
     world.consumer.reset_faults()
+    return set(urns)
 
 
 def rebuild_cli(world: World, tmp: Path, *args: str) -> tuple[list[str], dict[str, str]]:
@@ -99,9 +101,8 @@ def test_a_replay_repairs_what_the_consumer_missed(pair: str, tmp_path: Path) ->
 def test_a_replay_into_a_group_with_no_member_is_refused_and_never_called_consistent(tmp_path: Path) -> None:
     world = World("postgres", "opensearch", tmp_path, n=30)
     try:
-        lose_index_writes(world, 2)
+        lost = lose_index_writes(world, 2)
         before = world.scan()
-        lost = {c.finding.urn for c in before.findings if c.verdict == Verdict.DIVERGED}
         world.consumer.stop()  # the MAE group has no running member left
         ends = end_offsets(world.endpoints.kafka, world.topics)
         began = time.monotonic()
@@ -118,7 +119,8 @@ def test_a_replay_into_a_group_with_no_member_is_refused_and_never_called_consis
     said = f"{refused.value} {refused.value.hint}"
     assert refused.value.exit_code == 4 and "no running member" in said and "rebuild reindex" in said, said
     assert produced == ends and took < 30, (ends, produced, took)  # nothing produced, no long wait
-    assert lost and forced.consumer_caught_up is False and forced.exit_code == 4
+    assert {c.finding.urn for c in before.findings if c.verdict == Verdict.DIVERGED} == lost
+    assert forced.consumer_caught_up is False and forced.exit_code == 4
     assert {c.finding.urn for c in forced.waiting} == lost and not forced.still_wrong, forced.waiting
     console = Console(record=True, width=200)
     render_console(forced, console)
