@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from auditor.core.model import RepairKind, Report
+from auditor.core.model import Classified, RepairKind, Report
 from auditor.core.plan import RebuildOutcome
 from auditor.reports.escape import console_markup, console_text
 from auditor.reports.json_report import finding_json, plain
@@ -75,9 +75,15 @@ def _not_applied(outcome: RebuildOutcome, console: Console) -> None:
         f"{outcome.verified_urns} entities still wait on it (run `auditor scan` once it has)[/]",
         highlight=False,
     )
-    for c in outcome.waiting[:20]:
+    first: dict[str, Classified] = {}
+    for c in outcome.waiting:  # one line per entity: its first finding's verdict and reason
+        first.setdefault(c.finding.urn, c)
+    for urn in urns[:20]:
+        c = first[urn]
         console.print(f"  {c.verdict.value} ", end="", highlight=False, markup=False)
-        console.print(console_text(f"{c.finding.urn}: {c.evidence.reason}"), markup=False, highlight=False)
+        console.print(console_text(f"{urn}: {c.evidence.reason}"), markup=False, highlight=False)
+    if len(urns) > 20:
+        console.print(f"  ... and {len(urns) - 20} more (`waiting` in --json)", highlight=False)
 
 
 def to_json(outcome: RebuildOutcome) -> str:

@@ -42,7 +42,7 @@ def refuse_unless_consuming(events: Events, topic: str, group: str) -> list[Part
     if members == 0:
         raise ConsumerNotRunning(
             f"replay refused: the MAE group {group} has no running member on {topic} "
-            f"({_where(positions)}): nothing would apply the MCLs it produced",
+            f"({_where(positions, health=False)}): nothing would apply the MCLs it produced",
             hint=HINT,
         )
     stalled = [p for p in positions if p.health == PartitionHealth.STALLED]
@@ -56,11 +56,13 @@ def refuse_unless_consuming(events: Events, topic: str, group: str) -> list[Part
     return positions
 
 
-def _where(positions: list[PartitionPosition]) -> str:
-    """Each partition's state in a few words: `partition 0 stopped at offset 93, lag 1`."""
+def _where(positions: list[PartitionPosition], health: bool = True) -> str:
+    """Each partition's state in a few words: `partition 0 stalled at offset 93, lag 1` (without
+    `health`: `partition 0 at offset 93, lag 0`; a group with no member is `ok` where it lags 0)."""
     said = []
     for p in positions[:8]:
         at = f"at offset {p.committed}" if p.committed is not None else "never committed"
-        said.append(f"partition {p.partition} {p.health.value} {at}, lag {p.lag}")
+        state = f" {p.health.value}" if health else ""
+        said.append(f"partition {p.partition}{state} {at}, lag {p.lag}")
     more = f", and {len(positions) - 8} more" if len(positions) > 8 else ""
     return "; ".join(said) + more
