@@ -12,6 +12,7 @@ from world import World
 
 from auditor.api import triage
 from auditor.core.triage import Boundary
+from auditor.reports.markdown import render as markdown
 
 CASES = yaml.safe_load((Path(__file__).with_name("cases.yaml")).read_text())
 PARAMS = [
@@ -77,6 +78,8 @@ def test_a_change_retention_deleted_before_the_consumer_read_it_is_lost_not_neve
     why = found.evidence.reason
     assert "lost to retention" in why and f"offsets {first} to {last}" in why and "never published" not in why
     assert report.exit_code == 1 and found.finding.repairs, found.finding.repairs  # replay or reindex it
+    said = markdown(report)  # the partition says it too, with the offsets
+    assert f"offsets {first}-{last} lost to retention" in said, said
     consumed = next(s for s in traced.steps if s.boundary == Boundary.CONSUMED)
     assert "lost to retention" in consumed.detail and consumed.facts["lost_to_retention"] == [first, last]
     assert "lost_to_retention" in {c.subkind for c in traced.findings}, [str(c) for c in traced.findings]
