@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import backlog, drop_mcl, skip_index_write, stall
+from faults import _datasets, _tags, backlog, drop_mcl, skip_index_write, stall
 from sqlalchemy import text
 from world import World
 
@@ -108,6 +108,43 @@ def test_a_backlog_is_in_flight_with_an_eta(world: World) -> None:
     clean(world)
 
 
+def test_a_replay_into_a_queue_group_whose_heartbeat_stopped_is_refused_until_it_runs_again(
+    world: World, tmp_path: Path
+) -> None:
+    clean(world)
+    urn = _datasets(world, 4)[3]  # one no other test of the module writes
+    world.consumer.skip_index_write({urn})
+    world.writer.write(urn, "globalTags", _tags("skipped while the replay waits"))
+    assert world.consumer.drain(60)
+    world.consumer.reset_faults()  # the cause is fixed; what it left behind is not
+    report = world.scan()
+    assert {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED} == {urn}, report.findings
+    queued = text("SELECT count(*) FROM queue.metadata_queue_message")
+    world.consumer.stop()  # no poll cycle, no heartbeat: the consumer is gone
+    try:
+        with world.engine.begin() as conn:  # its last heartbeat, older than a live one's minute
+            conn.execute(
+                text(
+                    "UPDATE queue.metadata_queue_consumer_registration "
+                    "SET last_heartbeat_at = now() - interval '5 minutes'"
+                )
+            )
+            before = conn.execute(queued).scalar_one()
+        asked = RebuildRequest(
+            "replay", findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp_path
+        )
+        with pytest.raises(ConsumerNotRunning, match="no running member") as refused:
+            rebuild(world.settings(), asked)
+        with world.engine.connect() as conn:
+            after = conn.execute(queued).scalar_one()
+    finally:
+        world.consumer.start()  # heartbeats again
+    assert after == before and "rebuild reindex" in (refused.value.hint or ""), (before, after)
+    replayed = rebuild(world.settings(), asked)
+    assert replayed.consumer_caught_up and not replayed.still_wrong and replayed.exit_code == 0
+    clean(world)
+
+
 def test_a_change_whose_message_retention_deleted_is_diverged_with_retention_said(
     world: World, tmp_path: Path
 ) -> None:
@@ -158,40 +195,6 @@ def test_retention_that_left_the_consumer_past_the_log_refuses_a_replay_and_a_re
     time.sleep(0.5)
     report = world.scan()
     assert report.exit_code == 0 and not report.findings, [str(c) for c in report.findings]
-
-
-def test_a_replay_into_a_queue_group_whose_heartbeat_stopped_is_refused_until_it_runs_again(
-    world: World, tmp_path: Path
-) -> None:
-    clean(world)
-    urns = skip_index_write(world)
-    world.consumer.reset_faults()  # the cause is fixed; what it left behind is not
-    report = world.scan()
-    queued = text("SELECT count(*) FROM queue.metadata_queue_message")
-    world.consumer.stop()  # no poll cycle, no heartbeat: the consumer is gone
-    try:
-        with world.engine.begin() as conn:  # its last heartbeat, older than a live one's minute
-            conn.execute(
-                text(
-                    "UPDATE queue.metadata_queue_consumer_registration "
-                    "SET last_heartbeat_at = now() - interval '5 minutes'"
-                )
-            )
-            before = conn.execute(queued).scalar_one()
-        asked = RebuildRequest(
-            "replay", findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp_path
-        )
-        with pytest.raises(ConsumerNotRunning, match="no running member") as refused:
-            rebuild(world.settings(), asked)
-        with world.engine.connect() as conn:
-            after = conn.execute(queued).scalar_one()
-    finally:
-        world.consumer.start()  # heartbeats again
-    assert after == before and "rebuild reindex" in (refused.value.hint or ""), (before, after)
-    replayed = rebuild(world.settings(), asked)
-    assert replayed.consumer_caught_up and not replayed.still_wrong and replayed.exit_code == 0
-    assert {c.finding.urn for c in report.findings} == urns
-    clean(world)
 
 
 def test_the_scan_needs_select_on_four_queue_tables_and_says_which_grant_is_missing(world: World) -> None:
