@@ -103,6 +103,10 @@ def test_a_replay_into_a_group_with_no_member_is_refused_and_never_called_consis
     try:
         lost = lose_index_writes(world, 2)
         before = world.scan()
+        world.consumer.stall()  # a member, polling, committing nothing of a backlog
+        world.writer.write(_datasets(world, 3)[2], "globalTags", _tags("behind the stall"))
+        with pytest.raises(ConsumerNotRunning) as stalled:
+            rebuild(world.settings(), request("replay", before, tmp_path))
         world.consumer.stop()  # the MAE group has no running member left
         ends = end_offsets(world.endpoints.kafka, world.topics)
         began = time.monotonic()
@@ -116,6 +120,7 @@ def test_a_replay_into_a_group_with_no_member_is_refused_and_never_called_consis
         )
     finally:
         world.close()
+    assert "does not move" in str(stalled.value) and stalled.value.exit_code == 4, stalled.value
     said = f"{refused.value} {refused.value.hint}"
     assert refused.value.exit_code == 4 and "no running member" in said and "rebuild reindex" in said, said
     assert produced == ends and took < 30, (ends, produced, took)  # nothing produced, no long wait
