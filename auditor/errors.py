@@ -53,3 +53,10 @@ class DeletionRefused(AuditorError):
     number is given (`--allow-delete N`)."""
 
     exit_code = ExitCode.STORE_SMALLER
+
+
+class ConsumerNotRunning(AuditorError):
+    """A replay refused before it produced anything: the MAE consumer it would rely on has no
+    member, or does not move, so nothing would apply what it produced."""
+
+    exit_code = ExitCode.STALLED

@@ -36,7 +36,8 @@ MEANINGS = {
     "wrong after verification, a probe over its SLO, a drill's FAIL, a burn-rate alert firing",
     ExitCode.USAGE: "usage or configuration error",
     ExitCode.INCOMPLETE: "could not complete: a backend down, failing or refusing the auditor's credentials",
-    ExitCode.STALLED: "the MAE consumer is stalled: findings wait on it, none diverged",
+    ExitCode.STALLED: "the MAE consumer is stalled: findings wait on it, none diverged (a replay: "
+    "refused, or produced and not applied)",
     ExitCode.OUTDATED: "only documents an older release wrote (a reindex of their types is due)",
     ExitCode.LOCKED: "the target is locked by another repair: retry once it ends, or clear a "
     "stale lock with --break-stale-lock",

@@ -113,6 +113,7 @@ def merge(mode: str, applied: bool, parts: Sequence[tuple[str, RebuildOutcome]])
         out.failed += o.failed
         out.why.update(o.why)
         out.still_wrong += o.still_wrong
+        out.waiting += o.waiting
         out.verified_urns += o.verified_urns
         out.warnings += [f"store {name}: {w}" for w in o.warnings]
         done = ", ".join(f"{k} {v}" for k, v in sorted(o.counts.items())) or "nothing written"

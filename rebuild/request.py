@@ -24,6 +24,8 @@ class RebuildRequest:
     resume: bool = False
     break_stale_lock: bool = False
     wait_seconds: float = 300.0  # replay: how long to wait for the consumer before verifying
+    # replay: produce although the MAE group has no member or does not move (it will start soon)
+    allow_stopped_consumer: bool = False
     verify: bool = True
     full: bool = False  # reindex: a fresh index per entity type, swapped in after verification
     replace_concrete: bool = False  # full: a live concrete index may be replaced by the alias

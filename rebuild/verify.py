@@ -19,18 +19,33 @@ from auditor.core.model import Classified, Report, Selection, Verdict
 BATCH = 1000  # touched entities verified together
 
 
+WRONG = (Verdict.DIVERGED, Verdict.INVALID)
+WAITING = (Verdict.STALLED, Verdict.IN_FLIGHT)  # a write the consumer has not applied yet
+
+
 def still_wrong(
-    scan: Callable[[Selection], Report], urns: Iterable[str], batch: int = BATCH
+    scan: Callable[[Selection], Report],
+    urns: Iterable[str],
+    batch: int = BATCH,
+    waiting: list[Classified] | None = None,
 ) -> list[Classified]:
     """Scan the touched urns (`scan`: one selection's report), batch by batch: what is still
-    diverged or invalid."""
+    diverged or invalid. `waiting`: given, what waits on the consumer is added to it (a replay's
+    verification names it instead of counting it consistent)."""
     out: list[Classified] = []
     ordered = sorted(set(urns))
     size = batch or len(ordered) or 1
     for i in range(0, len(ordered), size):
         report = scan(Selection(urns=tuple(ordered[i : i + size])))
-        out += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
+        out += _keep(report, waiting)
     return out
+
+
+def _keep(report: Report, waiting: list[Classified] | None) -> list[Classified]:
+    """The report's diverged and invalid findings; those waiting on the consumer into `waiting`."""
+    if waiting is not None:
+        waiting += [c for c in report.findings if c.verdict in WAITING]
+    return [c for c in report.findings if c.verdict in WRONG]
 
 
 class RepairSight(ScanState):
@@ -47,12 +62,14 @@ class RepairSight(ScanState):
 
 
 def selections(
-    scan: Callable[[Selection], Report], chosen: Sequence[Selection]
+    scan: Callable[[Selection], Report],
+    chosen: Sequence[Selection],
+    waiting: list[Classified] | None = None,
 ) -> tuple[int, list[Classified]]:
     """A scan of each selection a filter-based repair walked: (entities scanned, still wrong)."""
     entities, out = 0, []
     for selection in chosen:
         report = scan(selection)
         entities += sum(report.entities.values())
-        out += [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
+        out += _keep(report, waiting)
     return entities, out

@@ -63,6 +63,8 @@ def partition_json(p: PartitionPosition) -> dict[str, Any]:
     out = plain(p)
     out["lag"] = p.lag
     out["eta_seconds"] = p.eta_seconds
+    lost = p.lost_to_retention
+    out["lost_to_retention"] = list(lost) if lost is not None else None  # [first, last] offsets
     return out
 
 

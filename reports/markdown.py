@@ -10,6 +10,7 @@ from auditor.reports.summary import (
     by_type,
     describe,
     eta_text,
+    lost_text,
     observed_text,
     outdated_lines,
     reobservation_text,
@@ -64,7 +65,7 @@ def render(report: Report, limit: int = 50) -> str:
             rate = f"{p.rate:.1f}" if p.rate else "-"
             lines.append(
                 f"| {md_text(p.topic)}[{p.partition}] | {p.committed} | {p.end} | {p.lag} | "
-                f"{md_text(p.health.value)} | {rate} | {eta_text(p.eta_seconds)} |"
+                f"{md_text(p.health.value + lost_text(p))} | {rate} | {eta_text(p.eta_seconds)} |"
             )
     if outdated := outdated_lines(report):
         lines += [

@@ -51,6 +51,7 @@ def merge_outcomes(parts: Sequence[dict[str, Any]], shards: int | None = None) -
         "consumer_caught_up": all(caught) if caught else None,
         "verified_urns": sum(int(p.get("verified_urns") or 0) for p in done),
         "still_wrong": [f for p in done for f in p.get("still_wrong") or []],
+        "waiting": [f for p in done for f in p.get("waiting") or []],
         "checkpoints": [p["checkpoint"] for p in done if p.get("checkpoint")],
         "warnings": sorted({w for p in done for w in p.get("warnings") or []}),
     }
@@ -93,7 +94,14 @@ def render_console(merged: dict[str, Any], console: Console) -> None:
         for urn in merged["failed"][:20]:
             why = merged["failed_why"].get(urn)
             console.print("  write failed: " + console_text(urn + (f" ({why})" if why else "")), markup=False)
-    elif merged["applied"] and code == 0:
+    if merged["consumer_caught_up"] is False and merged["applied"]:
+        waiting = merged["waiting"]
+        console.print(f"[yellow]not verified: {len(waiting)} findings still wait on the MAE consumer[/]")
+        for f in waiting[:20]:
+            console.print(
+                "  " + console_text(f"{f.get('verdict')} {f.get('urn')}"), markup=False, highlight=False
+            )
+    elif merged["applied"] and code == 0 and not (wrong or merged["failed"]):
         console.print(f"[green]verified: {merged['verified_urns']} entities consistent[/]")
     for path in merged["checkpoints"]:
         console.print(f"  checkpoint {console_markup(path)} (--resume continues)", highlight=False)

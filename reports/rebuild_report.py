@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from auditor.core.model import RepairKind, Report
+from auditor.core.model import Classified, RepairKind, Report
 from auditor.core.plan import RebuildOutcome
 from auditor.reports.escape import console_markup, console_text
 from auditor.reports.json_report import finding_json, plain
@@ -72,7 +72,9 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
             for urn in outcome.failed[:20]:
                 why = f" ({outcome.why[urn]})" if urn in outcome.why else ""
                 console.print("  write failed: " + console_text(urn + why), markup=False, highlight=False)
-        else:
+        if outcome.consumer_caught_up is False:
+            _not_applied(outcome, console)
+        elif not (outcome.still_wrong or outcome.failed):
             console.print(f"[green]verified: {outcome.verified_urns} entities consistent[/]")
     for note in outcome.notes:
         console.print(f"  {console_markup(note)}", highlight=False)
@@ -82,6 +84,25 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         )
     for w in outcome.warnings:
         console.print(f"[yellow]warning:[/] {console_markup(w)}", highlight=False)
+
+
+def _not_applied(outcome: RebuildOutcome, console: Console) -> None:
+    """A replay the MAE consumer has not applied: what still waits on it, never "consistent"."""
+    urns = sorted({c.finding.urn for c in outcome.waiting})
+    console.print(
+        f"[yellow]not verified: the MAE consumer has not applied the replay; {len(urns)} of the "
+        f"{outcome.verified_urns} entities still wait on it (run `auditor scan` once it has)[/]",
+        highlight=False,
+    )
+    first: dict[str, Classified] = {}
+    for c in outcome.waiting:  # one line per entity: its first finding's verdict and reason
+        first.setdefault(c.finding.urn, c)
+    for urn in urns[:20]:
+        c = first[urn]
+        console.print(f"  {c.verdict.value} ", end="", highlight=False, markup=False)
+        console.print(console_text(f"{urn}: {c.evidence.reason}"), markup=False, highlight=False)
+    if len(urns) > 20:
+        console.print(f"  ... and {len(urns) - 20} more (`waiting` in --json)", highlight=False)
 
 
 def to_json(outcome: RebuildOutcome) -> str:
@@ -100,6 +121,7 @@ def to_json(outcome: RebuildOutcome) -> str:
         "consumer_caught_up": outcome.consumer_caught_up,
         "verified_urns": outcome.verified_urns,
         "still_wrong": [finding_json(c, dummy) for c in outcome.still_wrong],
+        "waiting": [finding_json(c, dummy) for c in outcome.waiting],
         "checkpoint": outcome.checkpoint,
         "notes": outcome.notes,
         "warnings": outcome.warnings,

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from auditor import platforms
-from auditor.core.model import Classified, Report, Verdict
+from auditor.core.model import Classified, PartitionPosition, Report, Verdict
 from auditor.platforms.base import Capability
 from auditor.reports.commands import repair_commands as plan_repairs
 
@@ -113,6 +113,15 @@ def eta_text(seconds: float | None) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f}min"
     return f"{seconds / 3600:.1f}h"
+
+
+def lost_text(p: PartitionPosition) -> str:
+    """What retention took from a partition before the group read it (nothing: empty)."""
+    lost = p.lost_to_retention
+    if lost is None:
+        return ""
+    first, last = lost
+    return f"; offsets {first}-{last} lost to retention (deleted before the group read them)"
 
 
 def sorted_findings(findings: Iterable[Classified]) -> list[Classified]:

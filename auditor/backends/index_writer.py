@@ -63,6 +63,23 @@ class BulkFailure:
     reason: str
 
 
+# the cluster refuses every write to an index behind a block (`index.blocks.read_only`, or the
+# `read_only_allow_delete` the flood-stage disk watermark sets, which answers 429): no retry of the
+# bulk, nor any later one, gets through until someone lifts it
+BLOCKED = "cluster_block_exception"
+
+
+def _refused(blocked: dict[str, str]) -> BackendUnavailable:
+    """One error for the writes a block refuses: each index blocked, with the cluster's reason."""
+    reasons = "; ".join(f"{index}: {why}" for index, why in sorted(blocked.items()))
+    return BackendUnavailable(
+        f"the search cluster refuses every write to {reasons}",
+        hint='lift the block (`PUT <index>/_settings {"index.blocks.read_only": null, '
+        '"index.blocks.read_only_allow_delete": null}`; after the flood-stage disk watermark set it, '
+        "free disk first), then run the repair again (a checkpoint left: --resume)",
+    )
+
+
 class IndexWriter:
     """Bulk writes with bounded backoff on 429/503; a failed item is returned, never dropped."""
 
@@ -134,15 +151,21 @@ class IndexWriter:
         body = response.body if hasattr(response, "body") else response
         retry: list[tuple[BulkItem, bytes]] = []
         failed: list[BulkFailure] = []
+        blocked: dict[str, str] = {}  # index -> why the cluster refuses every write to it
         for (item, lines), result in zip(sent, body.get("items", []), strict=False):
             outcome = next(iter(result.values()))
             status = int(outcome.get("status", 500))
             if status < 300 or (item.op == "delete" and status == 404):
                 continue
-            if status in RETRY_STATUSES:
+            error = outcome.get("error")
+            if isinstance(error, dict) and error.get("type") == BLOCKED:
+                blocked.setdefault(item.index, said(error))
+            elif status in RETRY_STATUSES:
                 retry.append((item, lines))
             else:
-                failed.append(BulkFailure(item, status, said(outcome.get("error"))))
+                failed.append(BulkFailure(item, status, said(error)))
+        if blocked:
+            raise _refused(blocked)
         return retry, failed
 
     def _backoff(self, attempt: int) -> None:

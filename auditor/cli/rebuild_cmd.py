@@ -76,6 +76,14 @@ PreferStore = Annotated[
     ),
 ]
 Wait = Annotated[float, typer.Option(help="Seconds to wait for the MAE consumer before verifying.")]
+AllowStopped = Annotated[
+    bool,
+    typer.Option(
+        "--allow-stopped-consumer",
+        help="Produce although the MAE group has no member or does not move (refused otherwise, exit "
+        "4): for a consumer you know will start soon. Until it has applied the replay, exit 4.",
+    ),
+]
 Shard = Annotated[
     str | None,
     typer.Option(
@@ -191,6 +199,7 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             resume=opts.get("resume", False),
             break_stale_lock=opts.get("break_stale_lock", False),
             wait_seconds=opts.get("wait") or 300.0,
+            allow_stopped_consumer=opts.get("allow_stopped_consumer", False),
             full=opts.get("full", False),
             replace_concrete=opts.get("replace_concrete_index", False),
             allow_delete=opts.get("allow_delete"),
@@ -258,16 +267,27 @@ def plan_cmd(**opts: Any) -> None:
 
 
 @rebuild_app.command("replay")
-@exits({**WRITES, **UNKNOWN})
+@exits(
+    {
+        **WRITES,
+        ExitCode.STALLED: "the MAE consumer has no member or does not move: refused before producing "
+        "(`rebuild reindex` needs no consumer); or, produced, it had not applied the replay by --wait "
+        "(what waits is listed, nothing called consistent)",
+        **UNKNOWN,
+    }
+)
 @with_options(SELECTION, WRITING, OUTCOME, CONNECTION, DEBUG)
-def replay_cmd(batch_size: Batch = 1000, wait: Wait = 300.0, **opts: Any) -> None:
+def replay_cmd(
+    batch_size: Batch = 1000, wait: Wait = 300.0, allow_stopped_consumer: AllowStopped = False, **opts: Any
+) -> None:
     """Produce one RESTATE MCL per selected row (forceIndexing) for DataHub's consumer to apply.
 
     Keyset-paged, every delivery confirmed, checkpointed per batch, order-guarded (a row written
     meanwhile is produced again after its newer write). Then waits for the MAE group to pass
     what it produced and re-audits the touched entities with the scan's own checks.
     """
-    _go("replay", {**opts, "batch_size": batch_size, "wait": wait})
+    more = {"batch_size": batch_size, "wait": wait, "allow_stopped_consumer": allow_stopped_consumer}
+    _go("replay", {**opts, **more})
 
 
 @rebuild_app.command("reindex")
@@ -327,6 +347,8 @@ def reindex_cmd(
         ExitCode.PERSISTENT: "the repair or the final scan left something wrong",
         ExitCode.USAGE: None,
         ExitCode.INCOMPLETE: None,
+        ExitCode.STALLED: "a replay refused (the MAE consumer has no member or does not move: --mode "
+        "reindex needs none), or not applied by --wait",
         ExitCode.LOCKED: None,
         ExitCode.STORE_SMALLER: "the first scan found the store far smaller than the index: nothing repaired",
     }
@@ -371,6 +393,8 @@ def after_restore_cmd(
             return 0
         if not apply:
             return 0
+        if found.outcome.exit_code == ExitCode.STALLED:  # the replay waits on the consumer
+            return int(ExitCode.STALLED)
         return 1 if found.final_exit_code not in (0, 4) or found.outcome.exit_code else 0
 
     run(debug, go)
@@ -403,6 +427,7 @@ def _in_shards(settings: Any, request: Any, opts: dict[str, Any]) -> int:
         ExitCode.USAGE: "a file is not a rebuild outcome, or a usage error",
         ExitCode.INCOMPLETE: "a shard could not complete, or has no outcome",
         ExitCode.STORE_SMALLER: "a shard refused to delete more than a small share of an index",
+        ExitCode.STALLED: "a replay shard refused, or not applied, as its MAE consumer does not move",
     },
     "Exit codes (the worst shard's):",
 )

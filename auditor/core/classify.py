@@ -59,6 +59,9 @@ class KafkaEvidence:
     consumed: MclHit | None = None  # the change's MCL below the committed offset
     history_complete: bool = False  # the range from the change time to the committed offset was read
     within_retention: bool = True  # the change is newer than the oldest message kept
+    # (first, last) offsets retention deleted before the group read them, where the change's MCL
+    # would be (the change is older than the first message kept): None when it read them all
+    lost: tuple[int, int] | None = None
 
 
 def _age(now: datetime, then: datetime | None) -> float | None:
@@ -238,6 +241,10 @@ class _Judge:
                 offset = kafka.consumed.offset
                 why = f"its MCL (offset {offset}) was consumed but not applied"
                 return self.out(Verdict.DIVERGED, why, mcl_found=True, mcl_offset=offset)
+            if kafka.lost is not None:
+                first, last = kafka.lost
+                why = LOST.format(first, last, last + 1)
+                return self.out(Verdict.DIVERGED, why, Cause.LOST_TO_RETENTION.value, mcl_found=False)
             if kafka.history_complete and kafka.within_retention:
                 why = "no MCL for this change exists on the topic: it was never published"
                 return self.out(Verdict.DIVERGED, why, Cause.EVENT_NEVER_PUBLISHED.value, mcl_found=False)
@@ -267,6 +274,12 @@ def _aspects(details: Any) -> str:
 ABSENT = (
     "the document holds fields of {}, which the entity has no row for: no event can bring them "
     "back or clear them (the aspect's delete never reached the document); rewrite the document"
+)
+LOST = (
+    "lost to retention: the MAE group's committed offset {0} is below the first offset the topic "
+    "keeps ({2}): retention deleted offsets {0} to {1} before the group read them, and the change "
+    "is older than every message kept, so its MCL would have been among them. Look at the "
+    "consumer, not GMS's producer: it will never apply this change; replay or reindex it"
 )
 NOTHING_PENDING = "nothing pending for this urn and the projection still disagrees with the rows"
 # what is left behind when no event for it is pending, said plainly

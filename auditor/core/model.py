@@ -123,6 +123,7 @@ class Cause(StrEnum):
 
     EVENT_NEVER_PUBLISHED = "event_never_published"
     INDEX_BEHIND_RESTORE = "index_behind_restore"
+    LOST_TO_RETENTION = "lost_to_retention"  # its MCL deleted by retention before the group read it
 
 
 class RepairKind(StrEnum):
@@ -225,6 +226,14 @@ class PartitionPosition:
     @property
     def lag(self) -> int:
         return max(0, self.end - (self.committed if self.committed is not None else self.start))
+
+    @property
+    def lost_to_retention(self) -> tuple[int, int] | None:
+        """(first, last) offsets retention deleted before the group read them: its committed
+        offset is below the log's start. None when it read everything retention removed."""
+        if self.committed is None or self.committed >= self.start:
+            return None
+        return self.committed, self.start - 1
 
     @property
     def eta_seconds(self) -> float | None:

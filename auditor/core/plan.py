@@ -158,6 +158,8 @@ class RebuildOutcome:
     elsewhere: dict[str, int] = field(default_factory=dict)  # action kind -> count another mode does
     consumer_caught_up: bool | None = None  # replay: the MAE group passed what was produced
     still_wrong: list[Classified] = field(default_factory=list)  # after verification
+    # replay: what the verification found still waiting on the MAE consumer (its MCL not applied)
+    waiting: list[Classified] = field(default_factory=list)
     verified_urns: int = 0
     checkpoint: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -168,8 +170,13 @@ class RebuildOutcome:
 
     @property
     def exit_code(self) -> ExitCode:
-        """0 done and verified clean (or a dry run), 1 still wrong after verification."""
-        return ExitCode.PERSISTENT if self.applied and (self.still_wrong or self.failed) else ExitCode.OK
+        """0 done and verified clean (or a dry run), 1 still wrong after verification, 4 a replay
+        the MAE consumer has not applied (never verified clean: what it produced waits)."""
+        if self.applied and (self.still_wrong or self.failed):
+            return ExitCode.PERSISTENT
+        if self.applied and self.consumer_caught_up is False:
+            return ExitCode.STALLED
+        return ExitCode.OK
 
 
 @dataclass

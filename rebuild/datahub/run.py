@@ -24,6 +24,7 @@ from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.urns import entity_type
 from auditor.platforms.datahub.v3 import v3_indices
 from auditor.rebuild.checkpoint import Checkpoint
+from auditor.rebuild.datahub.alive import refuse_unless_consuming
 from auditor.rebuild.datahub.documents import kept_note
 from auditor.rebuild.datahub.full import FullRebuild
 from auditor.rebuild.datahub.newer import NewerDocuments, behind_note
@@ -134,6 +135,8 @@ def rebuild(
                 hint="drop --shard/--workers (a targeted reindex shards: --all or --entity-type)",
             )
         return _full(backends, registry, target, request, outcome)
+    if request.mode == "replay" and not request.allow_stopped_consumer:
+        _refuse_unless_consuming(backends, target)
     walked = [s.__dict__ for s in selections]
     described = (backends.description, target.index_prefix, target.versioned_topic)
     with guarded(request, outcome, walked, *described) as guard:
@@ -153,6 +156,16 @@ def rebuild(
             _verify(backends, registry, target, request, checkpoint, outcome, selections)
         guard.finish(outcome)
     return outcome
+
+
+def _refuse_unless_consuming(backends: RebuildBackends, target: ScanTarget) -> None:
+    """A replay into a MAE group that has no member, or does not move, is refused before anything
+    is produced (exit 4, naming `rebuild reindex`): nothing would apply it."""
+    events = backends.scan.events
+    if events is None or backends.open_producer is None:
+        return  # no change log: `_replay` refuses with what to pass
+    group = with_hook_group(events, target, Report(datetime.now(UTC))).group  # the one feeding the index
+    refuse_unless_consuming(events, target.versioned_topic, group)
 
 
 def _replay(
@@ -266,15 +279,17 @@ def _verify(
         )
         if not outcome.consumer_caught_up:
             outcome.warnings.append(
-                f"the MAE group did not pass the replayed offsets within {request.wait_seconds:.0f}s: "
-                "verified anyway, what it has not applied yet shows as in flight"
+                f"the MAE group {group} did not pass the replayed offsets in {request.wait_seconds:.0f}s: "
+                "the replay is not applied, so nothing it touched is verified (what still waits is listed)"
             )
+    # what waits on the consumer is kept apart: never counted consistent
+    waiting = outcome.waiting if outcome.consumer_caught_up is False else None
     if checkpoint.track_touched:  # what was left as it is (the store behind) is not called consistent
         outcome.verified_urns = len(set(checkpoint.touched) - set(checkpoint.kept))
-        outcome.still_wrong = reaudit(backends.scan, registry, target, checkpoint.touched)
+        outcome.still_wrong = reaudit(backends.scan, registry, target, checkpoint.touched, waiting=waiting)
     else:  # a filter: verified by a scan of it (entities with a row in it)
         outcome.verified_urns, outcome.still_wrong = reaudit_selection(
-            backends.scan, registry, target, selections
+            backends.scan, registry, target, selections, waiting
         )
 
 

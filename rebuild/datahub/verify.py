@@ -51,16 +51,29 @@ def audit(
 
 
 def reaudit(
-    backends: ScanBackends, registry: Registry, target: ScanTarget, urns: Sequence[str], grace: float = 300.0
+    backends: ScanBackends,
+    registry: Registry,
+    target: ScanTarget,
+    urns: Sequence[str],
+    grace: float = 300.0,
+    waiting: list[Classified] | None = None,
 ) -> list[Classified]:
     """The scan's own steps over the touched urns (the shared verification); what is still
-    diverged or invalid."""
+    diverged or invalid (what waits on the consumer into `waiting`, when given)."""
     options = ScanOptions(sample_window=0, use_state=False, grace=grace, settle=0.0)
-    return still_wrong(lambda scope: audit(backends, registry, _report(scope, target), options, target), urns)
+    return still_wrong(
+        lambda scope: audit(backends, registry, _report(scope, target), options, target),
+        urns,
+        waiting=waiting,
+    )
 
 
 def reaudit_selection(
-    backends: ScanBackends, registry: Registry, target: ScanTarget, chosen: Sequence[Selection]
+    backends: ScanBackends,
+    registry: Registry,
+    target: ScanTarget,
+    chosen: Sequence[Selection],
+    waiting: list[Classified] | None = None,
 ) -> tuple[int, list[Classified]]:
     """A scan of each selection a filter-based repair walked: (entities scanned, still wrong)."""
     options = ScanOptions(sample_window=0, use_state=False, settle=0.0)
@@ -69,7 +82,7 @@ def reaudit_selection(
         for s in chosen
     ]
     return selections(
-        lambda scope: audit(backends, registry, _report(scope, target), options, target), scopes
+        lambda scope: audit(backends, registry, _report(scope, target), options, target), scopes, waiting
     )
 
 

@@ -109,6 +109,28 @@ def _tagged_dataset(world: World) -> str:
     return next(e.urn for e in world.of_type("dataset") if "globalTags" in dict(e.aspects))
 
 
+def lost_to_retention(world: World) -> set[str]:
+    """A stopped consumer's backlog passes the topic's retention: the change's MCL was published,
+    then deleted (DeleteRecords, as retention does) before the group read it. Its committed
+    offset is left below the partition's first offset."""
+    from confluent_kafka import TopicPartition
+
+    from auditor.platforms.datahub.urns import urn_partition
+    from sandbox.topics import admin_client, end_offsets
+
+    world.consumer.stop()  # the group keeps its committed offsets, no member reads on
+    urn = _datasets(world, 1)[0]
+    world.writer.write(urn, "globalTags", _tags("lost-to-retention"))
+    topic = world.topics[0]
+    ends = end_offsets(world.endpoints.kafka, [topic])
+    partition = urn_partition(urn, len(ends))
+    admin = admin_client(world.endpoints.kafka)
+    futures = admin.delete_records([TopicPartition(topic, partition, ends[(topic, partition)])])
+    for future in futures.values():
+        future.result(timeout=30)
+    return {urn}
+
+
 def malformed_json(world: World) -> set[str]:
     urn = _tagged_dataset(world)
     with world.engine.begin() as conn:
@@ -153,6 +175,7 @@ FAULTS: dict[str, Callable[[World], set[str]]] = {
         restore_snapshot,
         backlog,
         stall,
+        lost_to_retention,
         malformed_json,
         deeply_nested_json,
     )

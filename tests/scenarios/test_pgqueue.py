@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import backlog, drop_mcl, skip_index_write, stall
+from faults import _datasets, _tags, backlog, drop_mcl, skip_index_write, stall
 from sqlalchemy import text
 from world import World
 
 from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
-from auditor.errors import ConfigError
+from auditor.errors import ConfigError, ConsumerNotRunning
 from auditor.rebuild.request import RebuildRequest
 from sandbox.naming import MCL_VERSIONED_TOPIC
 from sandbox.pgqueue import stable_partition
@@ -105,6 +105,43 @@ def test_a_backlog_is_in_flight_with_an_eta(world: World) -> None:
     waiting = [c for c in report.findings if c.verdict == Verdict.IN_FLIGHT]
     assert waiting and all(c.finding.urn in urns for c in report.findings)
     assert any(c.evidence.eta_seconds is not None for c in waiting), [str(c) for c in waiting]
+    clean(world)
+
+
+def test_a_replay_into_a_queue_group_whose_heartbeat_stopped_is_refused_until_it_runs_again(
+    world: World, tmp_path: Path
+) -> None:
+    clean(world)
+    urn = _datasets(world, 4)[3]  # one no other test of the module writes
+    world.consumer.skip_index_write({urn})
+    world.writer.write(urn, "globalTags", _tags("skipped while the replay waits"))
+    assert world.consumer.drain(60)
+    world.consumer.reset_faults()  # the cause is fixed; what it left behind is not
+    report = world.scan()
+    assert {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED} == {urn}, report.findings
+    queued = text("SELECT count(*) FROM queue.metadata_queue_message")
+    world.consumer.stop()  # no poll cycle, no heartbeat: the consumer is gone
+    try:
+        with world.engine.begin() as conn:  # its last heartbeat, older than a live one's minute
+            conn.execute(
+                text(
+                    "UPDATE queue.metadata_queue_consumer_registration "
+                    "SET last_heartbeat_at = now() - interval '5 minutes'"
+                )
+            )
+            before = conn.execute(queued).scalar_one()
+        asked = RebuildRequest(
+            "replay", findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp_path
+        )
+        with pytest.raises(ConsumerNotRunning, match="no running member") as refused:
+            rebuild(world.settings(), asked)
+        with world.engine.connect() as conn:
+            after = conn.execute(queued).scalar_one()
+    finally:
+        world.consumer.start()  # heartbeats again
+    assert after == before and "rebuild reindex" in (refused.value.hint or ""), (before, after)
+    replayed = rebuild(world.settings(), asked)
+    assert replayed.consumer_caught_up and not replayed.still_wrong and replayed.exit_code == 0
     clean(world)
 
 

@@ -16,13 +16,17 @@ from typing import Any
 
 import pytest
 from faults import _datasets, _tags, hard_delete, restore_snapshot, stale_field
+from rich.console import Console
 from sqlalchemy import text
-from world import World
+from world import World, json_error
 
 from auditor.api import rebuild
 from auditor.core.model import RepairKind, Report, Selection, Verdict
+from auditor.errors import ConsumerNotRunning
 from auditor.rebuild.request import RebuildRequest
-from sandbox.naming import ASPECT_TABLE
+from auditor.reports.rebuild_report import render_console
+from sandbox.naming import ASPECT_TABLE, entity_index
+from sandbox.topics import end_offsets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,13 +47,15 @@ def consumer_faults(world: World) -> set[str]:
     return {dropped, skipped, soft}
 
 
-def lose_index_writes(world: World, k: int) -> None:
+def lose_index_writes(world: World, k: int) -> set[str]:
     """k datasets written while the consumer drops every index write; then the cause is fixed."""
     world.consumer.skip_index_write(lambda urn, aspect: True)
-    for i, urn in enumerate(_datasets(world, k)):
+    urns = _datasets(world, k)
+    for i, urn in enumerate(urns):
         world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
     assert world.consumer.drain(60)
     world.consumer.reset_faults()
+    return set(urns)
 
 
 def rebuild_cli(world: World, tmp: Path, *args: str) -> tuple[list[str], dict[str, str]]:
@@ -66,7 +72,8 @@ def rebuild_cli(world: World, tmp: Path, *args: str) -> tuple[list[str], dict[st
 
 
 def request(mode: str, report: Report, tmp: Path, **more: object) -> RebuildRequest:
-    return RebuildRequest(mode, findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp, **more)
+    more = {"wait_seconds": 60, **more}
+    return RebuildRequest(mode, findings=report.findings, apply=True, state_dir=tmp, **more)
 
 
 @pytest.mark.integration
@@ -89,6 +96,42 @@ def test_a_replay_repairs_what_the_consumer_missed(pair: str, tmp_path: Path) ->
     assert outcome.counts["produced"] >= len(broken) and not outcome.still_wrong, outcome.still_wrong
     assert outcome.exit_code == 0 and outcome.checkpoint is None
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+@pytest.mark.integration
+def test_a_replay_into_a_group_with_no_member_is_refused_and_never_called_consistent(tmp_path: Path) -> None:
+    world = World("postgres", "opensearch", tmp_path, n=30)
+    try:
+        lost = lose_index_writes(world, 2)
+        before = world.scan()
+        world.consumer.stall()  # a member, polling, committing nothing of a backlog
+        world.writer.write(_datasets(world, 3)[2], "globalTags", _tags("behind the stall"))
+        with pytest.raises(ConsumerNotRunning) as stalled:
+            rebuild(world.settings(), request("replay", before, tmp_path))
+        world.consumer.stop()  # the MAE group has no running member left
+        ends = end_offsets(world.endpoints.kafka, world.topics)
+        began = time.monotonic()
+        with pytest.raises(ConsumerNotRunning) as refused:
+            rebuild(world.settings(), request("replay", before, tmp_path))
+        took = time.monotonic() - began
+        produced = end_offsets(world.endpoints.kafka, world.topics)
+        # told it will start soon: produced, waited, and still never "consistent"
+        forced = rebuild(
+            world.settings(), request("replay", before, tmp_path, wait_seconds=2, allow_stopped_consumer=True)
+        )
+    finally:
+        world.close()
+    assert "does not move" in str(stalled.value) and stalled.value.exit_code == 4, stalled.value
+    said = f"{refused.value} {refused.value.hint}"
+    assert refused.value.exit_code == 4 and "no running member" in said and "rebuild reindex" in said, said
+    assert produced == ends and took < 30, (ends, produced, took)  # nothing produced, no long wait
+    assert {c.finding.urn for c in before.findings if c.verdict == Verdict.DIVERGED} == lost
+    assert forced.consumer_caught_up is False and forced.exit_code == 4
+    assert {c.finding.urn for c in forced.waiting} == lost and not forced.still_wrong, forced.waiting
+    console = Console(record=True, width=200)
+    render_console(forced, console)
+    shown = console.export_text()
+    assert "entities consistent" not in shown and f"{len(lost)} of the" in shown, shown
 
 
 @pytest.mark.integration
@@ -425,6 +468,42 @@ def test_a_broker_restarted_mid_replay_loses_no_message(tmp_path: Path) -> None:
     assert outcome["failed"] == [] and outcome["still_wrong"] == []  # nothing lost or unreported
     assert outcome["counts"]["produced"] >= outcome["rows"]
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
+
+
+def block_writes(world: World, index: str, block: str, on: bool) -> None:
+    """`index.blocks.<block>` set (the cluster then refuses every write: cluster_block_exception),
+    or lifted."""
+    settings = {"index": {f"blocks.{block}": True if on else None}}
+    indices = world.search.client.indices
+    if world.search.flavor == "opensearch":
+        indices.put_settings(index=index, body=settings)
+    else:
+        indices.put_settings(index=index, settings=settings)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("pair", "block"),
+    [("postgres/opensearch", "read_only"), ("mariadb/elasticsearch", "read_only_allow_delete")],
+)
+def test_writes_to_a_read_only_index_are_refused_once_with_the_reason_and_the_index(
+    pair: str, block: str, tmp_path: Path
+) -> None:
+    world = World(*pair.split("/"), tmp_path, n=30)
+    index = entity_index("dataset", world.prefix)
+    try:
+        block_writes(world, index, block, True)
+        args, env = rebuild_cli(world, tmp_path, "reindex", "--entity-type", "dataset")
+        began = time.monotonic()
+        done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        took = time.monotonic() - began
+    finally:
+        block_writes(world, index, block, False)
+        world.close()
+    said = json_error(done.stdout, 3)
+    assert "cluster_block_exception" in said["error"] and index in said["error"], said
+    assert said["error"].count("cluster_block_exception") == 1 and "write failed" not in done.stdout, said
+    assert "index.blocks" in said["hint"] and took < 120, (said, took)  # no retries of a 429 block
 
 
 def reindex_urns(world: World, urns: list[str], tmp: Path) -> Any:

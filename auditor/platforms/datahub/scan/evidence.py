@@ -222,6 +222,7 @@ def _partition_evidence(
         consumed = _by_urn(found)
         oldest = events.message_time(topic, pos.partition, pos.start) if pos.start < pos.end else None
     out: dict[str, KafkaEvidence] = {}
+    lost = pos.lost_to_retention
     for f in group:
         waiting = [h for h in pending.get(f.urn, []) if f.aspect is None or h.aspect in (None, f.aspect)]
         within = oldest is None or f.changed_at is None or f.changed_at >= oldest
@@ -231,8 +232,18 @@ def _partition_evidence(
             consumed=_own_mcl(f, consumed.get(f.urn, []), metadata),
             history_complete=history_complete,
             within_retention=within or pos.start == 0,
+            lost=lost if lost is not None and _before_kept(f, oldest) else None,
         )
     return out
+
+
+def _before_kept(f: Finding, oldest: datetime | None) -> bool:
+    """The change is older than the first message the partition keeps (or it keeps none): its MCL
+    would be among the offsets retention deleted. A change after it would be in the log kept."""
+    if f.kind not in CHANGE_KINDS or f.changed_at is None:
+        return False
+    skew = timedelta(seconds=CLOCK_SKEW_SECONDS)
+    return oldest is None or f.changed_at.timestamp() < (oldest + skew).timestamp()
 
 
 def _own_mcl(f: Finding, hits: list[MclHit], metadata: dict[tuple[str, str], str]) -> MclHit | None:

@@ -162,6 +162,12 @@ def consumed_step(
             if waiting
             else "every MCL above is consumed"
         )
+    lost = p.lost_to_retention
+    if lost is not None:  # a change of those offsets was published: the group never read it
+        detail += (
+            f"; offsets {lost[0]} to {lost[1]} were lost to retention: deleted before the group read "
+            f"them (the first offset kept is {p.start}): an MCL among them will never be applied"
+        )
     facts = {
         "group": target.group,
         "committed": p.committed,
@@ -171,6 +177,7 @@ def consumed_step(
         "members": p.members,
         "rate": p.rate,
         "eta_seconds": p.eta_seconds,
+        "lost_to_retention": list(lost) if lost is not None else None,
     }
     return Step(Boundary.CONSUMED, Status.OK, detail, facts)
 
