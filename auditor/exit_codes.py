@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     OUTDATED = 5
     LOCKED = 6
     UNKNOWN_URN = 7
+    UNDO_PARTIAL = 8
 
     @property
     def meaning(self) -> str:
@@ -39,6 +40,8 @@ MEANINGS = {
     ExitCode.LOCKED: "the target is locked by another repair: retry once it ends, or clear a "
     "stale lock with --break-stale-lock",
     ExitCode.UNKNOWN_URN: "unknown urn: neither the table nor the index knows the entity asked for",
+    ExitCode.UNDO_PARTIAL: "an undo left documents as they are: written since the repair by someone "
+    "else (refused, each named with why) or failed to write back",
 }
 
 # when several runs (a sharded repair's shards) give one code, the first of these
@@ -48,6 +51,7 @@ _WORST_FIRST = (
     ExitCode.USAGE,
     ExitCode.LOCKED,
     ExitCode.UNKNOWN_URN,
+    ExitCode.UNDO_PARTIAL,
     ExitCode.PERSISTENT,
     ExitCode.STALLED,
     ExitCode.OUTDATED,

@@ -160,6 +160,7 @@ class RebuildOutcome:
     notes: list[str] = field(default_factory=list)  # e.g. a full rebuild's swapped indices
     shard: tuple[int, int] | None = None  # (i, n): the shard of the urns this repair covered
     urn_range: tuple[str | None, str | None] | None = None  # its shard plan's range [lo, hi)
+    journal: str | None = None  # the run id its writes were journaled under (`rebuild undo RUN`)
 
     @property
     def exit_code(self) -> ExitCode:

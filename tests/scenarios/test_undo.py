@@ -1,0 +1,103 @@
+"""`rebuild undo` against the real stack: a repair's writes taken back byte for byte, a document
+written since refused by name, an undo run twice or resumed after a kill writing nothing twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from faults import _datasets, _tags, hard_delete, stale_field
+from undo_checks import changed, journaled_docs, raw_sources
+from world import World
+
+from auditor.api import rebuild
+from auditor.backends.connect import open_search
+from auditor.backends.index_writer import IndexWriter
+from auditor.backends.journal import find
+from auditor.core.model import Verdict
+from auditor.errors import BackendUnavailable
+from auditor.exit_codes import ExitCode
+from auditor.rebuild import undo as undo_module
+from auditor.rebuild.request import RebuildRequest
+from sandbox.naming import entity_doc_id, entity_index
+
+pytestmark = pytest.mark.integration
+
+
+def _undo(world: World, directory: Path, run: str, apply: bool = True) -> undo_module.UndoOutcome:
+    path = find(directory, run)
+    assert path is not None
+    search = open_search(world.settings())
+    try:
+        return undo_module.undo(search, path, apply, directory)
+    finally:
+        search.close()
+
+
+def _lose_index_writes(world: World, urns: list[str]) -> None:
+    world.consumer.skip_index_write(set(urns))
+    for i, urn in enumerate(urns):
+        world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
+    assert world.consumer.drain(60)
+    world.consumer.reset_faults()
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch", "mariadb/elasticsearch"])
+def test_an_undo_puts_back_every_document_a_reindex_wrote_and_refuses_one_written_since(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names = world.endpoints.search_url(world.search_name), f"{world.prefix}_*"
+    directory = tmp_path / "journal"
+    try:
+        lost = _datasets(world, 4)[1:3]
+        _lose_index_writes(world, lost)
+        broken = stale_field(world) | hard_delete(world, 3) | set(lost)
+        report = world.scan()
+        assert broken <= {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
+        before = raw_sources(url, names)
+        request = RebuildRequest("reindex", findings=report.findings, apply=True, state_dir=tmp_path)
+        outcome = rebuild(world.settings(), request)
+        assert outcome.exit_code == 0 and outcome.journal, outcome.failed
+        repaired = raw_sources(url, names)
+        touched = changed(before, repaired)
+        assert touched and touched <= journaled_docs(directory, outcome.journal)
+        # someone else writes one of the repaired entity docs after the repair
+        index, other = entity_index("dataset", world.prefix), lost[0]
+        world.search.upsert(index, entity_doc_id(other), {"name": "written after the repair"})
+        theirs = raw_sources(url, names)[(index, entity_doc_id(other))]
+        dry = _undo(world, directory, outcome.journal, apply=False)
+        assert raw_sources(url, names) == {
+            **repaired,
+            (index, entity_doc_id(other)): theirs,
+        }  # nothing written
+        # the undo killed after its first bulk (a few documents a bulk)
+        monkeypatch.setattr(undo_module, "BATCH", 3)
+        bulk, calls = IndexWriter.bulk, []
+
+        def killed_after_one(self: IndexWriter, items: list, *a: object, **k: object) -> list:
+            if calls:
+                raise BackendUnavailable("killed")
+            calls.append(len(items))
+            return bulk(self, items, *a, **k)
+
+        monkeypatch.setattr(IndexWriter, "bulk", killed_after_one)
+        with pytest.raises(BackendUnavailable):
+            _undo(world, directory, outcome.journal)
+        monkeypatch.setattr(IndexWriter, "bulk", bulk)
+        done = _undo(world, directory, outcome.journal)
+        after = raw_sources(url, names)
+        again = _undo(world, directory, outcome.journal)
+        last = raw_sources(url, names)
+    finally:
+        world.close()
+    assert dry.exit_code == ExitCode.UNDO_PARTIAL and dry.undo_run is None
+    assert [(t.doc_id, t.urn) for t in dry.refused] == [(entity_doc_id(other), other)]
+    assert "written since the repair by someone else" in dry.refused[0].why
+    # byte for byte as before the repair, but the document written since, left as it was written
+    assert changed(before, after) == {(index, entity_doc_id(other))}
+    assert after[(index, entity_doc_id(other))] == theirs
+    assert done.exit_code == ExitCode.UNDO_PARTIAL and [t.urn for t in done.refused] == [other]
+    # the resumed undo did not write again what the killed one had put back
+    assert calls and len(done.restored) == len(dry.restored) - calls[0], (calls, len(done.restored))
+    assert not again.restored and again.undo_run is None and last == after
