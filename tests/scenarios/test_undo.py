@@ -101,3 +101,45 @@ def test_an_undo_puts_back_every_document_a_reindex_wrote_and_refuses_one_writte
     # the resumed undo did not write again what the killed one had put back
     assert calls and len(done.restored) == len(dry.restored) - calls[0], (calls, len(done.restored))
     assert not again.restored and again.undo_run is None and last == after
+
+
+def test_an_undo_of_a_full_rebuild_moves_the_alias_back_and_puts_back_what_it_wrote_beside(
+    tmp_path: Path,
+) -> None:
+    """The second --full (the live name an alias by then): the undo moves the alias back onto the
+    index it pointed at (kept by the swap) and puts back the system-metadata docs and edges the
+    rebuild rewrote in the shared indices; the first --full replaced a concrete index: its swap is refused."""
+    from auditor.core.model import Selection
+    from sandbox.naming import graph_index, system_metadata_index
+
+    world = World("postgres", "opensearch", tmp_path, n=24)
+    url, directory = world.endpoints.search_url(world.search_name), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    names = ",".join((live, system_metadata_index(world.prefix), graph_index(world.prefix)))
+    selection = Selection(entity_types=("dataset",))
+    try:
+        full = RebuildRequest("reindex", selection=selection, apply=True, full=True, state_dir=tmp_path)
+        first = rebuild(world.settings(), RebuildRequest(**{**full.__dict__, "replace_concrete": True}))
+        _lose_index_writes(world, _datasets(world, 2)[1:])
+        stale_field(world)
+        before = raw_sources(url, names)
+        second = rebuild(world.settings(), full)
+        assert second.exit_code == 0 and second.journal, second.failed
+        rebuilt = raw_sources(url, names)
+        done = _undo(world, directory, second.journal)
+        after = raw_sources(url, names)
+        again = _undo(world, directory, second.journal)
+        concrete = _undo(world, directory, first.journal or "", apply=False)
+    finally:
+        world.close()
+    assert changed(before, rebuilt), "the second rebuild changed nothing to take back"
+    assert after == before, sorted(changed(before, after))[:5]
+    assert done.exit_code == 0 and [(t.index, t.action) for t in done.aliases] == [(live, "put back")]
+    shared = {system_metadata_index(world.prefix), graph_index(world.prefix)}
+    assert done.restored and {t.index for t in done.restored} <= shared  # what it rewrote beside
+    assert again.exit_code == 0 and not again.restored and again.undo_run is None
+    assert [t.action for t in again.aliases] == ["already as before"]
+    assert concrete.exit_code == ExitCode.UNDO_PARTIAL
+    assert [t.why for t in concrete.aliases] == [
+        "it was a concrete index the swap removed: nothing to point it back at"
+    ]

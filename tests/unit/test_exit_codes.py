@@ -19,7 +19,7 @@ from auditor.rebuild.checkpoint import Lock
 from auditor.rebuild.openmetadata import resolve_ids
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL = set(range(8))
+ALL = set(range(9))
 SCAN = {0, 1, 2, 3, 4, 5}
 # what each command can return, written here apart from the commands' own declarations
 EXPECTED: dict[tuple[str, ...], set[int]] = {
@@ -35,6 +35,8 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("rebuild", "reindex"): {0, 1, 2, 3, 6, 7},
     ("rebuild", "after-restore"): {0, 1, 2, 3, 6},
     ("rebuild", "merge"): {0, 1, 2, 3},
+    ("rebuild", "undo"): {0, 2, 3, 8},
+    ("rebuild", "journal"): {0, 2},
     ("config", "init"): {0, 2},
     ("drill", "compare"): {0, 1, 2, 3},
     ("watch",): {0, 1, 2, 3},
