@@ -95,6 +95,7 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
                 doc = mine.get((d["i"], d["id"]))
                 if doc is not None:
                     doc.status = d["s"]
+                    doc.op = d.get("op", doc.op)  # a replay's: what the consumer did (a delete)
                     doc.landed = doc.landed or d["s"] < 300
                     doc.version = tuple(d["v"]) if d.get("v") else None  # type: ignore[assignment]
     return docs

@@ -116,11 +116,21 @@ class Journal:
         self.append({"t": "end", "at": datetime.now(UTC).isoformat()})
         self._file.close()
 
+    def imaged(self, docs: list[dict[str, Any]]) -> int:
+        """Documents as they are before the run writes them (`image()` each), durably; the
+        batch number their results are filed under."""
+        self._batch += 1
+        self.append({"t": "before", "b": self._batch, "docs": docs})
+        return self._batch
+
+    def results(self, batch: int, docs: list[dict[str, Any]]) -> None:
+        """What the writes of `batch` got: `{"i", "id", "s": status, "v": [seq_no, term]}` each."""
+        self.append({"t": "after", "b": batch, "docs": docs})
+
     # -- what IndexWriter calls ------------------------------------------------------------
     def before(self, search: SearchIndex, items: Sequence[tuple[BulkItem, bytes]]) -> int:
         """Image the documents `items` are about to write (one real-time multi-get per index),
         durably, before the bulk is sent; the batch number the results are filed under."""
-        self._batch += 1
         imaged = [(item, lines) for item, lines in items if item.index not in self.created]
         by_index: dict[str, list[str]] = {}
         for item, _ in imaged:
@@ -128,17 +138,11 @@ class Journal:
         found = {index: search.get_versioned(index, sorted(set(ids))) for index, ids in by_index.items()}
         docs = []
         for item, lines in imaged:
-            source, version = found[item.index].get(item.doc_id, (None, None))
-            entry: dict[str, Any] = {"i": item.index, "id": item.doc_id, "op": item.op, "urn": item.urn}
-            entry["found"] = source is not None
-            if source is not None:
-                entry["src"] = source
-                entry["v"] = list(version) if version else None
+            entry = image(item.index, item.doc_id, item.urn, item.op, found[item.index].get(item.doc_id))
             if item.op != "delete":  # the document as sent: the action line, then the body
                 entry["wrote"] = digest(lines.split(b"\n", 1)[1].rstrip(b"\n"))
             docs.append(entry)
-        self.append({"t": "before", "b": self._batch, "docs": docs})
-        return self._batch
+        return self.imaged(docs)
 
     def after(self, batch: int, sent: Sequence[tuple[BulkItem, bytes]], response: Any) -> None:
         """The `_seq_no`/`_primary_term` each write of the bulk got (a failed one: its status)."""
@@ -153,7 +157,7 @@ class Journal:
             if isinstance(seq, int) and isinstance(term, int) and seq >= 0:
                 done["v"] = [seq, term]
             results.append(done)
-        self.append({"t": "after", "b": batch, "docs": results})
+        self.results(batch, results)
 
     def index_created(self, index: str, like: str) -> None:
         self.created.add(index)
@@ -165,6 +169,16 @@ class Journal:
 
     def index_dropped(self, index: str) -> None:
         self.append({"t": "dropped", "i": index})
+
+
+def image(index: str, doc_id: str, urn: str, op: str, found: Any) -> dict[str, Any]:
+    """One document's before-image entry: `found` is `(source, (seq_no, term))`, or None (absent)."""
+    entry: dict[str, Any] = {"i": index, "id": doc_id, "op": op, "urn": urn, "found": found is not None}
+    if found is not None:
+        source, version = found
+        entry["src"] = source
+        entry["v"] = list(version) if version else None
+    return entry
 
 
 @dataclass

@@ -42,8 +42,11 @@ class Replayer:
         rate: float | None = None,
         batch: int = 1000,
         progress: Progress | None = None,
+        before_produce: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.store = store
+        # the write journal's hook: the page's urns' documents imaged before it is produced
+        self.before_produce = before_produce
         self.producer = producer
         self.builder = RestateBuilder(producer.schema_str)
         self.checkpoint = checkpoint
@@ -63,6 +66,8 @@ class Replayer:
             # the next page is read while this one is produced (the database's time overlaps the
             # encoding); the checkpoint still moves only past this page once it is confirmed
             ahead = Ahead(source.page, (page[-1][0], page[-1][1].aspect), self.batch, name="replay-rows")
+            if self.before_produce is not None:
+                self.before_produce([u for u, _ in page])
             self._deliver(page)
             if not source.unchanged(page):  # one digest of the page; row by row only if it moved
                 self._guard(page)

@@ -143,3 +143,44 @@ def test_an_undo_of_a_full_rebuild_moves_the_alias_back_and_puts_back_what_it_wr
     assert [t.why for t in concrete.aliases] == [
         "it was a concrete index the swap removed: nothing to point it back at"
     ]
+
+
+@pytest.mark.parametrize("pair", ["mariadb/opensearch"])
+def test_an_undo_of_a_replay_puts_back_the_documents_its_messages_made_the_consumer_write(
+    pair: str, tmp_path: Path
+) -> None:
+    """A Kafka message cannot be taken back: the replay's undo is the documents the consumer
+    wrote for it, imaged before each page was produced and read again once it had passed."""
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names, directory = (
+        world.endpoints.search_url(world.search_name),
+        f"{world.prefix}_*",
+        tmp_path / "journal",
+    )
+    try:
+        lost = _datasets(world, 3)
+        _lose_index_writes(world, lost[:2])
+        world.writer.write(lost[2], "globalTags", _tags("dropped"), drop_mcl=True)
+        report = world.scan()
+        assert set(lost) <= {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
+        before = raw_sources(url, names)
+        request = RebuildRequest(
+            "replay", findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp_path
+        )
+        outcome = rebuild(world.settings(), request)
+        assert outcome.exit_code == 0 and outcome.consumer_caught_up and outcome.journal, outcome.failed
+        repaired = raw_sources(url, names)
+        index = entity_index("dataset", world.prefix)
+        world.search.upsert(index, entity_doc_id(lost[0]), {"name": "written after the replay"})
+        theirs = raw_sources(url, names)
+        done = _undo(world, directory, outcome.journal)
+        after = raw_sources(url, names)
+        again = _undo(world, directory, outcome.journal)
+    finally:
+        world.close()
+    touched = changed(before, repaired)
+    assert {(index, entity_doc_id(u)) for u in lost} <= touched <= journaled_docs(directory, outcome.journal)
+    assert [(t.doc_id, t.urn) for t in done.refused] == [(entity_doc_id(lost[0]), lost[0])]
+    assert changed(before, after) == {(index, entity_doc_id(lost[0]))}
+    assert after[(index, entity_doc_id(lost[0]))] == theirs[(index, entity_doc_id(lost[0]))]
+    assert not again.restored and again.undo_run is None
