@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from auditor.backends import journal
 from auditor.backends.bulk_json import dumps
 from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.backends.raw_sources import read_versioned
 from auditor.core.undo import Taken, UndoOutcome
 from auditor.errors import ConfigError
 
@@ -66,6 +67,7 @@ class Doc:
     urn: str
     found: bool  # a document was there before the run's first write
     source: dict[str, Any] | None
+    raw: str | None = None  # its bytes as the cluster held them (written back as they are)
     op: str = "index"  # the run's last write: index | create | delete
     wrote: str | None = None  # the digest of the bytes of its last write (not for a delete)
     version: tuple[int, int] | None = None  # (seq_no, term) the last write got; None: unknown
@@ -85,7 +87,9 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
                 key = (d["i"], d["id"])
                 doc = docs.get(key)
                 if doc is None or not doc.landed:  # the image before the run's first write that landed
-                    doc = docs[key] = Doc(d["i"], d["id"], d.get("urn", ""), d["found"], d.get("src"))
+                    doc = docs[key] = Doc(
+                        d["i"], d["id"], d.get("urn", ""), d["found"], d.get("src"), d.get("raw")
+                    )
                 doc.op, doc.wrote, doc.version, doc.status = d["op"], d.get("wrote"), None, None
                 mine[key] = doc
             pending[entry["b"]] = mine
@@ -107,14 +111,14 @@ def _now(search: SearchIndex, keys: list[tuple[str, str]]) -> dict[tuple[str, st
         by_index.setdefault(index, []).append(doc_id)
     out: dict[tuple[str, str], Any] = {}
     for index, ids in by_index.items():
-        for doc_id, found in search.get_versioned(index, ids).items():
+        for doc_id, found in read_versioned(search, index, ids).items():
             out[(index, doc_id)] = found
     return out
 
 
 def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
     """What to do with one document: (action, why, the write that puts it back)."""
-    source, version = now if now is not None else (None, None)
+    source, version, raw = now if now is not None else (None, None, None)
     if (source is not None) == doc.found and (source is None or source == doc.source):
         return "already as before", "", None
     if doc.status is not None and not doc.landed:
@@ -127,12 +131,14 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
         ours = version is not None and version == doc.version
     elif doc.status is None and source is not None and doc.wrote is not None:
         # no result journaled (killed during the bulk): ours only if it holds what we sent
-        ours = version is not None and journal.digest(dumps(source)) == doc.wrote
+        ours = version is not None and journal.digest(raw if raw is not None else dumps(source)) == doc.wrote
     if not ours:
         return "refused", _why_refused(doc, source, version, written), None
     if doc.found:
         op = "index" if source is not None else "create"
-        item = BulkItem(op, doc.index, doc.doc_id, doc.urn, doc.source, if_seq=version if source else None)
+        raw_before = doc.raw.encode("utf-8") if doc.raw is not None else None
+        if_seq = version if source is not None else None
+        item = BulkItem(op, doc.index, doc.doc_id, doc.urn, doc.source, if_seq=if_seq, raw=raw_before)
         return "put back", "", item
     return "deleted", "", BulkItem("delete", doc.index, doc.doc_id, doc.urn, if_seq=version)
 

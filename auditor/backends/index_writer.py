@@ -50,6 +50,7 @@ class BulkItem:
     doc: dict[str, Any] | None = None
     # (seq_no, primary_term) the doc must still have: a write since then answers 409, never lost
     if_seq: tuple[int, int] | None = None
+    raw: bytes | None = None  # the document's bytes to send as they are (an undo's before-image)
 
     @property
     def conditional(self) -> bool:
@@ -86,7 +87,9 @@ class IndexWriter:
         if item.if_seq is not None:
             meta["if_seq_no"], meta["if_primary_term"] = item.if_seq
         action = _json({item.op: meta}) + b"\n"
-        return action + _json(item.doc) + b"\n" if item.op != "delete" else action
+        if item.op == "delete":
+            return action
+        return action + (item.raw if item.raw is not None else _json(item.doc)) + b"\n"
 
     def bulk(self, items: Sequence[BulkItem], max_bytes: int = MAX_BYTES) -> list[BulkFailure]:
         """Write every item; return those that failed for good (a delete of a missing doc is fine;

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from auditor.backends.bulk_json import dumps
+from auditor.backends.raw_sources import read_versioned
 
 if TYPE_CHECKING:
     from auditor.backends.index_writer import BulkItem
@@ -135,7 +136,7 @@ class Journal:
         by_index: dict[str, list[str]] = {}
         for item, _ in imaged:
             by_index.setdefault(item.index, []).append(item.doc_id)
-        found = {index: search.get_versioned(index, sorted(set(ids))) for index, ids in by_index.items()}
+        found = {index: read_versioned(search, index, sorted(set(ids))) for index, ids in by_index.items()}
         docs = []
         for item, lines in imaged:
             entry = image(item.index, item.doc_id, item.urn, item.op, found[item.index].get(item.doc_id))
@@ -172,12 +173,19 @@ class Journal:
 
 
 def image(index: str, doc_id: str, urn: str, op: str, found: Any) -> dict[str, Any]:
-    """One document's before-image entry: `found` is `(source, (seq_no, term))`, or None (absent)."""
+    """One document's before-image entry: `found` is `(source, (seq_no, term)[, its bytes])`
+    (raw_sources.read_versioned), or None (absent). The bytes are kept as text when they are
+    UTF-8 (they are JSON): an undo writes them back as they were."""
     entry: dict[str, Any] = {"i": index, "id": doc_id, "op": op, "urn": urn, "found": found is not None}
     if found is not None:
-        source, version = found
+        source, version, *raw = found
         entry["src"] = source
         entry["v"] = list(version) if version else None
+        if raw and raw[0] is not None:
+            try:
+                entry["raw"] = raw[0].decode("utf-8")
+            except UnicodeDecodeError:
+                pass
     return entry
 
 

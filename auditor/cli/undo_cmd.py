@@ -20,20 +20,13 @@ from auditor.cli.common import (
 )
 from auditor.cli.exits import exits
 from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
-from auditor.cli.rebuild_cmd import Output, rebuild_app
+from auditor.cli.rebuild_cmd import JournalDirOpt, Output, rebuild_app
 from auditor.errors import ConfigError
 from auditor.exit_codes import ExitCode
 
-JournalDir = Annotated[
-    Path | None,
-    typer.Option(
-        envvar="AUDITOR_JOURNAL_DIR",
-        help="The repairs' write journals (default: `journal` beside the state file).",
-    ),
-]
-
 
 def journal_dir(given: Path | None, settings: Any) -> Path:
+    """--journal-dir, or `journal` beside the state file (where a repair journals by default)."""
     return given if given is not None else Path(settings.state_file).parent / "journal"
 
 
@@ -57,7 +50,7 @@ def undo_cmd(
         str, typer.Argument(metavar="RUN", help="The run to undo (`auditor rebuild journal`).")
     ],
     apply: Annotated[bool, typer.Option("--apply", help="Write. Without it nothing is written.")] = False,
-    journal: JournalDir = None,
+    journal: JournalDirOpt = None,
     fmt: OutFormatOpt = OutFormat.console,
     json_out: JsonFlag = False,
     output: Output = None,
@@ -101,7 +94,7 @@ def undo_cmd(
 @rebuild_app.command("journal")
 @exits({ExitCode.OK: "the runs listed", ExitCode.USAGE: None})
 def journal_cmd(
-    journal: JournalDir = None,
+    journal: JournalDirOpt = None,
     state_file: Annotated[
         Path | None, typer.Option(envvar="AUDITOR_STATE_FILE", help="Its directory holds `journal`.")
     ] = None,

@@ -18,6 +18,7 @@ from typing import Any
 
 from auditor.backends.journal import Journal, image
 from auditor.backends.protocols import Search
+from auditor.backends.raw_sources import read_versioned
 from auditor.platforms.datahub.naming import (
     document_id,
     document_id_v3,
@@ -74,7 +75,7 @@ class ReplayImages:
             by_index.setdefault(index, []).append(doc_id)
         out: dict[Key, Any] = {}
         for index, ids in by_index.items():
-            for doc_id, found in self.search.get_versioned(index, sorted(set(ids))).items():
+            for doc_id, found in read_versioned(self.search, index, sorted(set(ids))).items():
                 out[(index, doc_id)] = found
         return out
 

@@ -184,3 +184,59 @@ def test_an_undo_of_a_replay_puts_back_the_documents_its_messages_made_the_consu
     assert changed(before, after) == {(index, entity_doc_id(lost[0]))}
     assert after[(index, entity_doc_id(lost[0]))] == theirs[(index, entity_doc_id(lost[0]))]
     assert not again.restored and again.undo_run is None
+
+
+def test_a_repair_killed_mid_bulk_is_undone_from_its_torn_journal_by_the_cli(tmp_path: Path) -> None:
+    """A repair killed while its bulk was out and while it journaled: the journal has the
+    before-image and no result, its last line torn. `rebuild journal` says so; `rebuild undo`
+    reads up to the tear, says where, and puts the document back because it holds exactly the
+    bytes the repair sent (anything else would be refused)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    from undo_checks import _http, put_raw
+
+    from auditor.backends.journal import Journal, digest, image
+    from auditor.backends.raw_sources import read_versioned
+    from auditor.backends.search import SearchIndex
+    from sandbox.endpoints import Endpoints
+
+    url = Endpoints.from_env().search_url("opensearch").rstrip("/")
+    index, directory = f"tundo{uuid.uuid4().hex[:8]}", tmp_path / "journal"
+    original = b'{"name": "before",  "tags": ["\\u00e9"]}'  # spelled as a client might: kept as is
+    created = put_raw(f"{url}/{index}/_doc/a?refresh=true", original)
+    try:
+        search = SearchIndex(url, "opensearch")
+        found = read_versioned(search, index, ["a"])["a"]  # as the journal images it
+        search.close()
+        opened = Journal.start(directory, {"mode": "reindex"})
+        entry = image(index, "a", "urn:a", "index", found)
+        written = b'{"name":"after"}'
+        opened.imaged([{**entry, "wrote": digest(written)}])
+        put_raw(f"{url}/{index}/_doc/a?refresh=true", written)  # the bulk landed; then the kill
+        opened._file.write(b'0badc0de {"t": "aft')
+        opened._file.close()
+        env = {**os.environ, "AUDITOR_SEARCH_URL": url}
+        cli = [sys.executable, "-m", "auditor.cli", "rebuild"]
+        listed = subprocess.run(
+            [*cli, "journal", "--journal-dir", str(directory)], capture_output=True, text=True, env=env
+        )
+        undone = subprocess.run(
+            [*cli, "undo", opened.run[:20], "--journal-dir", str(directory), "--apply", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        now = _http(f"{url}/{index}/_source/a")
+    finally:
+        _http(f"{url}/{index}", "DELETE")
+    assert created == 201
+    assert listed.returncode == 0 and opened.run in listed.stdout and "torn: line 3 is torn" in listed.stdout
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    said = json.loads(undone.stdout)
+    assert said["torn"].startswith("line 3 is torn") and not said["ended"]
+    assert [(t["doc_id"], t["action"]) for t in said["restored"]] == [("a", "put back")]
+    assert now == original  # byte for byte, its spelling (spaces, an escaped é) kept

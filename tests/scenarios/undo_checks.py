@@ -22,6 +22,15 @@ def _http(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> 
         return bytes(response.read())
 
 
+def put_raw(url: str, body: bytes) -> int:
+    """PUT these bytes as a document (spelled as some client might): the status."""
+    request = urllib.request.Request(
+        url, data=body, method="PUT", headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(response.status)
+
+
 def raw_sources(search_url: str, names: str) -> Raw:
     """(index, id) -> the document's `_source` exactly as the cluster returns it (its stored bytes),
     for every document of `names` (indices or aliases, comma-separated, wildcards allowed)."""

@@ -1,0 +1,95 @@
+"""The repair journal's file (auditor/backends/journal.py): read up to a torn or corrupt line and
+say so, old runs pruned, and what an undo prints escaped (reports/undo_report.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from auditor.backends import journal
+from auditor.core.undo import Taken, UndoOutcome
+from auditor.reports.undo_report import render_console, render_runs, to_json
+
+
+def _written(tmp_path: Path, n: int = 3) -> journal.Journal:
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    for i in range(n):
+        opened.imaged([journal.image("idx", f"doc{i}", f"urn:{i}", "index", ({"n": i}, (i, 1)))])
+    opened.close()
+    return opened
+
+
+def test_a_journal_is_read_whole_with_its_header_and_end(tmp_path: Path) -> None:
+    opened = _written(tmp_path)
+    read = journal.read(opened.path)
+    assert read.torn is None and read.ended and read.header["run"] == opened.run
+    assert [e["t"] for e in read.entries] == ["run", "before", "before", "before", "end"]
+    assert read.entries[2]["docs"][0]["src"] == {"n": 1} and read.entries[2]["docs"][0]["v"] == [1, 1]
+
+
+def test_a_torn_last_entry_is_read_up_to_and_said(tmp_path: Path) -> None:
+    path = _written(tmp_path).path
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 12])  # killed mid-way through the end
+    read = journal.read(path)
+    assert [e["t"] for e in read.entries] == ["run", "before", "before", "before"] and not read.ended
+    assert read.torn == "line 5 is torn (no end of line: the process was killed while writing it)"
+
+
+def test_a_corrupt_entry_stops_the_reading_and_counts_what_follows(tmp_path: Path) -> None:
+    path = _written(tmp_path).path
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"doc1"', b'"docX"')  # its checksum no longer matches
+    path.write_bytes(b"\n".join(lines))
+    read = journal.read(path)
+    assert [e["t"] for e in read.entries] == ["run", "before"]
+    assert read.torn == "line 3 fails its checksum; 2 line(s) after it not read"
+
+
+def test_a_run_that_wrote_nothing_leaves_no_journal(tmp_path: Path) -> None:
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    opened.close()
+    assert not opened.wrote and journal.runs(tmp_path) == []
+
+
+def test_journals_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
+    old, new = _written(tmp_path).path, _written(tmp_path).path
+    week_ago = time.time() - 7 * 86400
+    os.utime(old, (week_ago, week_ago))
+    assert journal.prune(tmp_path, None) == [] and journal.prune(tmp_path, -1) == []
+    assert journal.prune(tmp_path, 3) == [old] and journal.runs(tmp_path) == [new]
+    assert journal.find(tmp_path, new.stem) == new and journal.find(tmp_path, "nope") is None
+
+
+def test_what_an_undo_prints_is_escaped() -> None:
+    urn = "urn:li:dataset:(x,[red]boom[/red]\x1b[31m\nline,PROD)"
+    refused = Taken("idx", "id\x1b]8;;", urn, "refused", "written since the repair by someone else")
+    outcome = UndoOutcome("run-1", True, "j", refused=[refused], torn="line 3 \x1b[2J fails its checksum")
+    out = io.StringIO()
+    render_console(outcome, Console(file=out, width=300))
+    text = out.getvalue()
+    assert "\x1b" not in text  # the data's escape sequences spelled out, its newline too
+    assert "[red]boom[/red]\\x1b[31m\\nline" in text and "\\x1b[2J" in text
+    data = json.loads(to_json(outcome))
+    assert data["exit_code"] == 8 and data["refused"][0]["urn"] == urn  # JSON keeps the text, escaped by JSON
+    runs = io.StringIO()
+    render_runs(
+        [
+            {
+                "run": "r\x1b[31m",
+                "at": None,
+                "mode": "reindex",
+                "written": 1,
+                "swaps": 0,
+                "ended": False,
+                "torn": None,
+            }
+        ],
+        Console(file=runs, width=200),
+    )
+    assert "r\\x1b[31m" in runs.getvalue() and "not closed" in runs.getvalue()
