@@ -32,13 +32,13 @@ def read_versioned(search: Any, index: str, ids: Sequence[str]) -> dict[str, Fou
         return {}
     try:
         raw = _raw_mget(search, index, ids)
+        found = dict(_found(raw)) if raw is not None else None
     except Exception:  # noqa: BLE001 (the parsed read below says what is wrong, if anything)
-        raw = None
-    if raw is None:
-        return {
-            i: (source, version, None) for i, (source, version) in search.get_versioned(index, ids).items()
-        }
-    return dict(_found(raw))
+        found = None
+    if found is None:
+        versioned = search.get_versioned(index, ids)
+        return {i: (source, version, None) for i, (source, version) in versioned.items()}
+    return found
 
 
 def _raw_mget(search: Any, index: str, ids: Sequence[str]) -> bytes | None:
@@ -76,7 +76,7 @@ def _found(raw: bytes) -> Iterator[tuple[str, Found]]:
 
 def source_spans(raw: bytes) -> Iterator[bytes | None]:
     """Each doc's `_source` bytes in a multi-get answer, in order (None: the doc has none)."""
-    for start, end in _members(raw, _SPACE.match(raw, 0).end()):  # type: ignore[union-attr]
+    for start, end in _members(raw, _skip(raw, 0)):
         if raw[start[0] : start[1]] != b'"docs"':
             continue
         for element in _elements(raw, end[0]):
@@ -85,36 +85,48 @@ def source_spans(raw: bytes) -> Iterator[bytes | None]:
             yield raw[span[0] : span[1]] if span is not None else None
 
 
+def _skip(raw: bytes, i: int) -> int:
+    """Past the whitespace at `i`."""
+    found = _SPACE.match(raw, i)
+    return found.end() if found else i
+
+
 def _members(raw: bytes, at: int) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
     """An object's members from its `{` at `at`: (key span, value span) each."""
-    i = _SPACE.match(raw, at + 1).end()  # type: ignore[union-attr]
+    i = _skip(raw, at + 1)
     while raw[i : i + 1] != b"}":
         key = _STRING.match(raw, i)
         assert key is not None, "a key"
-        i = _SPACE.match(raw, key.end()).end()  # type: ignore[union-attr]
-        i = _SPACE.match(raw, i + 1).end()  # type: ignore[union-attr] (past the colon)
+        i = _skip(raw, key.end())
+        i = _skip(raw, i + 1)  # past the colon
         end = _value_end(raw, i)
         yield (key.start(), key.end()), (i, end)
-        i = _SPACE.match(raw, end).end()  # type: ignore[union-attr]
+        i = _skip(raw, end)
         if raw[i : i + 1] == b",":
-            i = _SPACE.match(raw, i + 1).end()  # type: ignore[union-attr]
+            i = _skip(raw, i + 1)
 
 
 def _elements(raw: bytes, at: int) -> Iterator[int]:
     """An array's elements from its `[` at `at`: where each starts."""
-    i = _SPACE.match(raw, at + 1).end()  # type: ignore[union-attr]
+    i = _skip(raw, at + 1)
     while raw[i : i + 1] != b"]":
         yield i
-        i = _SPACE.match(raw, _value_end(raw, i)).end()  # type: ignore[union-attr]
+        i = _skip(raw, _value_end(raw, i))
         if raw[i : i + 1] == b",":
-            i = _SPACE.match(raw, i + 1).end()  # type: ignore[union-attr]
+            i = _skip(raw, i + 1)
+
+
+def _string_end(raw: bytes, i: int) -> int:
+    found = _STRING.match(raw, i)
+    assert found is not None, "a string"
+    return found.end()
 
 
 def _value_end(raw: bytes, i: int) -> int:
     """Where the JSON value starting at `i` ends."""
     first = raw[i : i + 1]
     if first == b'"':
-        return _STRING.match(raw, i).end()  # type: ignore[union-attr]
+        return _string_end(raw, i)
     if first not in (b"{", b"["):
         found = _SCALAR_END.search(raw, i)
         return found.start() if found else len(raw)
@@ -123,7 +135,7 @@ def _value_end(raw: bytes, i: int) -> int:
         token = _BRACKET.search(raw, i)
         assert token is not None, "a closing bracket"
         if token.group() == b'"':
-            i = _STRING.match(raw, token.start()).end()  # type: ignore[union-attr]
+            i = _string_end(raw, token.start())
             continue
         depth += 1 if token.group() in (b"{", b"[") else -1
         i = token.end()

@@ -93,3 +93,13 @@ def test_what_an_undo_prints_is_escaped() -> None:
         Console(file=runs, width=200),
     )
     assert "r\\x1b[31m" in runs.getvalue() and "not closed" in runs.getvalue()
+
+
+def test_each_source_is_cut_out_of_a_multi_get_answer_as_it_was_spelled() -> None:
+    from auditor.backends.raw_sources import source_spans
+
+    first = b'{"x" : "a\\"}]{\\\\", "y":[1, {"z":null}], "n": 1.0e-5, "e":"\xc3\xa9\\u00e9"}'
+    raw = b'{ "docs" : [ {"_id":"a","found":true,"_source" : ' + first + b' },\n {"_id":"b","found":false} ,'
+    raw += b'{"_source":[],"_id":"c"}]}'
+    assert list(source_spans(raw)) == [first, None, b"[]"]
+    assert json.loads(first)["x"] == 'a"}]{\\'
