@@ -88,7 +88,7 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
                 doc = docs.get(key)
                 if doc is None or not doc.landed:  # the image before the run's first write that landed
                     doc = docs[key] = Doc(
-                        d["i"], d["id"], d.get("urn", ""), d["found"], d.get("src"), d.get("raw")
+                        d["i"], d["id"], d.get("urn", ""), d["found"], journal.source_of(d), d.get("raw")
                     )
                 doc.op, doc.wrote, doc.version, doc.status = d["op"], d.get("wrote"), None, None
                 mine[key] = doc

@@ -174,19 +174,24 @@ class Journal:
 
 def image(index: str, doc_id: str, urn: str, op: str, found: Any) -> dict[str, Any]:
     """One document's before-image entry: `found` is `(source, (seq_no, term)[, its bytes])`
-    (raw_sources.read_versioned), or None (absent). The bytes are kept as text when they are
-    UTF-8 (they are JSON): an undo writes them back as they were."""
+    (raw_sources.read_versioned), or None (absent). The bytes are kept as text (`raw`, JSON is
+    UTF-8): an undo writes them back as they were; the parsed source (`src`) only without them."""
     entry: dict[str, Any] = {"i": index, "id": doc_id, "op": op, "urn": urn, "found": found is not None}
     if found is not None:
         source, version, *raw = found
-        entry["src"] = source
         entry["v"] = list(version) if version else None
-        if raw and raw[0] is not None:
-            try:
-                entry["raw"] = raw[0].decode("utf-8")
-            except UnicodeDecodeError:
-                pass
+        try:
+            entry["raw"] = raw[0].decode("utf-8")
+        except (IndexError, AttributeError, UnicodeDecodeError):  # no bytes: the parsed source
+            entry["src"] = source
     return entry
+
+
+def source_of(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """A before-image entry's document, parsed (None: there was none)."""
+    if not entry.get("found"):
+        return None
+    return entry["src"] if "src" in entry else orjson.loads(entry["raw"])
 
 
 @dataclass

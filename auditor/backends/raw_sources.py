@@ -64,14 +64,37 @@ def _raw_mget(search: Any, index: str, ids: Sequence[str]) -> bytes | None:
 
 
 def _found(raw: bytes) -> Iterator[tuple[str, Found]]:
+    """The found docs of a multi-get answer, each with its `_source` bytes.
+
+    Both engines write `_source` last in each doc, so it ends where its doc does: just before
+    the `}` that the next doc's `,{"_index"` (or the answer's `]}`) follows. That cut is taken when
+    it parses to the very source the answer holds; otherwise (a source whose text holds that
+    sequence) the doc's source is walked bracket by bracket (`_value_end`, 3-4x slower)."""
     parsed = orjson.loads(raw)
-    sources = list(source_spans(raw))
-    for doc, span in zip(parsed.get("docs", []), sources, strict=False):
+    at = 0
+    for doc in parsed.get("docs", []):
         if not doc.get("found"):
-            continue
+            continue  # no "_source" in its text either
+        source = doc.get("_source") or {}
+        key = raw.find(b'"_source"', at)
+        start = _skip(raw, _skip(raw, key + len(b'"_source"')) + 1)  # past the colon
+        end = raw.find(b'},{"_index"', start)
+        if end < 0:
+            end = raw.rfind(b"}", start, raw.rfind(b"]"))
+        if key < 0 or end < 0 or _parsed(raw[start:end].rstrip()) != source:
+            end = _value_end(raw, start)
         seq, term = doc.get("_seq_no"), doc.get("_primary_term")
         version = (seq, term) if isinstance(seq, int) and isinstance(term, int) else None
-        yield doc["_id"], (doc.get("_source") or {}, version, span)
+        span = raw[start:end].rstrip()
+        yield doc["_id"], (source, version, span)
+        at = end
+
+
+def _parsed(cut: bytes) -> Any:
+    try:
+        return orjson.loads(cut)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def source_spans(raw: bytes) -> Iterator[bytes | None]:

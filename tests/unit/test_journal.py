@@ -29,7 +29,12 @@ def test_a_journal_is_read_whole_with_its_header_and_end(tmp_path: Path) -> None
     read = journal.read(opened.path)
     assert read.torn is None and read.ended and read.header["run"] == opened.run
     assert [e["t"] for e in read.entries] == ["run", "before", "before", "before", "end"]
-    assert read.entries[2]["docs"][0]["src"] == {"n": 1} and read.entries[2]["docs"][0]["v"] == [1, 1]
+    assert journal.source_of(read.entries[2]["docs"][0]) == {"n": 1} and read.entries[2]["docs"][0]["v"] == [
+        1,
+        1,
+    ]
+    kept = journal.image("idx", "a", "urn:a", "index", ({"n": 1.0}, (3, 1), b'{"n": 1.0e0}'))
+    assert kept["raw"] == '{"n": 1.0e0}' and "src" not in kept and journal.source_of(kept) == {"n": 1.0}
 
 
 def test_a_torn_last_entry_is_read_up_to_and_said(tmp_path: Path) -> None:
@@ -103,3 +108,15 @@ def test_each_source_is_cut_out_of_a_multi_get_answer_as_it_was_spelled() -> Non
     raw += b'{"_source":[],"_id":"c"}]}'
     assert list(source_spans(raw)) == [first, None, b"[]"]
     assert json.loads(first)["x"] == 'a"}]{\\'
+
+
+def test_a_source_holding_the_next_docs_opening_is_still_cut_right() -> None:
+    from auditor.backends.raw_sources import _found
+
+    tricky = b'{"list": [{"a": 1},{"_index": 2}], "t": "}]"}'  # the next doc's opening, inside it
+    raw = b'{"docs":[{"_index":"i","_id":"a","_seq_no":4,"_primary_term":1,"found":true,"_source":' + tricky
+    raw += b'},{"_index":"i","_id":"b","found":false},{"_index":"i","_id":"c","_seq_no":5,"_primary_term":1,'
+    raw += b'"found":true,"_source":{"k" :  "v"}}]}'
+    found = dict(_found(raw))
+    assert found["a"] == (json.loads(tricky), (4, 1), tricky) and "b" not in found
+    assert found["c"] == ({"k": "v"}, (5, 1), b'{"k" :  "v"}')
