@@ -1,5 +1,6 @@
 """`rebuild undo` of OpenMetadata's targeted repair, against the real servers: every document it
-rewrote or deleted back byte for byte; one the server wrote again since refused by name."""
+rewrote or deleted back byte for byte; one the server wrote again since refused by name; the
+undo, journaled as a run of its own, undone in turn."""
 
 from __future__ import annotations
 
@@ -54,6 +55,10 @@ def test_an_undo_puts_back_what_an_openmetadata_repair_wrote_and_refuses_what_ch
             done = undo(search, path, True, directory)
             after = raw_sources(w.search_url, names)
             again = undo(search, path, True, directory)
+            undone = find(directory, done.undo_run or "")  # the undo journaled as a run of its own
+            assert undone is not None
+            redo = undo(search, undone, True, directory)
+            redone = raw_sources(w.search_url, names)
         finally:
             search.close()
     touched = changed(before, repaired)
@@ -64,3 +69,5 @@ def test_an_undo_puts_back_what_an_openmetadata_repair_wrote_and_refuses_what_ch
     ] and done.exit_code == ExitCode.UNDO_PARTIAL
     assert changed(before, after) == {written_since} and after[written_since] == theirs[written_since]
     assert not again.restored and [t.doc_id for t in again.refused] == [tables[1].id]
+    # the undo undone: the repair's documents back, the server's own write untouched throughout
+    assert redo.exit_code == 0 and redone == theirs, sorted(changed(theirs, redone))[:5]
