@@ -86,7 +86,8 @@ class Journal:
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path, self.run = path, str(header["run"])
-        self._file = open(path, "ab")  # noqa: SIM115 (held for the run, closed by close())
+        # held for the run, closed by close(); readable by its owner only (it holds documents)
+        self._file = os.fdopen(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600), "ab")
         self._batch = 0
         self.wrote = False  # anything past the header (a run that wrote nothing leaves no file)
         self.created: set[str] = set()  # indices this run created: their writes are not imaged

@@ -28,6 +28,7 @@ def test_a_journal_is_read_whole_with_its_header_and_end(tmp_path: Path) -> None
     opened = _written(tmp_path)
     read = journal.read(opened.path)
     assert read.torn is None and read.ended and read.header["run"] == opened.run
+    assert opened.path.stat().st_mode & 0o777 == 0o600  # it holds documents: its owner's only
     assert [e["t"] for e in read.entries] == ["run", "before", "before", "before", "end"]
     assert journal.source_of(read.entries[2]["docs"][0]) == {"n": 1} and read.entries[2]["docs"][0]["v"] == [
         1,
