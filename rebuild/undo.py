@@ -16,7 +16,7 @@ kept: the undo can itself be undone). The undo's own writes are journaled as a r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from auditor.backends.index_writer import BulkItem, IndexWriter
 from auditor.backends.raw_sources import read_versioned
 from auditor.core.undo import Taken, UndoOutcome
 from auditor.errors import ConfigError
+from auditor.rebuild.checkpoint import Lock
 
 if TYPE_CHECKING:
     from auditor.backends.search import SearchIndex
@@ -155,16 +156,40 @@ def _why_refused(doc: Doc, source: Any, version: Any, written: bool) -> str:
     return f"written since the repair by someone else (now {now}; the repair's write got {ours})"
 
 
-def undo(search: SearchIndex, path: Path, apply: bool, directory: Path) -> UndoOutcome:
-    """Take back the run journaled in `path` (a dry run unless `apply`)."""
+def undo(
+    search: SearchIndex, path: Path, apply: bool, directory: Path, break_stale_lock: bool = False
+) -> UndoOutcome:
+    """Take back the run journaled in `path` (a dry run unless `apply`), holding the lock of the
+    target the run held (a repair of it running meanwhile: exit 6)."""
     read = journal.read(path)
     if not read.header:
         raise ConfigError(f"{path} is not a repair journal (no header)")
+    locks = _locks(read)
+    with ExitStack() as held:
+        for entry in locks if apply else []:
+            lock = Lock(Path(entry["dir"]), entry["key"])
+            lock.acquire(break_stale_lock)
+            held.callback(lock.release)
+        return _undo(search, read, apply, directory, locks)
+
+
+def _locks(read: journal.JournalRead) -> list[dict[str, Any]]:
+    """The targets' locks the run held, each once (a federation's run holds one per store)."""
+    seen = {(e["dir"], e["key"]): e for e in read.entries if e.get("t") == "lock"}
+    return [seen[k] for k in sorted(seen)]
+
+
+def _undo(
+    search: SearchIndex, read: journal.JournalRead, apply: bool, directory: Path, locks: list[dict[str, Any]]
+) -> UndoOutcome:
+    path = read.path
     run = str(read.header["run"])
     out = UndoOutcome(run, apply, str(path), torn=read.torn, ended=read.ended)
     docs = documents(read)
     header = {"mode": "undo", "undoes": run, "target": read.header.get("target", {})}
     opened = journal.Journal.start(directory, header, kind="undo") if apply else None
+    for entry in locks if opened is not None else []:  # an undo of the undo holds them too
+        opened.locked(entry["dir"], entry["key"])
     with journal.journaling(opened):
         writer = IndexWriter(search)
         keys = list(docs)

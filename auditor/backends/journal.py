@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from auditor.backends.search import SearchIndex
 
 SUFFIX = ".journal"
+WRITES = frozenset({"before", "created", "aliases", "dropped"})  # entries that mean a run wrote
 _ACTIVE: ContextVar[Journal | None] = ContextVar("auditor_journal", default=None)
 
 
@@ -103,7 +104,7 @@ class Journal:
         """Write the entries and make them durable (one fsync for them all)."""
         if self._file.closed:
             return
-        self.wrote = self.wrote or any(e.get("t") != "run" for e in entries)
+        self.wrote = self.wrote or any(e.get("t") in WRITES for e in entries)
         self._file.write(b"".join(_line(e) for e in entries))
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -168,6 +169,10 @@ class Journal:
     def aliases_moved(self, actions: list[dict[str, Any]], before: dict[str, list[str]]) -> None:
         """A swap: its actions and, for each alias it names, the indices it pointed at before."""
         self.append({"t": "aliases", "actions": actions, "before": before})
+
+    def locked(self, directory: str, key: str) -> None:
+        """The target's lock the run held (rebuild/guard.py): its undo holds it too."""
+        self.append({"t": "lock", "dir": directory, "key": key})
 
     def index_dropped(self, index: str) -> None:
         self.append({"t": "dropped", "i": index})

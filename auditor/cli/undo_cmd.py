@@ -20,7 +20,7 @@ from auditor.cli.common import (
 )
 from auditor.cli.exits import exits
 from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
-from auditor.cli.rebuild_cmd import JournalDirOpt, Output, rebuild_app
+from auditor.cli.rebuild_cmd import BreakLock, JournalDirOpt, Output, rebuild_app
 from auditor.errors import ConfigError
 from auditor.exit_codes import ExitCode
 
@@ -42,6 +42,7 @@ def _as_json(fmt: Any, json_out: bool, output: Path | None) -> bool:
         "left as they are, each listed with why (the rest put back)",
         ExitCode.USAGE: "no such run, or not a journal",
         ExitCode.INCOMPLETE: None,
+        ExitCode.LOCKED: "a repair of the run's target is running: undo once it ends",
     }
 )
 @with_options(CONNECTION, DEBUG)
@@ -51,6 +52,7 @@ def undo_cmd(
     ],
     apply: Annotated[bool, typer.Option("--apply", help="Write. Without it nothing is written.")] = False,
     journal: JournalDirOpt = None,
+    break_stale_lock: BreakLock = False,
     fmt: OutFormatOpt = OutFormat.console,
     json_out: JsonFlag = False,
     output: Output = None,
@@ -61,6 +63,7 @@ def undo_cmd(
     A document is put back only where the run's own write is still its latest (the engine's
     seq_no check); one written since by someone else is refused, named with why, and left as it
     is. A full rebuild's alias goes back to the index it pointed at, when that index was kept.
+    The undo holds the lock of the target the run repaired.
     The undo is journaled too (undo it to take it back); run again, it writes nothing twice.
     """
 
@@ -79,7 +82,7 @@ def undo_cmd(
             )
         search = open_search(settings)
         try:
-            outcome = undo(search, path, apply, directory)
+            outcome = undo(search, path, apply, directory, break_stale_lock)
         finally:
             search.close()
         if _as_json(fmt, json_out, output):

@@ -12,9 +12,10 @@ from om_world import om_world
 
 from auditor.api import rebuild
 from auditor.backends.connect import open_search
-from auditor.backends.journal import find
+from auditor.backends.journal import find, read
 from auditor.core.model import Verdict
 from auditor.exit_codes import ExitCode
+from auditor.rebuild.checkpoint import Lock, LockHeld
 from auditor.rebuild.request import RebuildRequest
 from auditor.rebuild.undo import undo
 from sandbox.openmetadata.faults import Fault
@@ -52,6 +53,15 @@ def test_an_undo_puts_back_what_an_openmetadata_repair_wrote_and_refuses_what_ch
         assert path is not None
         search = open_search(w.settings())
         try:
+            (lock,) = [e for e in read(path).entries if e.get("t") == "lock"]  # the repair's target
+            held = Lock(Path(lock["dir"]), lock["key"])
+            held.acquire()
+            try:  # a repair of the target running: the undo waits for it (exit 6), nothing written
+                with pytest.raises(LockHeld):
+                    undo(search, path, True, directory)
+            finally:
+                held.release()
+            assert raw_sources(w.search_url, names) == theirs
             done = undo(search, path, True, directory)
             after = raw_sources(w.search_url, names)
             again = undo(search, path, True, directory)

@@ -35,7 +35,7 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("rebuild", "reindex"): {0, 1, 2, 3, 6, 7},
     ("rebuild", "after-restore"): {0, 1, 2, 3, 6},
     ("rebuild", "merge"): {0, 1, 2, 3},
-    ("rebuild", "undo"): {0, 2, 3, 8},
+    ("rebuild", "undo"): {0, 2, 3, 6, 8},
     ("rebuild", "journal"): {0, 2},
     ("config", "init"): {0, 2},
     ("drill", "compare"): {0, 1, 2, 3},
