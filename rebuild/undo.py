@@ -87,7 +87,9 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
             for d in entry["docs"]:
                 key = (d["i"], d["id"])
                 doc = docs.get(key)
-                if doc is None or not doc.landed:  # the image before the run's first write that landed
+                # the image before the run's first write that may have landed (one that failed
+                # for sure changed nothing: the next image is the one; one with no result may have)
+                if doc is None or (doc.status is not None and not doc.landed):
                     doc = docs[key] = Doc(
                         d["i"], d["id"], d.get("urn", ""), d["found"], journal.source_of(d), d.get("raw")
                     )

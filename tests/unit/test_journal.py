@@ -121,3 +121,29 @@ def test_a_source_holding_the_next_docs_opening_is_still_cut_right() -> None:
     found = dict(_found(raw))
     assert found["a"] == (json.loads(tricky), (4, 1), tricky) and "b" not in found
     assert found["c"] == ({"k": "v"}, (5, 1), b'{"k" :  "v"}')
+
+
+def test_the_before_image_is_the_one_before_the_first_write_that_may_have_landed(tmp_path: Path) -> None:
+    from auditor.rebuild.undo import documents
+
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    first = opened.imaged([journal.image("i", "refused", "u", "index", ({"v": 0}, (1, 1)))])
+    opened.results(first, [{"i": "i", "id": "refused", "s": 409}])  # someone wrote it: ours refused
+    opened.imaged([journal.image("i", "unknown", "u", "index", ({"v": 0}, (2, 1)))])  # killed mid-bulk
+    again = opened.imaged(
+        [
+            journal.image("i", "refused", "u", "index", ({"v": "theirs"}, (3, 1))),
+            journal.image("i", "unknown", "u", "index", ({"v": "ours, maybe"}, (4, 1))),
+        ]
+    )
+    opened.results(
+        again,
+        [
+            {"i": "i", "id": "refused", "s": 200, "v": [5, 1]},
+            {"i": "i", "id": "unknown", "s": 200, "v": [6, 1]},
+        ],
+    )
+    opened.close()
+    docs = documents(journal.read(opened.path))
+    assert docs[("i", "refused")].source == {"v": "theirs"} and docs[("i", "refused")].version == (5, 1)
+    assert docs[("i", "unknown")].source == {"v": 0} and docs[("i", "unknown")].version == (6, 1)
