@@ -147,6 +147,11 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
 
 
 def _why_refused(doc: Doc, source: Any, version: Any, written: bool) -> str:
+    if doc.status is None and doc.op == "replay":
+        return (
+            "the replay ended before the consumer's writes were read back: "
+            "they cannot be told from anyone else's"
+        )
     if doc.status is None:
         return "the repair was killed before its write was confirmed, and the document is not what it wrote"
     if source is None:
