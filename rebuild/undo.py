@@ -128,7 +128,7 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
         return "not written", f"the repair's write failed ({doc.status}): nothing to take back", None
     written = doc.status is not None and doc.status < 300
     ours = False
-    if written and doc.op == "delete":
+    if doc.op == "delete" and (written or doc.status is None):  # confirmed, or killed mid-bulk
         ours = source is None
     elif written:
         ours = version is not None and version == doc.version

@@ -147,3 +147,17 @@ def test_the_before_image_is_the_one_before_the_first_write_that_may_have_landed
     docs = documents(journal.read(opened.path))
     assert docs[("i", "refused")].source == {"v": "theirs"} and docs[("i", "refused")].version == (5, 1)
     assert docs[("i", "unknown")].source == {"v": 0} and docs[("i", "unknown")].version == (6, 1)
+
+
+def test_a_delete_killed_mid_bulk_is_put_back_only_while_the_document_is_still_gone() -> None:
+    from auditor.rebuild.undo import Doc, _plan
+
+    deleted = Doc("i", "a", "urn:a", True, {"v": 1}, '{"v": 1}', op="delete")  # no result journaled
+    action, _, item = _plan(deleted, None)
+    assert (
+        action == "put back"
+        and item is not None
+        and (item.op, item.raw, item.if_seq) == ("create", b'{"v": 1}', None)
+    )
+    action, why, item = _plan(deleted, ({"v": 2}, (9, 1), b'{"v": 2}'))  # created again since
+    assert action == "refused" and item is None and "killed" in why
