@@ -13,6 +13,11 @@ the reader returns what came before it and says so. The entries:
 - `after`: the `_seq_no`/`_primary_term` each write got (an item that failed has none);
 - `created`, `aliases`, `dropped`: a full rebuild's fresh index, the aliases its swap moved
   (with where each pointed before) and an index deleted.
+- `lock`: the target's lock the repair held (its undo takes it too);
+- `end`: the run closed its journal (a run killed mid-way has none).
+
+Each document's before-image keeps its `_source` as the bytes the cluster holds (`raw`, from
+raw_sources.py), or, where those could not be had, the parsed source (`src`).
 
 Documents written into an index the run itself created are not imaged one by one (there was
 nothing before them: the undo of a full rebuild is its alias put back).
