@@ -195,8 +195,9 @@ def _undo(
     docs = documents(read)
     header = {"mode": "undo", "undoes": run, "target": read.header.get("target", {})}
     opened = journal.Journal.start(directory, header, kind="undo") if apply else None
-    for entry in locks if opened is not None else []:  # an undo of the undo holds them too
-        opened.locked(entry["dir"], entry["key"])
+    if opened is not None:  # an undo of the undo holds them too
+        for entry in locks:
+            opened.locked(entry["dir"], entry["key"])
     with journal.journaling(opened):
         writer = IndexWriter(search)
         keys = list(docs)
