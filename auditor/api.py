@@ -101,13 +101,19 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
     platform = _repairing(settings, request)
     if request.state_dir == Path("."):  # locks and checkpoints beside the state file, every platform
         request.state_dir = Path(settings.state_file).parent
-    if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
-        from auditor.rebuild.federation import rebuild_federation
+    from auditor.rebuild.undo import journaled
 
-        return rebuild_federation(
-            settings, request, platform.rebuild, lambda urns: platform.holders(settings, urns)
-        )
-    return platform.rebuild(settings, request)
+    with journaled(settings, request) as run:  # every write of the repair journaled (undoable)
+        if settings.stores and request.mode != "plan":  # one repair per store (docs/federation.md)
+            from auditor.rebuild.federation import rebuild_federation
+
+            outcome = rebuild_federation(
+                settings, request, platform.rebuild, lambda urns: platform.holders(settings, urns)
+            )
+        else:
+            outcome = platform.rebuild(settings, request)
+    outcome.journal = run.run if run is not None and run.wrote else None
+    return outcome
 
 
 def _repairing(settings: Settings, request: RebuildRequest) -> Platform:

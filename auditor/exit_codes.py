@@ -23,6 +23,7 @@ class ExitCode(IntEnum):
     UNKNOWN_URN = 7
     STORE_SMALLER = 8  # the store empty or far smaller than the index: most documents orphaned
     STORE_BEHIND = 9  # documents hold later writes than their rows (a lagging replica, a restored database)
+    UNDO_PARTIAL = 10  # an undo left documents as they are (written since by someone else)
 
     @property
     def meaning(self) -> str:
@@ -47,6 +48,8 @@ MEANINGS = {
     "than a small share of an index refused (nothing deleted without --allow-delete)",
     ExitCode.STORE_BEHIND: "the store is behind the index (a lagging replica, a restored database): "
     "documents hold later writes than their rows; none was repaired",
+    ExitCode.UNDO_PARTIAL: "an undo left documents as they are: written since the repair by someone "
+    "else (refused, each named with why) or failed to write back",
 }
 
 # when several runs (a sharded repair's shards) give one code, the first of these
@@ -57,6 +60,7 @@ _WORST_FIRST = (
     ExitCode.LOCKED,
     ExitCode.UNKNOWN_URN,
     ExitCode.STORE_SMALLER,
+    ExitCode.UNDO_PARTIAL,
     ExitCode.PERSISTENT,
     ExitCode.STALLED,
     ExitCode.STORE_BEHIND,

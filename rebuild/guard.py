@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditor.backends.journal import active
 from auditor.backends.protocols import Search
 from auditor.core.model import RepairKind
 from auditor.core.plan import RebuildOutcome, RepairPlan
@@ -62,6 +63,8 @@ def locked(request: RebuildRequest, store: str, prefix: str, topic: str = "") ->
     """The target's lock held for the block (`store`: its description, never a secret)."""
     lock = Lock(request.state_dir, target_key(store, prefix, topic), request.shard)
     lock.acquire(request.break_stale_lock)
+    if (journal := active()) is not None:  # its undo takes the same lock (rebuild/undo.py)
+        journal.locked(str(request.state_dir), lock.key)
     try:
         yield lock
     finally:

@@ -42,6 +42,15 @@ class RebuildRequest:
     # into every page), or without a plan the urns whose crc32 is i modulo n (as `scan --shard`)
     shard: tuple[int, int] | None = None
     urn_range: tuple[str | None, str | None] | None = None
+    # the write journal (auditor/backends/journal.py): one file per applied run in this directory
+    # (None: `journal` beside the checkpoints, in state_dir); journals older than journal_keep_days
+    # are deleted when a repair starts (None: kept for ever)
+    journal_dir: Path | None = None
+    journal_keep_days: float | None = 30.0
+
+    @property
+    def journal_path(self) -> Path:
+        return self.journal_dir if self.journal_dir is not None else self.state_dir / "journal"
 
     def sharded(self, selection: Selection) -> Selection:
         """`selection` narrowed to this request's shard (itself when unsharded)."""

@@ -53,6 +53,7 @@ def merge_outcomes(parts: Sequence[dict[str, Any]], shards: int | None = None) -
         "still_wrong": [f for p in done for f in p.get("still_wrong") or []],
         "waiting": [f for p in done for f in p.get("waiting") or []],
         "checkpoints": [p["checkpoint"] for p in done if p.get("checkpoint")],
+        "journals": [p["journal"] for p in done if p.get("journal")],  # one run per shard (rebuild undo)
         "warnings": sorted({w for p in done for w in p.get("warnings") or []}),
     }
 
@@ -105,5 +106,10 @@ def render_console(merged: dict[str, Any], console: Console) -> None:
         console.print(f"[green]verified: {merged['verified_urns']} entities consistent[/]")
     for path in merged["checkpoints"]:
         console.print(f"  checkpoint {console_markup(path)} (--resume continues)", highlight=False)
+    for run in merged.get("journals", []):
+        console.print(
+            f"  journaled as {console_markup(run)} (auditor rebuild undo {console_markup(run)})",
+            highlight=False,
+        )
     for w in merged["warnings"]:
         console.print(f"[yellow]warning:[/] {console_markup(w)}", highlight=False)

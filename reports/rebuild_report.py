@@ -82,6 +82,9 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         console.print(
             f"  checkpoint {console_markup(outcome.checkpoint)} (--resume continues)", highlight=False
         )
+    if outcome.journal:
+        run = console_markup(outcome.journal)
+        console.print(f"  journaled as {run} (auditor rebuild undo {run} takes it back)", highlight=False)
     for w in outcome.warnings:
         console.print(f"[yellow]warning:[/] {console_markup(w)}", highlight=False)
 
@@ -123,6 +126,7 @@ def to_json(outcome: RebuildOutcome) -> str:
         "still_wrong": [finding_json(c, dummy) for c in outcome.still_wrong],
         "waiting": [finding_json(c, dummy) for c in outcome.waiting],
         "checkpoint": outcome.checkpoint,
+        "journal": outcome.journal,
         "notes": outcome.notes,
         "warnings": outcome.warnings,
     }

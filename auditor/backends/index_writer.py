@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.backends import journal as _journal
 from auditor.backends.bulk_json import dumps as _json
 from auditor.backends.protocols import Capability
 from auditor.backends.search import RETRY_STATUSES, SearchIndex, retryable
@@ -49,6 +50,7 @@ class BulkItem:
     doc: dict[str, Any] | None = None
     # (seq_no, primary_term) the doc must still have: a write since then answers 409, never lost
     if_seq: tuple[int, int] | None = None
+    raw: bytes | None = None  # the document's bytes to send as they are (an undo's before-image)
 
     @property
     def conditional(self) -> bool:
@@ -93,6 +95,8 @@ class IndexWriter:
         self.description = search.description
         self.retries = retries
         self.sleep = sleep
+        # the repair's write journal (auditor/backends/journal.py): before-images, then results
+        self.journal = _journal.active()
 
     def _lines(self, item: BulkItem) -> bytes:
         self.written.add(item.index)
@@ -100,7 +104,9 @@ class IndexWriter:
         if item.if_seq is not None:
             meta["if_seq_no"], meta["if_primary_term"] = item.if_seq
         action = _json({item.op: meta}) + b"\n"
-        return action + _json(item.doc) + b"\n" if item.op != "delete" else action
+        if item.op == "delete":
+            return action
+        return action + (item.raw if item.raw is not None else _json(item.doc)) + b"\n"
 
     def bulk(self, items: Sequence[BulkItem], max_bytes: int = MAX_BYTES) -> list[BulkFailure]:
         """Write every item; return those that failed for good (a delete of a missing doc is fine;
@@ -127,6 +133,7 @@ class IndexWriter:
         """One bulk request; items refused with 429/503 are sent again, with backoff, a few times."""
         failed: list[BulkFailure] = []
         todo = chunk
+        batch = self.journal.before(self._search, chunk) if self.journal is not None else 0
         for attempt in range(self.retries + 1):
             try:
                 body = b"".join(lines for _, lines in todo)
@@ -136,6 +143,8 @@ class IndexWriter:
                     self._backoff(attempt)
                     continue
                 raise self._search._fail("bulk write", exc) from None
+            if self.journal is not None:
+                self.journal.after(batch, todo, response)
             retry, refused = self._read(todo, response)
             failed += refused
             if not retry:
@@ -218,6 +227,8 @@ class IndexWriter:
             copied = {k: v for k, v in settings.items() if k not in self.NOT_COPIED}
             copied.update({"number_of_replicas": 0, "refresh_interval": "-1"})
             body = {"settings": {"index": copied}, "mappings": mappings}
+            if self.journal is not None:
+                self.journal.index_created(name, source)
             if self.elastic:
                 self.client.indices.create(index=name, settings=body["settings"], mappings=mappings)
             else:
@@ -242,6 +253,8 @@ class IndexWriter:
 
     def delete_index(self, index: str) -> None:
         """Delete one index by its concrete name (a staged index that was not swapped in)."""
+        if self.journal is not None:
+            self.journal.index_dropped(index)
         try:
             self.client.indices.delete(index=index)
         except Exception as exc:
@@ -249,6 +262,8 @@ class IndexWriter:
 
     def swap(self, actions: list[dict[str, Any]]) -> None:
         """One atomic `_aliases` request; an error (or an unacknowledged answer) is raised."""
+        if self.journal is not None:
+            self.journal.aliases_moved(actions, self.aliases_of(actions))
         try:
             if self.elastic:
                 done = self.client.indices.update_aliases(actions=actions)
@@ -260,6 +275,13 @@ class IndexWriter:
             raise BackendUnavailable(
                 f"search cluster {self.description}: the alias swap was not acknowledged"
             )
+
+    def aliases_of(self, actions: list[dict[str, Any]]) -> dict[str, list[str]]:
+        """For each alias `actions` name, the indices it points at now ([]: none, or not an alias)."""
+        names = sorted({a[k]["alias"] for a in actions for k in a if "alias" in a[k]})
+        return {
+            name: (found if is_alias else []) for name in names for found, is_alias in [self.concrete(name)]
+        }
 
     @staticmethod
     def _body(response: Any) -> Any:

@@ -108,6 +108,23 @@ Workers = Annotated[
     ),
 ]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the outcome here.")]
+JournalDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal-dir",
+        envvar="AUDITOR_JOURNAL_DIR",
+        help="Where --apply journals every write (before-images; `rebuild undo RUN` puts them back). "
+        "Default: `journal` beside the state file.",
+    ),
+]
+KeepDays = Annotated[
+    float,
+    typer.Option(
+        "--journal-keep-days",
+        envvar="AUDITOR_JOURNAL_KEEP_DAYS",
+        help="Journals older than this are deleted when a repair starts (below 0: kept for ever).",
+    ),
+]
 
 # what each command can return (--workers: the worst shard's); an unknown --urn: no row and no
 # document has it (DataHub), no table has the id or name (OpenMetadata)
@@ -207,6 +224,8 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             prefer_store=opts.get("prefer_store", False),
             shard=shard,
             urn_range=urn_range,
+            journal_dir=opts.get("journal_dir"),
+            journal_keep_days=opts.get("journal_keep_days", 30.0),
             progress=(lambda what, n: err.print(f"  {what}: {n:,}", highlight=False))
             if err.is_terminal
             else None,
@@ -249,6 +268,8 @@ WRITING = {
     "shard": (Shard, None),
     "shard_plan": (ShardPlanOpt, None),
     "workers": (Workers, None),
+    "journal_dir": (JournalDirOpt, None),
+    "journal_keep_days": (KeepDays, 30.0),
 }
 OUTCOME = {"fmt": (OutFormatOpt, OutFormat.console), "json_out": (JsonFlag, False), "output": (Output, None)}
 

@@ -167,6 +167,7 @@ class RebuildOutcome:
     shard: tuple[int, int] | None = None  # (i, n): the shard of the urns this repair covered
     urn_range: tuple[str | None, str | None] | None = None  # its shard plan's range [lo, hi)
     platform: str = "datahub"  # whose words its report speaks (reports/rebuild_report.py)
+    journal: str | None = None  # the run id its writes were journaled under (`rebuild undo RUN`)
 
     @property
     def exit_code(self) -> ExitCode:

@@ -57,11 +57,14 @@ class Replayer:
         batch: int = 1000,
         progress: Progress | None = None,
         hold: Hold | None = None,
+        before_produce: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.store = store
         # of a page, the urns whose documents hold a later write than their rows (the store is
         # behind): those aspects' rows not replayed, they would be applied over it (None: replay all)
         self.hold = hold
+        # the write journal's hook: the page's urns' documents imaged before it is produced
+        self.before_produce = before_produce
         self.producer = producer
         self.builder = RestateBuilder(producer.schema_str)
         self.checkpoint = checkpoint
@@ -82,6 +85,8 @@ class Replayer:
             # encoding); the checkpoint still moves only past this page once it is confirmed
             ahead = Ahead(source.page, (page[-1][0], page[-1][1].aspect), self.batch, name="replay-rows")
             sent = self._held(page)
+            if sent and self.before_produce is not None:
+                self.before_produce(list(dict.fromkeys(u for u, _ in sent)))
             if sent:
                 self._deliver(sent)
             if sent and not source.unchanged(page):  # one digest of the page; row by row only if it moved

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
+from auditor.backends.journal import active
 from auditor.backends.protocols import Capability, require
 from auditor.core.model import Classified, RepairKind, Report, Selection
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
@@ -30,6 +31,7 @@ from auditor.rebuild.datahub.full import FullRebuild
 from auditor.rebuild.datahub.newer import NewerDocuments, behind_note
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.replay import Replayer
+from auditor.rebuild.datahub.replay_journal import ReplayImages
 from auditor.rebuild.datahub.rows import RowSource
 from auditor.rebuild.datahub.unknown import refuse_unknown
 from auditor.rebuild.datahub.verify import reaudit, reaudit_selection, wait_for_consumer
@@ -142,8 +144,9 @@ def rebuild(
     with guarded(request, outcome, walked, *described) as guard:
         checkpoint, path = guard.checkpoint, guard.path
         checkpoint.track_touched = request.selection is None or bool(request.selection.urns)
+        images = _replay_images(backends, registry, target) if request.mode == "replay" else None
         if request.mode == "replay":
-            _replay(backends, registry, target, request, selections, checkpoint, path)
+            _replay(backends, registry, target, request, selections, checkpoint, path, images)
         else:
             _reindex(backends, registry, target, request, selections, checkpoint, path)
         outcome.counts, outcome.failed = dict(checkpoint.counts), list(checkpoint.failed)
@@ -154,6 +157,8 @@ def rebuild(
             outcome.notes.append(behind_note(checkpoint.kept))
         if request.verify:
             _verify(backends, registry, target, request, checkpoint, outcome, selections)
+        if images is not None:  # the consumer has passed the replay (or the wait ended): what it wrote
+            images.after()
         guard.finish(outcome)
     return outcome
 
@@ -168,6 +173,15 @@ def _refuse_unless_consuming(backends: RebuildBackends, target: ScanTarget) -> N
     refuse_unless_consuming(events, target.versioned_topic, group)
 
 
+def _replay_images(backends: RebuildBackends, registry: Registry, target: ScanTarget) -> ReplayImages | None:
+    """The replay's journal of the documents it makes the consumer write (None: not journaled)."""
+    journal = active()
+    if journal is None:
+        return None
+    v3 = v3_indices(backends.scan.search, target.index_prefix, registry)
+    return ReplayImages(journal, backends.scan.search, registry, target.index_prefix, v3)
+
+
 def _replay(
     backends: RebuildBackends,
     registry: Registry,
@@ -176,6 +190,7 @@ def _replay(
     selections: list[Selection],
     checkpoint: Checkpoint,
     path: Path,
+    images: ReplayImages | None = None,
 ) -> None:
     if backends.open_producer is None:
         raise ConfigError(
@@ -214,6 +229,7 @@ def _replay(
                 batch=request.batch,
                 progress=progress,
                 hold=None if newer is None else partial(newer.in_page, backends.store),
+                before_produce=images.before if images is not None else None,
             )
             replayer.run(source)
     finally:

@@ -1,0 +1,292 @@
+"""`auditor rebuild undo RUN`: a repair's journaled writes taken back, document by document.
+
+For every document the run wrote or deleted, the before-image of its first write in the run is
+put back, on condition that the document is still what the run's last write made of it (its
+`_seq_no`/`_primary_term`, the engine's own check: a write since answers 409). A document
+written again since by someone else is refused by name, with why, and left as it is; one that is
+already as it was before the run is left alone (an undo run twice, or resumed after a kill,
+writes nothing again). A write the journal has no result for (the repair was killed during its
+bulk) is taken back only if the document holds exactly the bytes that write sent.
+
+A full rebuild's swap is taken back by moving each alias back to the indices it pointed at,
+when they still exist and the alias still points where the swap put it (the fresh index is
+kept: the undo can itself be undone). The undo's own writes are journaled as a run of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from auditor.backends import journal
+from auditor.backends.bulk_json import dumps
+from auditor.backends.index_writer import BulkItem, IndexWriter
+from auditor.backends.raw_sources import read_versioned
+from auditor.core.undo import Taken, UndoOutcome
+from auditor.errors import ConfigError
+from auditor.rebuild.checkpoint import Lock
+
+if TYPE_CHECKING:
+    from auditor.backends.search import SearchIndex
+    from auditor.rebuild.request import RebuildRequest
+    from auditor.settings import Settings
+
+BATCH = 500
+
+
+@contextmanager
+def journaled(settings: Settings, request: RebuildRequest) -> Iterator[journal.Journal | None]:
+    """An applied repair's writes journaled for the block (nothing for a plan or a dry run);
+    the journal, or None. Old journals are pruned first (`journal_keep_days`)."""
+    if not request.apply or request.mode == "plan":
+        yield None
+        return
+    directory = request.journal_path
+    journal.prune(directory, request.journal_keep_days)
+    header = {
+        "mode": request.mode,
+        "full": request.full,
+        "platform": settings.platform,
+        "target": settings.describe(),
+        "index_prefix": settings.index_prefix,
+        "shard": list(request.shard) if request.shard else None,
+    }
+    opened = journal.Journal.start(directory, header)
+    with journal.journaling(opened):
+        yield opened
+
+
+@dataclass
+class Doc:
+    """What the run did to one document: as it was before, what it wrote last, and how it went."""
+
+    index: str
+    doc_id: str
+    urn: str
+    found: bool  # a document was there before the run's first write
+    source: dict[str, Any] | None
+    raw: str | None = None  # its bytes as the cluster held them (written back as they are)
+    op: str = "index"  # the run's last write: index | create | delete
+    wrote: str | None = None  # the digest of the bytes of its last write (not for a delete)
+    version: tuple[int, int] | None = None  # (seq_no, term) the last write got; None: unknown
+    status: int | None = None  # the last write's status (None: no result journaled)
+    landed: bool = False  # a write of the run to it succeeded (its before-image is then final)
+
+
+def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
+    """Each document the run wrote: its first before-image and its last write's result."""
+    docs: dict[tuple[str, str], Doc] = {}
+    pending: dict[int, dict[tuple[str, str], Doc]] = {}
+    for entry in read.entries:
+        kind = entry.get("t")
+        if kind == "before":
+            mine: dict[tuple[str, str], Doc] = {}
+            for d in entry["docs"]:
+                key = (d["i"], d["id"])
+                doc = docs.get(key)
+                # the image before the run's first write that may have landed (one that failed
+                # for sure changed nothing: the next image is the one; one with no result may have)
+                if doc is None or (doc.status is not None and not doc.landed):
+                    doc = docs[key] = Doc(
+                        d["i"], d["id"], d.get("urn", ""), d["found"], journal.source_of(d), d.get("raw")
+                    )
+                doc.op, doc.wrote, doc.version, doc.status = d["op"], d.get("wrote"), None, None
+                mine[key] = doc
+            pending[entry["b"]] = mine
+        elif kind == "after":
+            mine = pending.get(entry["b"], {})
+            for d in entry["docs"]:
+                doc = mine.get((d["i"], d["id"]))
+                if doc is not None:
+                    doc.status = d["s"]
+                    doc.op = d.get("op", doc.op)  # a replay's: what the consumer did (a delete)
+                    doc.landed = doc.landed or d["s"] < 300
+                    doc.version = tuple(d["v"]) if d.get("v") else None  # type: ignore[assignment]
+    return docs
+
+
+def _now(search: SearchIndex, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    by_index: dict[str, list[str]] = {}
+    for index, doc_id in keys:
+        by_index.setdefault(index, []).append(doc_id)
+    out: dict[tuple[str, str], Any] = {}
+    for index, ids in by_index.items():
+        for doc_id, found in read_versioned(search, index, ids).items():
+            out[(index, doc_id)] = found
+    return out
+
+
+def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
+    """What to do with one document: (action, why, the write that puts it back)."""
+    source, version, raw = now if now is not None else (None, None, None)
+    if (source is not None) == doc.found and (source is None or source == doc.source):
+        return "already as before", "", None
+    if doc.status is not None and not doc.landed:
+        return "not written", f"the repair's write failed ({doc.status}): nothing to take back", None
+    written = doc.status is not None and doc.status < 300
+    ours = False
+    if doc.op == "delete" and (written or doc.status is None):  # confirmed, or killed mid-bulk
+        ours = source is None
+    elif written:
+        ours = version is not None and version == doc.version
+    elif doc.status is None and source is not None and doc.wrote is not None:
+        # no result journaled (killed during the bulk): ours only if it holds what we sent
+        ours = version is not None and journal.digest(raw if raw is not None else dumps(source)) == doc.wrote
+    if not ours:
+        return "refused", _why_refused(doc, source, version, written), None
+    if doc.found:
+        op = "index" if source is not None else "create"
+        raw_before = doc.raw.encode("utf-8") if doc.raw is not None else None
+        if_seq = version if source is not None else None
+        item = BulkItem(op, doc.index, doc.doc_id, doc.urn, doc.source, if_seq=if_seq, raw=raw_before)
+        return "put back", "", item
+    return "deleted", "", BulkItem("delete", doc.index, doc.doc_id, doc.urn, if_seq=version)
+
+
+def _why_refused(doc: Doc, source: Any, version: Any, written: bool) -> str:
+    if doc.status is None and doc.op == "replay":
+        return (
+            "the replay ended before the consumer's writes were read back: "
+            "they cannot be told from anyone else's"
+        )
+    if doc.status is None:
+        return "the repair was killed before its write was confirmed, and the document is not what it wrote"
+    if source is None:
+        return "deleted since the repair by someone else"
+    if doc.op == "delete":
+        return "written again since the repair deleted it"
+    ours = f"seq_no {doc.version[0]}, term {doc.version[1]}" if doc.version else "no version"
+    now = f"seq_no {version[0]}, term {version[1]}" if version else "no version"
+    return f"written since the repair by someone else (now {now}; the repair's write got {ours})"
+
+
+def undo(
+    search: SearchIndex, path: Path, apply: bool, directory: Path, break_stale_lock: bool = False
+) -> UndoOutcome:
+    """Take back the run journaled in `path` (a dry run unless `apply`), holding the lock of the
+    target the run held (a repair of it running meanwhile: exit 6)."""
+    read = journal.read(path)
+    if not read.header:
+        raise ConfigError(f"{path} is not a repair journal (no header)")
+    locks = _locks(read)
+    with ExitStack() as held:
+        for entry in locks if apply else []:
+            lock = Lock(Path(entry["dir"]), entry["key"])
+            lock.acquire(break_stale_lock)
+            held.callback(lock.release)
+        return _undo(search, read, apply, directory, locks)
+
+
+def _locks(read: journal.JournalRead) -> list[dict[str, Any]]:
+    """The targets' locks the run held, each once (a federation's run holds one per store)."""
+    seen = {(e["dir"], e["key"]): e for e in read.entries if e.get("t") == "lock"}
+    return [seen[k] for k in sorted(seen)]
+
+
+def _undo(
+    search: SearchIndex, read: journal.JournalRead, apply: bool, directory: Path, locks: list[dict[str, Any]]
+) -> UndoOutcome:
+    path = read.path
+    run = str(read.header["run"])
+    out = UndoOutcome(run, apply, str(path), torn=read.torn, ended=read.ended)
+    docs = documents(read)
+    header = {"mode": "undo", "undoes": run, "target": read.header.get("target", {})}
+    opened = journal.Journal.start(directory, header, kind="undo") if apply else None
+    if opened is not None:  # an undo of the undo holds them too
+        for entry in locks:
+            opened.locked(entry["dir"], entry["key"])
+    with journal.journaling(opened):
+        writer = IndexWriter(search)
+        keys = list(docs)
+        for start in range(0, len(keys), BATCH):
+            _undo_batch(search, writer, [docs[k] for k in keys[start : start + BATCH]], out)
+        _undo_aliases(writer, read, out)
+        if apply:
+            writer.refresh_written()
+    out.undo_run = opened.run if opened is not None and opened.wrote else None
+    return out
+
+
+def _undo_batch(search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: UndoOutcome) -> None:
+    now = _now(search, [(d.index, d.doc_id) for d in docs])
+    writes: list[BulkItem] = []
+    planned: dict[tuple[str, str], Taken] = {}
+    for doc in docs:
+        action, why, item = _plan(doc, now.get((doc.index, doc.doc_id)))
+        taken = Taken(doc.index, doc.doc_id, doc.urn, action, why)
+        if item is None:
+            (out.refused if action == "refused" else out.unchanged).append(taken)
+            continue
+        writes.append(item)
+        planned[(doc.index, doc.doc_id)] = taken
+    if not out.applied:
+        out.restored += planned.values()
+        return
+    failures = {(f.item.index, f.item.doc_id): f for f in writer.bulk(writes)}
+    for key, taken in planned.items():
+        failure = failures.get(key)
+        if failure is None:
+            out.restored.append(taken)
+        elif failure.status == 409:
+            taken.action, taken.why = "refused", "written by someone else while the undo ran"
+            out.refused.append(taken)
+        else:
+            taken.action, taken.why = "failed", f"{failure.status}: {failure.reason}"
+            out.failed.append(taken)
+
+
+def _undo_aliases(writer: IndexWriter, read: journal.JournalRead, out: UndoOutcome) -> None:
+    """Each swap taken back, the last first: the alias back on the indices it pointed at."""
+    swaps = [e for e in read.entries if e.get("t") == "aliases"]
+    for entry in reversed(swaps):
+        for alias, before in sorted(entry["before"].items()):
+            after = sorted(
+                a["add"]["index"] for a in entry["actions"] if "add" in a and a["add"]["alias"] == alias
+            )
+            taken = Taken(alias, "", "", "refused")
+            now, is_alias = writer.concrete(alias)
+            now = now if is_alias else []
+            if sorted(now) == sorted(before):
+                taken.action = "already as before"
+            elif not before:
+                taken.why = "it was a concrete index the swap removed: nothing to point it back at"
+            elif sorted(now) != after:
+                taken.why = f"moved since by someone else (now on {', '.join(now) or 'nothing'})"
+            elif gone := [i for i in before if not writer.concrete(i)[0]]:
+                taken.why = f"the index it pointed at ({', '.join(gone)}) no longer exists"
+            else:
+                taken.action, taken.why = "put back", f"{', '.join(after)} -> {', '.join(before)}"
+                if out.applied:
+                    actions = [{"remove": {"index": i, "alias": alias}} for i in now]
+                    writer.swap(actions + [{"add": {"index": i, "alias": alias}} for i in before])
+            out.aliases.append(taken)
+
+
+def list_runs(directory: Path) -> list[dict[str, Any]]:
+    """Every journaled run of `directory`, oldest first: its header and what it wrote."""
+    out = []
+    for path in journal.runs(directory):
+        read = journal.read(path)
+        header = read.header
+        docs = documents(read)
+        out.append(
+            {
+                "run": header.get("run", path.stem),
+                "at": header.get("at"),
+                "mode": header.get("mode"),
+                "full": header.get("full", False),
+                "undoes": header.get("undoes"),
+                "platform": header.get("platform"),
+                "target": header.get("target", {}),
+                "documents": len(docs),
+                "written": sum(1 for d in docs.values() if d.status is not None and d.status < 300),
+                "swaps": sum(1 for e in read.entries if e.get("t") == "aliases"),
+                "ended": read.ended,
+                "torn": read.torn,
+                "journal": str(path),
+            }
+        )
+    return out

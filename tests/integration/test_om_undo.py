@@ -1,0 +1,83 @@
+"""`rebuild undo` of OpenMetadata's targeted repair, against the real servers: every document it
+rewrote or deleted back byte for byte; one the server wrote again since refused by name; the
+undo, journaled as a run of its own, undone in turn."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from om_world import om_world
+
+from auditor.api import rebuild
+from auditor.backends.connect import open_search
+from auditor.backends.journal import find, read
+from auditor.core.model import Verdict
+from auditor.exit_codes import ExitCode
+from auditor.rebuild.checkpoint import Lock, LockHeld
+from auditor.rebuild.request import RebuildRequest
+from auditor.rebuild.undo import undo
+from sandbox.openmetadata.faults import Fault
+from sandbox.openmetadata.indices import refresh_all
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenarios"))
+from undo_checks import changed, journaled_docs, raw_sources  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("pair", [("postgres", "opensearch3"), ("mariadb", "elasticsearch")], ids="+".join)
+def test_an_undo_puts_back_what_an_openmetadata_repair_wrote_and_refuses_what_changed_since(
+    pair: tuple[str, str], tmp_path: Path
+) -> None:
+    with om_world(*pair, tmp_path, prefix="omundo", n=30, seeded=3, visibility=0.5) as w:
+        tables = [e for e in w.server.entities.values() if e.type == "table"]
+        w.server.update(tables[0], description="changed, not indexed", fault=Fault.STALE_UPDATE)
+        w.server.update(tables[1], description="changed too", fault=Fault.STALE_UPDATE)
+        w.server.hard_delete(tables[2], fault=Fault.ORPHAN_DOC)
+        refresh_all(w.search, w.alias)
+        report = w.scan()
+        names, directory = f"{w.alias}_*", tmp_path / "journal"
+        before = raw_sources(w.search_url, names)
+        include = frozenset({Verdict.DIVERGED, Verdict.IN_FLIGHT})
+        request = RebuildRequest(
+            "reindex", findings=report.findings, include=include, apply=True, state_dir=tmp_path
+        )
+        outcome = rebuild(w.settings(), request)
+        assert outcome.exit_code == 0 and outcome.journal, outcome.failed
+        repaired = raw_sources(w.search_url, names)
+        w.server.update(tables[1], description="written by the server after the repair")
+        theirs = raw_sources(w.search_url, names)
+        path = find(directory, outcome.journal)
+        assert path is not None
+        search = open_search(w.settings())
+        try:
+            (lock,) = [e for e in read(path).entries if e.get("t") == "lock"]  # the repair's target
+            held = Lock(Path(lock["dir"]), lock["key"])
+            held.acquire()
+            try:  # a repair of the target running: the undo waits for it (exit 6), nothing written
+                with pytest.raises(LockHeld):
+                    undo(search, path, True, directory)
+            finally:
+                held.release()
+            assert raw_sources(w.search_url, names) == theirs
+            done = undo(search, path, True, directory)
+            after = raw_sources(w.search_url, names)
+            again = undo(search, path, True, directory)
+            undone = find(directory, done.undo_run or "")  # the undo journaled as a run of its own
+            assert undone is not None
+            redo = undo(search, undone, True, directory)
+            redone = raw_sources(w.search_url, names)
+        finally:
+            search.close()
+    touched = changed(before, repaired)
+    assert len(touched) >= 3 and touched <= journaled_docs(directory, outcome.journal)
+    (written_since,) = changed(repaired, theirs)
+    assert [(t.index, t.doc_id) for t in done.refused] == [
+        written_since
+    ] and done.exit_code == ExitCode.UNDO_PARTIAL
+    assert changed(before, after) == {written_since} and after[written_since] == theirs[written_since]
+    assert not again.restored and [t.doc_id for t in again.refused] == [tables[1].id]
+    # the undo undone: the repair's documents back, the server's own write untouched throughout
+    assert redo.exit_code == 0 and redone == theirs, sorted(changed(theirs, redone))[:5]

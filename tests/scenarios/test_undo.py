@@ -1,0 +1,242 @@
+"""`rebuild undo` against the real stack: a repair's writes taken back byte for byte, a document
+written since refused by name, an undo run twice or resumed after a kill writing nothing twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from faults import _datasets, _tags, hard_delete, stale_field
+from undo_checks import changed, journaled_docs, raw_sources
+from world import World
+
+from auditor.api import rebuild
+from auditor.backends.connect import open_search
+from auditor.backends.index_writer import IndexWriter
+from auditor.backends.journal import find
+from auditor.core.model import Verdict
+from auditor.errors import BackendUnavailable
+from auditor.exit_codes import ExitCode
+from auditor.rebuild import undo as undo_module
+from auditor.rebuild.request import RebuildRequest
+from sandbox.naming import entity_doc_id, entity_index
+
+pytestmark = pytest.mark.integration
+
+
+def _undo(world: World, directory: Path, run: str, apply: bool = True) -> undo_module.UndoOutcome:
+    path = find(directory, run)
+    assert path is not None
+    search = open_search(world.settings())
+    try:
+        return undo_module.undo(search, path, apply, directory)
+    finally:
+        search.close()
+
+
+def _lose_index_writes(world: World, urns: list[str]) -> None:
+    world.consumer.skip_index_write(set(urns))
+    for i, urn in enumerate(urns):
+        world.writer.write(urn, "globalTags", _tags(f"lost-{i}"))
+    assert world.consumer.drain(60)
+    world.consumer.reset_faults()
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch", "mariadb/elasticsearch"])
+def test_an_undo_puts_back_every_document_a_reindex_wrote_and_refuses_one_written_since(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names = world.endpoints.search_url(world.search_name), f"{world.prefix}_*"
+    directory = tmp_path / "journal"
+    try:
+        lost = _datasets(world, 4)[1:3]
+        _lose_index_writes(world, lost)
+        broken = stale_field(world) | hard_delete(world, 3) | set(lost)
+        report = world.scan()
+        assert broken <= {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
+        before = raw_sources(url, names)
+        request = RebuildRequest("reindex", findings=report.findings, apply=True, state_dir=tmp_path)
+        outcome = rebuild(world.settings(), request)
+        assert outcome.exit_code == 0 and outcome.journal, outcome.failed
+        repaired = raw_sources(url, names)
+        touched = changed(before, repaired)
+        assert touched and touched <= journaled_docs(directory, outcome.journal)
+        # someone else writes one of the repaired entity docs after the repair
+        index, other = entity_index("dataset", world.prefix), lost[0]
+        world.search.upsert(index, entity_doc_id(other), {"name": "written after the repair"})
+        theirs = raw_sources(url, names)[(index, entity_doc_id(other))]
+        dry = _undo(world, directory, outcome.journal, apply=False)
+        assert raw_sources(url, names) == {
+            **repaired,
+            (index, entity_doc_id(other)): theirs,
+        }  # nothing written
+        # the undo killed after its first bulk (a few documents a bulk)
+        monkeypatch.setattr(undo_module, "BATCH", 3)
+        bulk, calls = IndexWriter.bulk, []
+
+        def killed_after_one(self: IndexWriter, items: list, *a: object, **k: object) -> list:
+            if calls:
+                raise BackendUnavailable("killed")
+            calls.append(len(items))
+            return bulk(self, items, *a, **k)
+
+        monkeypatch.setattr(IndexWriter, "bulk", killed_after_one)
+        with pytest.raises(BackendUnavailable):
+            _undo(world, directory, outcome.journal)
+        monkeypatch.setattr(IndexWriter, "bulk", bulk)
+        done = _undo(world, directory, outcome.journal)
+        after = raw_sources(url, names)
+        again = _undo(world, directory, outcome.journal)
+        last = raw_sources(url, names)
+    finally:
+        world.close()
+    assert dry.exit_code == ExitCode.UNDO_PARTIAL and dry.undo_run is None
+    assert [(t.doc_id, t.urn) for t in dry.refused] == [(entity_doc_id(other), other)]
+    assert "written since the repair by someone else" in dry.refused[0].why
+    # byte for byte as before the repair, but the document written since, left as it was written
+    assert changed(before, after) == {(index, entity_doc_id(other))}
+    assert after[(index, entity_doc_id(other))] == theirs
+    assert done.exit_code == ExitCode.UNDO_PARTIAL and [t.urn for t in done.refused] == [other]
+    # the resumed undo did not write again what the killed one had put back
+    assert calls and len(done.restored) == len(dry.restored) - calls[0], (calls, len(done.restored))
+    assert not again.restored and again.undo_run is None and last == after
+
+
+def test_an_undo_of_a_full_rebuild_moves_the_alias_back_and_puts_back_what_it_wrote_beside(
+    tmp_path: Path,
+) -> None:
+    """The second --full (the live name an alias by then): the undo moves the alias back onto the
+    index it pointed at (kept by the swap) and puts back the system-metadata docs and edges the
+    rebuild rewrote in the shared indices; the first --full replaced a concrete index: its swap is refused."""
+    from auditor.core.model import Selection
+    from sandbox.naming import graph_index, system_metadata_index
+
+    world = World("postgres", "opensearch", tmp_path, n=24)
+    url, directory = world.endpoints.search_url(world.search_name), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    names = ",".join((live, system_metadata_index(world.prefix), graph_index(world.prefix)))
+    selection = Selection(entity_types=("dataset",))
+    try:
+        full = RebuildRequest("reindex", selection=selection, apply=True, full=True, state_dir=tmp_path)
+        first = rebuild(world.settings(), RebuildRequest(**{**full.__dict__, "replace_concrete": True}))
+        _lose_index_writes(world, _datasets(world, 2)[1:])
+        stale_field(world)
+        before = raw_sources(url, names)
+        second = rebuild(world.settings(), full)
+        assert second.exit_code == 0 and second.journal, second.failed
+        rebuilt = raw_sources(url, names)
+        done = _undo(world, directory, second.journal)
+        after = raw_sources(url, names)
+        again = _undo(world, directory, second.journal)
+        concrete = _undo(world, directory, first.journal or "", apply=False)
+    finally:
+        world.close()
+    assert changed(before, rebuilt), "the second rebuild changed nothing to take back"
+    assert after == before, sorted(changed(before, after))[:5]
+    assert done.exit_code == 0 and [(t.index, t.action) for t in done.aliases] == [(live, "put back")]
+    shared = {system_metadata_index(world.prefix), graph_index(world.prefix)}
+    assert done.restored and {t.index for t in done.restored} <= shared  # what it rewrote beside
+    assert again.exit_code == 0 and not again.restored and again.undo_run is None
+    assert [t.action for t in again.aliases] == ["already as before"]
+    assert concrete.exit_code == ExitCode.UNDO_PARTIAL
+    assert [t.why for t in concrete.aliases] == [
+        "it was a concrete index the swap removed: nothing to point it back at"
+    ]
+
+
+@pytest.mark.parametrize("pair", ["mariadb/opensearch"])
+def test_an_undo_of_a_replay_puts_back_the_documents_its_messages_made_the_consumer_write(
+    pair: str, tmp_path: Path
+) -> None:
+    """A Kafka message cannot be taken back: the replay's undo is the documents the consumer
+    wrote for it, imaged before each page was produced and read again once it had passed."""
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names, directory = (
+        world.endpoints.search_url(world.search_name),
+        f"{world.prefix}_*",
+        tmp_path / "journal",
+    )
+    try:
+        lost = _datasets(world, 3)
+        _lose_index_writes(world, lost[:2])
+        world.writer.write(lost[2], "globalTags", _tags("dropped"), drop_mcl=True)
+        report = world.scan()
+        assert set(lost) <= {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
+        before = raw_sources(url, names)
+        request = RebuildRequest(
+            "replay", findings=report.findings, apply=True, wait_seconds=60, state_dir=tmp_path
+        )
+        outcome = rebuild(world.settings(), request)
+        assert outcome.exit_code == 0 and outcome.consumer_caught_up and outcome.journal, outcome.failed
+        repaired = raw_sources(url, names)
+        index = entity_index("dataset", world.prefix)
+        world.search.upsert(index, entity_doc_id(lost[0]), {"name": "written after the replay"})
+        theirs = raw_sources(url, names)
+        done = _undo(world, directory, outcome.journal)
+        after = raw_sources(url, names)
+        again = _undo(world, directory, outcome.journal)
+    finally:
+        world.close()
+    touched = changed(before, repaired)
+    assert {(index, entity_doc_id(u)) for u in lost} <= touched <= journaled_docs(directory, outcome.journal)
+    assert [(t.doc_id, t.urn) for t in done.refused] == [(entity_doc_id(lost[0]), lost[0])]
+    assert changed(before, after) == {(index, entity_doc_id(lost[0]))}
+    assert after[(index, entity_doc_id(lost[0]))] == theirs[(index, entity_doc_id(lost[0]))]
+    assert not again.restored and again.undo_run is None
+
+
+def test_a_repair_killed_mid_bulk_is_undone_from_its_torn_journal_by_the_cli(tmp_path: Path) -> None:
+    """A repair killed while its bulk was out and while it journaled: the journal has the
+    before-image and no result, its last line torn. `rebuild journal` says so; `rebuild undo`
+    reads up to the tear, says where, and puts the document back because it holds exactly the
+    bytes the repair sent (anything else would be refused)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    from undo_checks import _http, put_raw
+
+    from auditor.backends.journal import Journal, digest, image
+    from auditor.backends.raw_sources import read_versioned
+    from auditor.backends.search import SearchIndex
+    from sandbox.endpoints import Endpoints
+
+    url = Endpoints.from_env().search_url("opensearch").rstrip("/")
+    index, directory = f"tundo{uuid.uuid4().hex[:8]}", tmp_path / "journal"
+    original = b'{"name": "before",  "tags": ["\\u00e9"]}'  # spelled as a client might: kept as is
+    created = put_raw(f"{url}/{index}/_doc/a?refresh=true", original)
+    try:
+        search = SearchIndex(url, "opensearch")
+        found = read_versioned(search, index, ["a"])["a"]  # as the journal images it
+        search.close()
+        opened = Journal.start(directory, {"mode": "reindex"})
+        entry = image(index, "a", "urn:a", "index", found)
+        written = b'{"name":"after"}'
+        opened.imaged([{**entry, "wrote": digest(written)}])
+        put_raw(f"{url}/{index}/_doc/a?refresh=true", written)  # the bulk landed; then the kill
+        opened._file.write(b'0badc0de {"t": "aft')
+        opened._file.close()
+        env = {**os.environ, "AUDITOR_SEARCH_URL": url}
+        cli = [sys.executable, "-m", "auditor.cli", "rebuild"]
+        listed = subprocess.run(
+            [*cli, "journal", "--journal-dir", str(directory)], capture_output=True, text=True, env=env
+        )
+        undone = subprocess.run(
+            [*cli, "undo", opened.run[:20], "--journal-dir", str(directory), "--apply", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        now = _http(f"{url}/{index}/_source/a")
+    finally:
+        _http(f"{url}/{index}", "DELETE")
+    assert created == 201
+    assert listed.returncode == 0 and opened.run in listed.stdout and "torn: line 3 is torn" in listed.stdout
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    said = json.loads(undone.stdout)
+    assert said["torn"].startswith("line 3 is torn") and not said["ended"]
+    assert [(t["doc_id"], t["action"]) for t in said["restored"]] == [("a", "put back")]
+    assert now == original  # byte for byte, its spelling (spaces, an escaped é) kept

@@ -1,0 +1,165 @@
+"""The repair journal's file (auditor/backends/journal.py): read up to a torn or corrupt line and
+say so, old runs pruned, and what an undo prints escaped (reports/undo_report.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from auditor.backends import journal
+from auditor.core.undo import Taken, UndoOutcome
+from auditor.reports.undo_report import render_console, render_runs, to_json
+
+
+def _written(tmp_path: Path, n: int = 3) -> journal.Journal:
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    for i in range(n):
+        opened.imaged([journal.image("idx", f"doc{i}", f"urn:{i}", "index", ({"n": i}, (i, 1)))])
+    opened.close()
+    return opened
+
+
+def test_a_journal_is_read_whole_with_its_header_and_end(tmp_path: Path) -> None:
+    opened = _written(tmp_path)
+    read = journal.read(opened.path)
+    assert read.torn is None and read.ended and read.header["run"] == opened.run
+    assert opened.path.stat().st_mode & 0o777 == 0o600  # it holds documents: its owner's only
+    assert [e["t"] for e in read.entries] == ["run", "before", "before", "before", "end"]
+    assert journal.source_of(read.entries[2]["docs"][0]) == {"n": 1} and read.entries[2]["docs"][0]["v"] == [
+        1,
+        1,
+    ]
+    kept = journal.image("idx", "a", "urn:a", "index", ({"n": 1.0}, (3, 1), b'{"n": 1.0e0}'))
+    assert kept["raw"] == '{"n": 1.0e0}' and "src" not in kept and journal.source_of(kept) == {"n": 1.0}
+
+
+def test_a_torn_last_entry_is_read_up_to_and_said(tmp_path: Path) -> None:
+    path = _written(tmp_path).path
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 12])  # killed mid-way through the end
+    read = journal.read(path)
+    assert [e["t"] for e in read.entries] == ["run", "before", "before", "before"] and not read.ended
+    assert read.torn == "line 5 is torn (no end of line: the process was killed while writing it)"
+
+
+def test_a_corrupt_entry_stops_the_reading_and_counts_what_follows(tmp_path: Path) -> None:
+    path = _written(tmp_path).path
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"doc1"', b'"docX"')  # its checksum no longer matches
+    path.write_bytes(b"\n".join(lines))
+    read = journal.read(path)
+    assert [e["t"] for e in read.entries] == ["run", "before"]
+    assert read.torn == "line 3 fails its checksum; 2 line(s) after it not read"
+
+
+def test_a_run_that_wrote_nothing_leaves_no_journal(tmp_path: Path) -> None:
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    opened.close()
+    assert not opened.wrote and journal.runs(tmp_path) == []
+
+
+def test_journals_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
+    old, new = _written(tmp_path).path, _written(tmp_path).path
+    week_ago = time.time() - 7 * 86400
+    os.utime(old, (week_ago, week_ago))
+    assert journal.prune(tmp_path, None) == [] and journal.prune(tmp_path, -1) == []
+    assert journal.prune(tmp_path, 3) == [old] and journal.runs(tmp_path) == [new]
+    assert journal.find(tmp_path, new.stem) == new and journal.find(tmp_path, "nope") is None
+
+
+def test_what_an_undo_prints_is_escaped() -> None:
+    urn = "urn:li:dataset:(x,[red]boom[/red]\x1b[31m\nline,PROD)"
+    refused = Taken("idx", "id\x1b]8;;", urn, "refused", "written since the repair by someone else")
+    outcome = UndoOutcome("run-1", True, "j", refused=[refused], torn="line 3 \x1b[2J fails its checksum")
+    out = io.StringIO()
+    render_console(outcome, Console(file=out, width=300))
+    text = out.getvalue()
+    assert "\x1b" not in text  # the data's escape sequences spelled out, its newline too
+    assert "[red]boom[/red]\\x1b[31m\\nline" in text and "\\x1b[2J" in text
+    data = json.loads(to_json(outcome))
+    assert (
+        data["exit_code"] == 10 and data["refused"][0]["urn"] == urn
+    )  # JSON keeps the text, escaped by JSON
+    runs = io.StringIO()
+    render_runs(
+        [
+            {
+                "run": "r\x1b[31m",
+                "at": None,
+                "mode": "reindex",
+                "written": 1,
+                "swaps": 0,
+                "ended": False,
+                "torn": None,
+            }
+        ],
+        Console(file=runs, width=200),
+    )
+    assert "r\\x1b[31m" in runs.getvalue() and "not closed" in runs.getvalue()
+
+
+def test_each_source_is_cut_out_of_a_multi_get_answer_as_it_was_spelled() -> None:
+    from auditor.backends.raw_sources import source_spans
+
+    first = b'{"x" : "a\\"}]{\\\\", "y":[1, {"z":null}], "n": 1.0e-5, "e":"\xc3\xa9\\u00e9"}'
+    raw = b'{ "docs" : [ {"_id":"a","found":true,"_source" : ' + first + b' },\n {"_id":"b","found":false} ,'
+    raw += b'{"_source":[],"_id":"c"}]}'
+    assert list(source_spans(raw)) == [first, None, b"[]"]
+    assert json.loads(first)["x"] == 'a"}]{\\'
+
+
+def test_a_source_holding_the_next_docs_opening_is_still_cut_right() -> None:
+    from auditor.backends.raw_sources import _found
+
+    tricky = b'{"list": [{"a": 1},{"_index": 2}], "t": "}]"}'  # the next doc's opening, inside it
+    raw = b'{"docs":[{"_index":"i","_id":"a","_seq_no":4,"_primary_term":1,"found":true,"_source":' + tricky
+    raw += b'},{"_index":"i","_id":"b","found":false},{"_index":"i","_id":"c","_seq_no":5,"_primary_term":1,'
+    raw += b'"found":true,"_source":{"k" :  "v"}}]}'
+    found = dict(_found(raw))
+    assert found["a"] == (json.loads(tricky), (4, 1), tricky) and "b" not in found
+    assert found["c"] == ({"k": "v"}, (5, 1), b'{"k" :  "v"}')
+
+
+def test_the_before_image_is_the_one_before_the_first_write_that_may_have_landed(tmp_path: Path) -> None:
+    from auditor.rebuild.undo import documents
+
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    first = opened.imaged([journal.image("i", "refused", "u", "index", ({"v": 0}, (1, 1)))])
+    opened.results(first, [{"i": "i", "id": "refused", "s": 409}])  # someone wrote it: ours refused
+    opened.imaged([journal.image("i", "unknown", "u", "index", ({"v": 0}, (2, 1)))])  # killed mid-bulk
+    again = opened.imaged(
+        [
+            journal.image("i", "refused", "u", "index", ({"v": "theirs"}, (3, 1))),
+            journal.image("i", "unknown", "u", "index", ({"v": "ours, maybe"}, (4, 1))),
+        ]
+    )
+    opened.results(
+        again,
+        [
+            {"i": "i", "id": "refused", "s": 200, "v": [5, 1]},
+            {"i": "i", "id": "unknown", "s": 200, "v": [6, 1]},
+        ],
+    )
+    opened.close()
+    docs = documents(journal.read(opened.path))
+    assert docs[("i", "refused")].source == {"v": "theirs"} and docs[("i", "refused")].version == (5, 1)
+    assert docs[("i", "unknown")].source == {"v": 0} and docs[("i", "unknown")].version == (6, 1)
+
+
+def test_a_delete_killed_mid_bulk_is_put_back_only_while_the_document_is_still_gone() -> None:
+    from auditor.rebuild.undo import Doc, _plan
+
+    deleted = Doc("i", "a", "urn:a", True, {"v": 1}, '{"v": 1}', op="delete")  # no result journaled
+    action, _, item = _plan(deleted, None)
+    assert (
+        action == "put back"
+        and item is not None
+        and (item.op, item.raw, item.if_seq) == ("create", b'{"v": 1}', None)
+    )
+    action, why, item = _plan(deleted, ({"v": 2}, (9, 1), b'{"v": 2}'))  # created again since
+    assert action == "refused" and item is None and "killed" in why
