@@ -64,7 +64,8 @@ class DelayProxy:
         self._open: set[socket.socket] = set()
         self._stopping = False
         self._ended: set[frozenset[socket.socket]] = set()
-        self.trace: list[bytes] | None = None  # a list: the first bytes of each turn kept in it
+        # a list: each turn's time and first bytes kept in it (what the round trips are)
+        self.trace: list[tuple[float, bytes]] | None = None
 
     # -- counters ------------------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ class DelayProxy:
         with self._lock:
             self._round_trips += 1
             if self.trace is not None:
-                self.trace.append(data[:300])
+                self.trace.append((time.monotonic(), data[:300]))
 
     # -- life ----------------------------------------------------------------------------------
 
