@@ -58,6 +58,7 @@ import scan_bench  # noqa: E402
 from delay_proxy import DelayProxy, added_delay_ms  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
+from triage_bench import import_floor  # noqa: E402
 
 from sandbox.endpoints import Endpoints  # noqa: E402
 
@@ -489,12 +490,18 @@ def main() -> int:
     endpoints = Endpoints.from_env()
     results: list[dict[str, Any]] = []
     checks: dict[str, Any] = {}
+    floors: dict[str, float] = {}  # what any triage process pays before its own code runs
     loads = [round(os.getloadavg()[0], 2)]
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "no-state.sqlite"  # a triage on call without a scan's state file
         if args.only != "openmetadata":
             dh = DataHub(args.dh_store, args.dh_search, args.dh_n)
             dh.ensure()
+            floors["datahub"] = round(import_floor(base_env(), args.dh_store, args.dh_search), 3)
+            print(
+                f"import floor (interpreter + libraries, fresh process): {floors['datahub']:.2f} s",
+                flush=True,
+            )
             net = Net(endpoints.store_url(args.dh_store), endpoints.search_url(args.dh_search))
             try:
                 for level in levels(args.rtt):
@@ -518,6 +525,10 @@ def main() -> int:
                     scan_bench.drop(args.dh_store, args.dh_search)
         if args.only != "datahub":
             with openmetadata(args.om_store, args.om_search, args.om_entities) as catalog:
+                floors["openmetadata"] = round(
+                    import_floor(base_env(), args.om_store, args.om_search, more=()), 3
+                )
+                print(f"import floor (no change log libraries): {floors['openmetadata']:.2f} s", flush=True)
                 net = Net(catalog["store_url"], catalog["search_url"])
                 try:
                     for level in levels(args.rtt):
@@ -541,7 +552,18 @@ def main() -> int:
     table(results)
     print(f"load average (1 min) before and after each level: {loads}")
     wrong = [w for r in results for m in r["figures"].values() for w in m.get("wrong", [])]
-    print(json.dumps({"bench": "net", "delay_checks": checks, "load": loads, "results": results}))
+    print(f"import floors: {floors}")
+    print(
+        json.dumps(
+            {
+                "bench": "net",
+                "delay_checks": checks,
+                "import_floor_s": floors,
+                "load": loads,
+                "results": results,
+            }
+        )
+    )
     return 1 if wrong else 0
 
 
