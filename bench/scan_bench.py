@@ -52,12 +52,13 @@ from sqlalchemy import text  # noqa: E402
 from sandbox.endpoints import Endpoints  # noqa: E402
 from sandbox.naming import graph_index, system_metadata_index  # noqa: E402
 
-PREFIX = "bench"
+# another catalog beside this one (bench/net_bench.py's) by BENCH_PREFIX and BENCH_TABLE
+PREFIX = os.environ.get("BENCH_PREFIX") or "bench"
 SYSMETA_INDEX = system_metadata_index(PREFIX)
 GRAPH_INDEX = graph_index(PREFIX)
 CHUNK = 5000
 # DataHub's DDL under another name, so tests can use metadata_aspect_v2 while this runs
-TABLE = "metadata_aspect_v2_bench"
+TABLE = os.environ.get("BENCH_TABLE") or "metadata_aspect_v2_bench"
 PLAN_FILE = Path(os.environ.get("TMPDIR", "/tmp")) / "auditor-bench-shards.json"
 
 

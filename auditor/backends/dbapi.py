@@ -2,8 +2,17 @@
 aspect table, OpenMetadata's entity and bookkeeping tables.
 
 The store's reads are plain SQL with named parameters; what they need of an engine is small: a
-pooled connection checked before use, a query's rows whole or streamed from a server-side cursor
-in partitions, and an error that says whether the connection was lost. SQLAlchemy and its dialect
+pooled connection, a query's rows whole or streamed from a server-side cursor in partitions, and
+an error that says whether the connection was lost.
+
+Each round trip counts when the database is a few milliseconds away (bench/net_bench.py), so a
+read costs one: PostgreSQL's connections are in autocommit (a transaction, begun and rolled
+back, only around a server-side cursor, which needs one), and a pooled connection is not pinged
+before use: the first statement on it is sent again on a new connection when the server had
+dropped it (nothing was read on it yet). PyMySQL's connection is still rolled back when given
+back (its snapshot let go). Before, every `with connect()` block paid a ping, a
+BEGIN and a ROLLBACK besides its statements: three quarters of an OpenMetadata triage's round
+trips. SQLAlchemy and its dialect
 cost a cold process 0.14-0.19 s of imports on this project's machine (medians 0.37 s with it,
 0.19 s without), the largest single import of a cold triage; and its first connection asks the
 server for its settings (sql_mode, the isolation level, the version) before the first query.
@@ -192,7 +201,9 @@ class DirectEngine:
             if self.dialect.driver == "psycopg":
                 import psycopg
 
-                raw = psycopg.connect(**self._kwargs)
+                # a statement is its own transaction (PostgreSQL's READ COMMITTED gives each
+                # statement its own snapshot either way): no BEGIN and ROLLBACK around each read
+                raw = psycopg.connect(**self._kwargs, autocommit=True)
                 if self._json_text:  # decoded by the caller's guarded decoder, not the driver's
                     from psycopg.types.string import TextLoader
 
@@ -210,39 +221,43 @@ class DirectEngine:
             return bool(raw.closed or raw.broken)
         return not raw.open
 
-    def _alive(self, raw: Any) -> bool:
-        """SQLAlchemy's pool_pre_ping: a connection the server dropped while idle is replaced."""
-        if self._gone(raw):
-            return False
-        try:
-            if self.dialect.driver == "psycopg":
-                raw.execute("SELECT 1")
-                raw.rollback()
-            else:
-                raw.ping(reconnect=False)
-            return True
-        except Exception:
-            _close(raw)
-            return False
+    def _pooled(self) -> Any | None:
+        """An idle connection the driver has not seen fail (not pinged: see the module's
+        docstring); None when there is none."""
+        while self._idle:
+            try:
+                raw = self._idle.pop()
+            except IndexError:  # another thread took the last one
+                return None
+            if not self._gone(raw):
+                return raw
+        return None
 
     @contextmanager
     def connect(self) -> Iterator[DirectConnection]:
-        try:
-            raw = self._idle.pop()
-        except IndexError:
-            raw = None
-        if raw is None or not self._alive(raw):
-            raw = self._open()
-        conn = DirectConnection(self, raw)
+        raw = self._pooled()
+        conn = DirectConnection(self, raw if raw is not None else self._open(), pooled=raw is not None)
         try:
             yield conn
         finally:
             conn.release()
 
+    def _in_transaction(self, raw: Any) -> bool:
+        """PostgreSQL's client knows; PyMySQL's status flags come from OK packets only (not a
+        result set's end), so a read's REPEATABLE READ snapshot would be kept: always rolled back."""
+        if self.dialect.driver == "psycopg":
+            from psycopg.pq import TransactionStatus
+
+            return bool(raw.info.transaction_status != TransactionStatus.IDLE)
+        return True
+
     def _give_back(self, raw: Any, clean: bool) -> None:
         if clean and not self._gone(raw):
             try:
-                raw.rollback()  # what was read in the block's transaction is let go
+                if self._in_transaction(raw):
+                    raw.rollback()  # what was read in the block's transaction is let go
+                if self.dialect.driver == "psycopg":
+                    raw.autocommit = True  # a stream's transaction is over
             except Exception:
                 clean = False
         if clean and len(self._idle) < POOL:
@@ -268,10 +283,11 @@ def _close(raw: Any) -> None:
 
 
 class DirectConnection:
-    """A connection for one `with` block: a transaction read and rolled back at the end."""
+    """A connection for one `with` block: what it began is rolled back at the end."""
 
-    def __init__(self, engine: DirectEngine, raw: Any):
+    def __init__(self, engine: DirectEngine, raw: Any, *, pooled: bool = False):
         self.engine, self.raw = engine, raw
+        self._unproven = pooled  # from the pool, not used since: the server may have dropped it
         self._stream = False
         self._batch = 1000
         self._broken = False
@@ -283,23 +299,38 @@ class DirectConnection:
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> DirectResult:
         try:
-            if self._stream:
-                cursor = self._stream_cursor()
-            else:
-                cursor = self.raw.cursor()
-            self._open_cursors.append(cursor)
-            cursor.execute(bind(sql), params or {})
+            cursor = self._execute(sql, params)
         except Exception as exc:
+            if self._unproven and (_dropped(exc) or self.engine._gone(self.raw)):  # while idle in the pool
+                self._replace()
+                return self.execute(sql, params)
+            self._unproven = False
             # a statement the server refused (no such table, a denied SELECT) leaves the connection
             # usable, rolled back when given back, as SQLAlchemy's pool keeps it; anything else
             # closes it. A triage probes every entity table of a release: each missing one cost a
             # new connection (and PyMySQL's TLS context, 20 ms, for each)
             self._broken = self._broken or not _refused_statement(exc) or self.engine._gone(self.raw)
             raise self.engine.error(self.raw, exc) from None
+        self._unproven = False
         return DirectResult(self, cursor, self._batch)
+
+    def _execute(self, sql: str, params: dict[str, Any] | None) -> Any:
+        cursor = self._stream_cursor() if self._stream else self.raw.cursor()
+        self._open_cursors.append(cursor)
+        cursor.execute(bind(sql), params or {})
+        return cursor
+
+    def _replace(self) -> None:
+        """A new connection for this block (its first statement failed: nothing was read)."""
+        _close(self.raw)
+        self._open_cursors = []
+        self._unproven = False
+        self.raw = self.engine._open()
 
     def _stream_cursor(self) -> Any:
         if self.engine.dialect.driver == "psycopg":
+            if self.raw.autocommit:  # a server-side cursor lives in a transaction
+                self.raw.autocommit = False
             cursor = self.raw.cursor(name=f"auditor_{id(self):x}_{len(self._open_cursors)}")
             cursor.itersize = self._batch
             return cursor
@@ -338,6 +369,15 @@ def _refused_statement(exc: BaseException) -> bool:
         return not state.startswith("08")
     code = exc.args[0] if exc.args else None
     return isinstance(code, int) and 1000 <= code < 2000
+
+
+def _dropped(exc: BaseException) -> bool:
+    """The session is over: a connection error, or the server ending it (PostgreSQL's 57P01-03:
+    terminated, shutting down; MariaDB's 1927: connection killed)."""
+    state = getattr(exc, "sqlstate", None)
+    code = exc.args[0] if exc.args else None
+    ended = (isinstance(state, str) and state.startswith("57P")) or code == 1927
+    return ended or not _refused_statement(exc)
 
 
 def _unread(cursor: Any) -> bool:

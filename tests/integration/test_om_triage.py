@@ -186,6 +186,67 @@ def test_an_entity_with_a_row_is_triaged_without_asking_the_other_types_indices(
         assert boundaries(data)["document"][1]["index"].endswith("table_search_index"), said
 
 
+@pytest.mark.parametrize("pair", [("postgres", "opensearch3"), ("mariadb", "elasticsearch")], ids="+".join)
+def test_an_entity_is_found_in_a_few_requests_whatever_the_number_of_types(
+    pair: tuple[str, str], tmp_path: Path
+) -> None:
+    """Finding what an id or a name names asked each entity table on its own (its columns, then
+    its row: some forty statements) and, for an orphan, each type's index (an alias look-up and
+    a search: some forty requests); over a link of 5 ms that was most of a cold triage. Now the
+    tables' columns come in one statement, the rows in one, the indices in two requests."""
+    from auditor.platforms.openmetadata.connect import open_om_search, open_om_store
+    from auditor.platforms.openmetadata.naming import ENTITIES
+    from auditor.platforms.openmetadata.triage import resolve
+
+    with om_world(*pair, tmp_path) as w:
+        table = w.catalog.of_type("table")[5]
+        gone = w.server.create("table", "gone_but_indexed", w.server.entities[table.parent_id])
+        w.server.hard_delete(gone, fault=Fault.ORPHAN_DOC)
+        w.refresh()
+        store, search = open_om_store(w.settings()), open_om_search(w.settings())
+        statements, requests = _counting_store(store), _counting_search(search)
+        try:
+            for asked, wanted in ((table.id, table.id), (table.fqn, table.id), (gone.id, gone.id)):
+                statements.clear()
+                requests.clear()
+                found = resolve(store, search, list(ENTITIES.values()), asked)
+                assert [(e.entity_type, i) for e, i in found] == [("table", wanted)], asked
+                assert len(statements) <= 2 and len(requests) <= 2, (asked, statements, requests)
+        finally:
+            store.close()
+            search.close()
+
+
+def _counting_store(store: Any) -> list[str]:
+    """The statements the store's engine is handed from now on."""
+    said: list[str] = []
+    connect = store.engine.connect
+
+    def counted() -> Any:
+        from contextlib import contextmanager
+
+        @contextmanager
+        def block() -> Any:
+            with connect() as conn:
+                execute = conn.execute
+                conn.execute = lambda sql, *a, **k: (said.append(str(sql)[:60]), execute(sql, *a, **k))[1]
+                yield conn
+
+        return block()
+
+    store.engine.connect = counted
+    return said
+
+
+def _counting_search(search: Any) -> list[str]:
+    """The search requests (searches and alias look-ups) sent from now on."""
+    sent: list[str] = []
+    for owner, name in ((search.client, "search"), (search.client.indices, "get_alias")):
+        real = getattr(owner, name)
+        setattr(owner, name, lambda *a, _r=real, _n=name, **k: (sent.append(_n), _r(*a, **k))[1])
+    return sent
+
+
 def test_names_with_quoted_parts_are_found_by_name_on_the_cli_and_the_console(tmp_path: Path) -> None:
     """OpenMetadata quotes every part of a name that holds a dot. A name beginning or ending with
     such a part lost its first or last quote to the pasted-text cleaning (exit 7 for an entity

@@ -56,6 +56,59 @@ class OmSearch:
             return name, sorted(_body(found))
         return None, []
 
+    def resolve_all(self, entities: Sequence[OmEntity]) -> dict[str, tuple[str, list[str]]]:
+        """`resolve` for many types in one request (the names and aliases of all of them, the
+        missing ignored): entity type -> (name, concrete indices), the types with neither left out."""
+        names = {
+            e.entity_type: (e.index_name(self.cluster_alias), e.aliases(self.cluster_alias)[0])
+            for e in entities
+        }
+        asked = sorted({n for pair in names.values() for n in pair})
+        if not asked:
+            return {}
+        try:
+            found = _body(self.client.indices.get_alias(index=",".join(asked), ignore_unavailable=True))
+        except Exception as exc:
+            if not_found(exc):
+                return {}
+            raise self._fail("resolving the entity indices", exc) from None
+        out: dict[str, tuple[str, list[str]]] = {}
+        for kind, pair in names.items():
+            for name in pair:
+                behind = sorted(
+                    i for i, held in found.items() if i == name or name in (held.get("aliases") or {})
+                )
+                if behind:
+                    out[kind] = (name, behind)
+                    break
+        return out
+
+    def find_everywhere(
+        self, entities: Sequence[OmEntity], asked: str, *, by_id: bool
+    ) -> list[tuple[OmEntity, str]]:
+        """(entity type, `_id`) of every document whose id (or fullyQualifiedName) is `asked`, in
+        the indices of these types: one request resolves them, one search reads them all (a
+        triage of an orphan asked each type's index on its own, two round trips a type)."""
+        resolved = self.resolve_all(entities)
+        if not resolved:
+            return []
+        kinds = {e.entity_type: e for e in entities}
+        of_index = {i: kinds[kind] for kind, (_, behind) in resolved.items() for i in behind}
+        names = ",".join(sorted({name for name, _ in resolved.values()}))
+        query = {"ids": {"values": [asked]}} if by_id else {"term": {"fullyQualifiedName": asked}}
+        body = {"size": 10 * len(resolved), "query": query, "_source": list(DOC_SOURCE)}
+        try:
+            hits = self.search._call(self.client.search, index=names, body=body, ignore_unavailable=True)
+        except Exception as exc:
+            raise self._fail(f"reading {names}", exc) from None
+        found = set()
+        for hit in _body(hits)["hits"]["hits"]:
+            self.docs_read += 1
+            if hit["_index"] in of_index:
+                found.add((of_index[hit["_index"]].entity_type, hit["_id"]))
+        order = {e.entity_type: n for n, e in enumerate(entities)}
+        return [(kinds[k], i) for k, i in sorted(found, key=lambda f: (order[f[0]], f[1]))]
+
     def _scroll(self, name: str, source: Sequence[str] | bool) -> Iterator[tuple[str, str, dict[str, Any]]]:
         body: dict[str, Any] = {"size": PAGE, "sort": ["_doc"], "query": {"match_all": {}}}
         body["_source"] = source if isinstance(source, bool) else list(source)

@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTAINS, OWNS, HAS = 0, 8, 10  # entityRelationship.json: contains, owns, has
+# the current account as information_schema's privilege tables name it: 'user'@'host'
+MYSQL_ME = (
+    "CONCAT(CHAR(39), SUBSTRING_INDEX(CURRENT_USER(), '@', 1), CHAR(39), '@', CHAR(39), "
+    "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), CHAR(39))"
+)
 
 
 def _first_line(exc: Exception) -> str:
@@ -163,6 +168,56 @@ class OmStore(Bookkeeping):
             hint=platforms.whose_tables(
                 lambda t: self.columns(t, required=False) is not None, "openmetadata"
             ),
+        )
+
+    def known_columns(self, tables: Sequence[str]) -> None:
+        """The columns of these tables read in one statement from the catalog, for `columns` to
+        answer from: a triage probes every entity table of every release, one round trip each
+        over a slow link. A table the catalog shows absent is absent without a probe when the
+        catalog would show it (PostgreSQL: pg_class, whatever the user's grants; MySQL: the user
+        may SELECT the whole database); any other table is left to `columns`' own probe, which
+        tells missing from refused."""
+        wanted = [t for t in tables if t not in self._columns and t.replace("_", "").isalnum()]
+        if not wanted:
+            return
+        marks, params = in_marks("t", [t.lower() for t in wanted])
+        try:
+            with self.engine.connect() as conn:
+                rows = list(conn.execute(self.sql(self._catalog_sql(marks)), params))
+        except self.errors:  # no catalog to read: each table is probed
+            return
+        found: dict[str, set[str]] = {}
+        whole = False  # every table of the schema would be listed
+        for table, column in rows:
+            if column is not None:
+                found.setdefault(str(table), set()).add(str(column))
+            elif table == "":
+                whole = True
+            else:
+                found.setdefault(str(table), set())
+        for table in wanted:
+            columns = found.get(table.lower())
+            if columns:
+                self._columns[table] = columns
+            elif columns is None and (whole or self.postgres):
+                self._columns[table] = None  # no such table
+
+    def _catalog_sql(self, marks: str) -> str:
+        if self.postgres:
+            return (
+                "SELECT LOWER(table_name), LOWER(column_name) FROM information_schema.columns "
+                f"WHERE table_schema = current_schema() AND LOWER(table_name) IN ({marks}) UNION ALL "
+                f"SELECT LOWER(relname), NULL FROM pg_catalog.pg_class WHERE LOWER(relname) IN ({marks}) "
+                "AND relkind IN ('r', 'v', 'm', 'p', 'f') AND pg_catalog.pg_table_is_visible(oid)"
+            )
+        me = MYSQL_ME
+        return (
+            "SELECT LOWER(table_name), LOWER(column_name) FROM information_schema.columns "
+            f"WHERE table_schema = DATABASE() AND LOWER(table_name) IN ({marks}) UNION ALL "
+            "SELECT '', NULL FROM information_schema.schema_privileges WHERE table_schema = DATABASE() "
+            f"AND privilege_type = 'SELECT' AND grantee = {me} UNION ALL "
+            "SELECT '', NULL FROM information_schema.user_privileges "
+            f"WHERE privilege_type = 'SELECT' AND grantee = {me}"
         )
 
     # -- the entity rows ----------------------------------------------------------------
@@ -342,6 +397,37 @@ class OmStore(Bookkeeping):
         except self.errors as exc:
             raise self._fail(f"reading {entity.table}", exc) from None
         return out
+
+    def holders(
+        self, entities: Sequence[OmEntity], *, entity_id: str = "", fqn: str = ""
+    ) -> dict[str, str] | None:
+        """Entity type -> the id of its row whose id is `entity_id`, or whose hash column is
+        `fqn`'s (checked against the JSON's own name), in one statement over the tables (UNION
+        ALL): a triage asked each table on its own, a round trip each. Tables without a hash
+        column are not asked for a name; None when the statement is refused (the caller asks
+        table by table)."""
+        path = (
+            "e.json ->> 'fullyQualifiedName'"
+            if self.postgres
+            else "JSON_UNQUOTE(JSON_EXTRACT(e.json, '$.fullyQualifiedName'))"
+        )
+        parts = []
+        for entity in entities:
+            cols = self.columns(entity.table, required=False) or set()
+            column = "id" if entity_id else "fqnhash" if "fqnhash" in cols else "namehash"
+            if column in cols and entity.entity_type.isidentifier():  # a name of ours, as a literal
+                kind = f"'{entity.entity_type}'"
+                parts.append(f"SELECT {kind}, e.id, {path} FROM {entity.table} e WHERE e.{column} = :v")
+        if not parts:
+            return {}
+        try:
+            with self.engine.connect() as conn:
+                rows = list(
+                    conn.execute(self.sql(" UNION ALL ".join(parts)), {"v": entity_id or fqn_hash(fqn)})
+                )
+        except self.errors:
+            return None
+        return {str(t): str(i) for t, i, f in rows if entity_id or f == fqn}
 
     def count(self, entity: OmEntity) -> int:
         try:

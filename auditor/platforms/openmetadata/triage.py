@@ -38,23 +38,25 @@ def resolve(
     """(entity type, id) of every entity whose id or fully qualified name is `asked`: by its row,
     else (no row of any type has it: an orphan) by a document. A name is looked up by the tables'
     hash columns first; only when no table knows it so is each table's JSON read for it (as a
-    rebuild does). The indices are asked (two round trips a type) only when no row was found:
-    over a slow link, a triage of an entity that exists waited on dozens of them."""
-    present = store.present(entities)
+    rebuild does). The indices are asked only when no row was found: over a slow link, a triage
+    of an entity that exists waited on dozens of them. Round trips (bench/net_bench.py): the
+    tables' columns in one statement, the ids or name hashes of every table in one, the indices
+    resolved in one request and searched in one; a table or a statement the server refuses is
+    asked on its own, as before."""
+    store.known_columns([e.table for e in entities])
+    present = store.present(entities)  # none of them at all: the wrong database (exit 2)
     if is_uuid(asked):
-        rows = {e.entity_type: asked for e in present if store.read(e, [asked])}
+        rows = store.holders(present, entity_id=asked)
+        if rows is None:
+            rows = {e.entity_type: asked for e in present if store.read(e, [asked])}
     else:
-        rows = _by_name(store, present, asked, scan=False) or _by_name(store, present, asked, scan=True)
+        rows = store.holders(present, fqn=asked)
+        if rows is None:
+            rows = _by_name(store, present, asked, scan=False)
+        rows = rows or _by_name(store, present, asked, scan=True)
     if rows:
         return [(e, rows[e.entity_type]) for e in present if e.entity_type in rows]
-    found: list[tuple[OmEntity, str]] = []
-    for entity in present:
-        name, _ = search.resolve(entity)
-        if name is None:
-            continue
-        docs = search.get(name, [asked]) if is_uuid(asked) else search.find_by_fqn(name, asked)
-        found += [(entity, doc_id) for doc_id in sorted(docs)]
-    return found
+    return search.find_everywhere(present, asked, by_id=is_uuid(asked))
 
 
 def _by_name(store: OmStore, entities: Sequence[OmEntity], asked: str, *, scan: bool) -> dict[str, str]:

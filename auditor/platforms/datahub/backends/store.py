@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 
 RESUME_ATTEMPTS = 4  # a row stream's reconnects after a lost connection (backoff 0.5 s .. 4 s)
+# a selection of this many urns or fewer is read in one query, not a server-side cursor (at most
+# some thousands of rows: an entity has tens of aspects)
+FEW_URNS = 100
 
 
 def _connection_lost(exc: BaseException) -> bool:
@@ -221,8 +224,11 @@ class MetadataStore(RepairReads):
             f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
             f"WHERE {where} ORDER BY {urn}, {aspect}"
         )
+        # the rows of a few urns (a triage's, a re-observation's) in one round trip: a server-side
+        # cursor costs six on PostgreSQL (BEGIN, DECLARE, describe, FETCH, CLOSE, ROLLBACK)
+        few = bool(urns) and len(urns) <= FEW_URNS
         with self.engine.connect() as conn:
-            streamed = conn.execution_options(stream_results=True, yield_per=batch)
+            streamed = conn if few else conn.execution_options(stream_results=True, yield_per=batch)
             result = streamed.execute(self.sql(sql), params)
             yield from result.partitions(batch)
 
