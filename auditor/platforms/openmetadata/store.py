@@ -155,7 +155,9 @@ class OmStore(Bookkeeping):
     def present(self, entities: Sequence[OmEntity]) -> list[OmEntity]:
         """The entity types whose table this database has. None of them at all is the wrong
         database: a ConfigError naming what was looked for and whose tables are there instead
-        (a scan of it would audit no entity and call that clean)."""
+        (a scan of it would audit no entity and call that clean). The tables' columns are read in
+        one statement first (`known_columns`), not one probe a table."""
+        self.known_columns([e.table for e in entities])
         found = [e for e in entities if self.columns(e.table, required=False) is not None]
         if found or not entities or self.denied:
             return found
