@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from auditor.api import ScanOptions, scan
-from auditor.core.model import Report
+from auditor.core.model import Report, Selection
+from auditor.rebuild.request import RebuildRequest
 from auditor.settings import Settings, load_settings
 from sandbox.endpoints import Endpoints
 from sandbox.openmetadata.databases import scratch_database
@@ -79,3 +80,16 @@ def om_world(
             found = search.client.indices.get_alias(index=f"{alias}_*")
             for index in found.body if hasattr(found, "body") else found:
                 search.client.indices.delete(index=index)
+
+
+def full_rebuild(*entity_types: str, **more: Any) -> RebuildRequest:
+    """An applied `rebuild reindex --full` of these types; the worlds' indices are concrete, as a
+    fresh install creates them, so it replaces them (`--replace-concrete-index`)."""
+    return RebuildRequest(
+        "reindex",
+        selection=Selection(entity_types=entity_types),
+        apply=True,
+        full=True,
+        replace_concrete=True,
+        **more,
+    )

@@ -26,12 +26,10 @@ from typing import Any
 
 import orjson
 import pytest
-from om_world import World, om_world
+from om_world import World, full_rebuild, om_world
 from sqlalchemy import text
 
 from auditor.api import rebuild
-from auditor.core.model import Selection
-from auditor.rebuild.request import RebuildRequest
 from sandbox.openmetadata.entities import OmEntity, now_ms
 from sandbox.openmetadata.faults import Fault
 from sandbox.openmetadata.indices import refresh_all
@@ -183,13 +181,7 @@ def test_full_writes_every_other_document_and_names_what_the_engine_refuses(worl
     engine, (deep, plain) = _engine(world), _setup(world)
     full = rebuild(
         world.settings(),
-        RebuildRequest(
-            "reindex",
-            selection=Selection(entity_types=("table",)),
-            apply=True,
-            full=True,
-            replace_concrete=True,
-        ),
+        full_rebuild("table"),
     )
     refused = set(DEEP) - WRITTEN_ON[engine]
     assert set(full.failed) == {deep[n].id for n in refused} and full.exit_code == 1, full.why

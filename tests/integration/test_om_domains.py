@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from om_world import World, om_world
+from om_world import World, full_rebuild, om_world
 from sqlalchemy import text
 
 from auditor.api import rebuild
-from auditor.core.model import Selection, Verdict
+from auditor.core.model import Verdict
 from auditor.platforms.openmetadata.reindex_rows import OmReindexRunning
 from auditor.rebuild.request import RebuildRequest
 from sandbox.openmetadata.docs import build_doc
@@ -108,37 +108,19 @@ def test_full_refuses_to_race_openmetadatas_running_reindex_job(world: World) ->
     with pytest.raises(OmReindexRunning) as refused:
         rebuild(
             world.settings(),
-            RebuildRequest(
-                "reindex",
-                selection=Selection(entity_types=("table",)),
-                apply=True,
-                full=True,
-                replace_concrete=True,
-            ),
+            full_rebuild("table"),
         )
     assert refused.value.exit_code == 3 and job.job_id in str(refused.value), str(refused.value)
     assert "race" in str(refused.value) and "targeted" in (refused.value.hint or "")
     other = rebuild(
         world.settings(),
-        RebuildRequest(
-            "reindex",
-            selection=Selection(entity_types=("pipeline",)),
-            apply=True,
-            full=True,
-            replace_concrete=True,
-        ),
+        full_rebuild("pipeline"),
     )
     assert other.exit_code == 0, other.failed
     assert job.finish() == "COMPLETED"
     after = rebuild(
         world.settings(),
-        RebuildRequest(
-            "reindex",
-            selection=Selection(entity_types=("table",)),
-            apply=True,
-            full=True,
-            replace_concrete=True,
-        ),
+        full_rebuild("table"),
     )
     assert after.exit_code == 0, after.failed
     refresh_all(world.search, world.alias)
