@@ -75,7 +75,7 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         if outcome.consumer_caught_up is False:
             _not_applied(outcome, console)
         elif not (outcome.still_wrong or outcome.failed):
-            console.print(f"[green]verified: {outcome.verified_urns} entities consistent[/]")
+            console.print(_verified(outcome), highlight=False)
     for note in outcome.notes:
         console.print(f"  {console_markup(note)}", highlight=False)
     if outcome.checkpoint:
@@ -87,6 +87,22 @@ def render_console(outcome: RebuildOutcome, console: Console) -> None:
         console.print(f"  journaled as {run} (auditor rebuild undo {run} takes it back)", highlight=False)
     for w in outcome.warnings:
         console.print(f"[yellow]warning:[/] {console_markup(w)}", highlight=False)
+
+
+def _verified(outcome: RebuildOutcome) -> str:
+    """The verification's line. Nothing verified while actions were left to a person or another
+    mode is not "consistent": the findings those actions name are still there."""
+    left = sum(outcome.elsewhere.values())
+    if outcome.verified_urns == 0 and left:
+        return (
+            f"[yellow]nothing repaired here: the {left} actions above are not this repair's (still to do)[/]"
+        )
+    if left:
+        return (
+            f"[green]verified: {outcome.verified_urns} entities consistent[/] [yellow](and the {left} "
+            "actions above still to do)[/]"
+        )
+    return f"[green]verified: {outcome.verified_urns} entities consistent[/]"
 
 
 def _not_applied(outcome: RebuildOutcome, console: Console) -> None:
