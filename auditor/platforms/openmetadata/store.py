@@ -4,8 +4,9 @@ bookkeeping tables are read by `bookkeeping.Bookkeeping`, which the store is).
 Read-only, on MySQL, MariaDB or PostgreSQL, through the database's own driver for a plain URL
 (auditor/backends/dbapi.py: a cold triage imports no SQLAlchemy), through SQLAlchemy for what it
 alone serves (IAM's token hook, another driver, an engine given). Rows come in id byte order
-(`ORDER BY BINARY id`, `COLLATE "C"`), one server-side cursor per entity table, so a scan's
-memory does not grow with the table. Owners are the `entity_relationship` rows of relation owns
+(`ORDER BY BINARY id`, `COLLATE "C"`), streamed per entity table (on PostgreSQL a first page by
+a plain query, the rest through a server-side cursor), so a scan's memory does not grow with the
+table. Owners are the `entity_relationship` rows of relation owns
 (8) to the entity, tags the `tag_usage` rows whose targetFQNHash is the entity's own hash
 column; both aggregated per row as JSON by the database (any character in a name survives).
 """
@@ -323,21 +324,18 @@ class OmStore(Bookkeeping):
     ) -> Iterator[OmRow]:
         """Every row of the entity's table in id byte order (a server-side cursor). `tags`: the
         children's labels (read here when not given)."""
-        sql = self._select(entity)
+        where: list[str] = []
         params: dict[str, Any] = {"etype": entity.entity_type}
         if since is not None:
-            sql += " WHERE e.updatedAt >= :since"
+            where.append("e.updatedAt >= :since")
             params["since"] = int(since.timestamp() * 1000)
-        sql = f"{sql} {self._order()}"
         heir = Inheritance(self.engine, whole=True)  # each parent type read once, whole
         own = self.tag_spill([entity]) if tags is None else None
         spill = tags or own
         try:
             with self.engine.connect() as conn:
-                result = conn.execution_options(stream_results=True, yield_per=page).execute(
-                    self.sql(sql), params
-                )
-                rows: Iterable[OmRow] = (self._row(r, entity, heir) for r in result)
+                raw = self._raw_rows(conn, self._select(entity), where, params, page)
+                rows: Iterable[OmRow] = (self._row(r, entity, heir) for r in raw)
                 for row in spill.attach(entity.entity_type, rows) if spill else rows:  # columns' tags
                     self.rows_read += 1
                     yield row
@@ -346,6 +344,34 @@ class OmStore(Bookkeeping):
         finally:
             if own is not None:
                 own.close()
+
+    def _raw_rows(
+        self, conn: Any, select: str, where: list[str], params: dict[str, Any], page: int
+    ) -> Iterator[Any]:
+        """The query's rows in id byte order. On PostgreSQL, a first page by a plain query (one
+        round trip), and only the rows after it through a server-side cursor: a cursor costs five
+        round trips besides its FETCHes (BEGIN, DECLARE, its description, CLOSE, ROLLBACK), and
+        most entity tables fit in a page (a 2,000-entity scan's 18 cursors were 125 of its 155
+        statements). MySQL's and MariaDB's stream is one round trip already."""
+
+        def query(conds: list[str]) -> str:
+            return f"{select}{' WHERE ' + ' AND '.join(conds) if conds else ''} {self._order()}"
+
+        if not self.postgres:
+            yield from conn.execution_options(stream_results=True, yield_per=page).execute(
+                self.sql(query(where)), params
+            )
+            return
+        head = list(conn.execute(self.sql(f"{query(where)} LIMIT {int(page)}"), params))
+        yield from head
+        if len(head) < page:
+            return
+        after = {**params, "after": str(head[-1][0])}
+        del head
+        rest = [*where, 'e.id COLLATE "C" > :after']
+        yield from conn.execution_options(stream_results=True, yield_per=page).execute(
+            self.sql(query(rest)), after
+        )
 
     def read(self, entity: OmEntity, ids: Sequence[str]) -> dict[str, OmRow]:
         """The rows of these ids (those that exist)."""
