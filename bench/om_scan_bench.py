@@ -165,6 +165,7 @@ def main() -> int:
     parser.add_argument(
         "--profile", type=int, default=0, help="print the scan's N costliest functions (its main thread's)"
     )
+    parser.add_argument("--profile-by", default="cumulative", choices=("cumulative", "tottime"))
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     search = connect(args.search, endpoints)
@@ -244,7 +245,7 @@ def main() -> int:
             alone = _scan_alone_peak(url, endpoints.search_url(args.search), alias)
             print(f"peak RSS of the same scan alone in a fresh process: {alone} MiB")
             if profiler:
-                pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+                pstats.Stats(profiler).sort_stats(args.profile_by).print_stats(args.profile)
             print(
                 json.dumps(
                     {
