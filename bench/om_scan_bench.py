@@ -268,6 +268,7 @@ def main() -> int:
                         "again_s": round(again[0], 3),
                         "ratio_again": round(again[0] / slower, 2),
                         "findings": len(report.findings),
+                        "load_after": round(os.getloadavg()[0], 2),
                         "scan_alone_peak_rss_mib": alone,
                         "scan_peak_rss_mib": round(scan_peak),
                         "rss_before_scan_mib": round(rss_before),

@@ -28,8 +28,9 @@ from auditor.platforms.openmetadata.child_tags import TagSpill, with_child_tags
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
 from auditor.platforms.openmetadata.document import fqn_hash
 from auditor.platforms.openmetadata.inherit import Inheritance
-from auditor.platforms.openmetadata.naming import ENTITIES, OmEntity
+from auditor.platforms.openmetadata.naming import ENTITIES, RETRY_QUEUE_TABLE, OmEntity
 from auditor.platforms.openmetadata.records import OmRow
+from auditor.platforms.openmetadata.reindex_rows import FAILURE_TABLE, JOB_TABLE, PARTITION_TABLE
 from auditor.platforms.openmetadata.relations import LINKS, service_link
 from auditor.settings import redact_url
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTAINS, OWNS, HAS = 0, 8, 10  # entityRelationship.json: contains, owns, has
+# the tables a scan reads beside the entity tables (SERVER_CHANGE_LOG is not among them: its
+# name's case is the server's, which the catalog's lowercased look-up cannot tell)
+BESIDE = ("entity_relationship", "tag_usage", RETRY_QUEUE_TABLE, JOB_TABLE, PARTITION_TABLE, FAILURE_TABLE)
 # the current account as information_schema's privilege tables name it: 'user'@'host'
 MYSQL_ME = (
     "CONCAT(CHAR(39), SUBSTRING_INDEX(CURRENT_USER(), '@', 1), CHAR(39), '@', CHAR(39), "
@@ -157,8 +161,9 @@ class OmStore(Bookkeeping):
         """The entity types whose table this database has. None of them at all is the wrong
         database: a ConfigError naming what was looked for and whose tables are there instead
         (a scan of it would audit no entity and call that clean). The tables' columns are read in
-        one statement first (`known_columns`), not one probe a table."""
-        self.known_columns([e.table for e in entities])
+        one statement first (`known_columns`), not one probe a table, and with them the tables a
+        scan reads beside (relationships, tag usages, the server's reindex bookkeeping)."""
+        self.known_columns([e.table for e in entities] + list(BESIDE))
         found = [e for e in entities if self.columns(e.table, required=False) is not None]
         if found or not entities or self.denied:
             return found
