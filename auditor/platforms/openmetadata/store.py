@@ -327,8 +327,8 @@ class OmStore(Bookkeeping):
         page: int = 2000,
         tags: TagSpill | None = None,
     ) -> Iterator[OmRow]:
-        """Every row of the entity's table in id byte order (a server-side cursor). `tags`: the
-        children's labels (read here when not given)."""
+        """Every row of the entity's table in id byte order (`_raw_rows`: a page at a time).
+        `tags`: the children's labels (read here when not given)."""
         where: list[str] = []
         params: dict[str, Any] = {"etype": entity.entity_type}
         if since is not None:
@@ -357,7 +357,9 @@ class OmStore(Bookkeeping):
         round trip), and only the rows after it through a server-side cursor: a cursor costs five
         round trips besides its FETCHes (BEGIN, DECLARE, its description, CLOSE, ROLLBACK), and
         most entity tables fit in a page (a 2,000-entity scan's 18 cursors were 125 of its 155
-        statements). MySQL's and MariaDB's stream is one round trip already."""
+        statements). MySQL's and MariaDB's stream is one round trip already. The first page and
+        the rest are two statements (each its own snapshot, as every read of a scan is: a row
+        changed in between is seen as it is then, and re-observed like any other)."""
 
         def query(conds: list[str]) -> str:
             return f"{select}{' WHERE ' + ' AND '.join(conds) if conds else ''} {self._order()}"
