@@ -2,6 +2,7 @@
 
     python bench/net_bench.py                              # both platforms, direct + 0, 1, 5 ms
     python bench/net_bench.py --rtt 5 --runs 3 --only openmetadata
+    python bench/net_bench.py --rtt direct,5 --runs 5 --only openmetadata --scan-only
 
 A delaying TCP proxy of the bench's own (bench/delay_proxy.py) stands in front of the store and
 the search cluster; only the auditor's connections go through it, the seeding goes straight.
@@ -275,7 +276,9 @@ class DataHub:
             "AUDITOR_STATE_FILE": str(state),
         }
 
-    def measure(self, net: Net, runs: int, state: Path) -> dict[str, Any]:
+    def measure(self, net: Net, runs: int, state: Path, scan_only: bool = False) -> dict[str, Any]:
+        if scan_only:
+            return {"scan": self.scan(net, runs)}
         env = self.env(net, state)
         as_url = f"https://datahub.example.com/dataset/{quote(self.urn, safe='')}/Schema"
         out: dict[str, Any] = {}
@@ -409,16 +412,22 @@ def openmetadata(store: str, search: str, entities: int) -> Iterator[dict[str, A
             delete_indices(client, alias)
 
 
-def om_measure(net: Net, catalog: dict[str, Any], runs: int, state: Path) -> dict[str, Any]:
+def om_measure(
+    net: Net, catalog: dict[str, Any], runs: int, state: Path, scan_only: bool = False
+) -> dict[str, Any]:
     store_url, search_url = net.urls()
     env = {**base_env(), "AUDITOR_STATE_FILE": str(state)}
     common = ["--platform", "openmetadata", "--store-url", store_url, "--search-url", search_url,
               "--cluster-alias", catalog["alias"], "--format", "json", "--grace", "0"]  # fmt: skip
     out: dict[str, Any] = {}
     for what, asked, expected in (
-        ("triage by id", catalog["id"], "consistent"),
-        ("triage by name", catalog["fqn"], "consistent"),
-        ("triage of an orphan", catalog["orphan"], "in_flight"),  # no change time: unconfirmed
+        ()
+        if scan_only
+        else (
+            ("triage by id", catalog["id"], "consistent"),
+            ("triage by name", catalog["fqn"], "consistent"),
+            ("triage of an orphan", catalog["orphan"], "in_flight"),  # no change time: unconfirmed
+        )
     ):
         out[what] = repeat(net, runs, lambda a=asked: cli(["triage", a, *common], env), verdict_is(expected))
     scan_env = {**os.environ, "OM_BENCH_STORE_URL": store_url, "OM_BENCH_SEARCH_URL": search_url,
@@ -429,7 +438,8 @@ def om_measure(net: Net, catalog: dict[str, Any], runs: int, state: Path) -> dic
         done = subprocess.run(argv, env=scan_env, capture_output=True, text=True, check=True, timeout=1800)
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
-    out["scan"] = scan_figures(net, max(1, runs // 2), one, "OpenMetadata scan", planted=1)  # the orphan
+    scans = runs if scan_only else max(1, runs // 2)
+    out["scan"] = scan_figures(net, scans, one, "OpenMetadata scan", planted=1)  # the orphan
     return out
 
 
@@ -486,6 +496,7 @@ def main() -> int:
     parser.add_argument("--om-search", default="opensearch3", choices=sorted(SEARCH_VAR))
     parser.add_argument("--om-entities", type=int, default=20000)
     parser.add_argument("--drop", action="store_true", help="drop the DataHub catalog at the end")
+    parser.add_argument("--scan-only", action="store_true", help="only the scans, --runs of them")
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     results: list[dict[str, Any]] = []
@@ -512,7 +523,7 @@ def main() -> int:
                             f"added delay at {level:g} ms: {json.dumps(checks[f'datahub {level:g} ms'])}",
                             flush=True,
                         )
-                    figures = dh.measure(net, args.runs, state)
+                    figures = dh.measure(net, args.runs, state, args.scan_only)
                     loads.append(round(os.getloadavg()[0], 2))
                     results.append(
                         {"platform": "datahub", "rtt_ms": level, "figures": figures, "load": loads[-1]}
@@ -535,7 +546,7 @@ def main() -> int:
                         net.at(level)
                         if level != "direct":
                             checks[f"openmetadata {level:g} ms"] = delay_check(net)
-                        figures = om_measure(net, catalog, args.runs, state)
+                        figures = om_measure(net, catalog, args.runs, state, args.scan_only)
                         loads.append(round(os.getloadavg()[0], 2))
                         results.append(
                             {

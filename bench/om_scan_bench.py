@@ -7,7 +7,10 @@ scan run alone in a fresh process: its own memory, without the seeding's).
 
     python bench/om_scan_bench.py --entities 20000 --store postgres --search opensearch3
 
-Target: the scan at most 1.5x the slower bare read, memory flat. Not a timed test: figures on
+Also the CPU per 100,000 entities of the scan (its threads and its reader process) beside a plain
+reader's (bench/om_plain_reader.py: the same rows, relationship and tag rows and documents read,
+parsed and compared as plain dictionaries, nothing more). Target (issue 53): the scan's CPU at
+most 2x the plain reader's; memory flat. Not a timed test: figures on
 stdout, one JSON line last. The database and indices are dropped after.
 """
 
@@ -26,6 +29,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sqlalchemy import text  # noqa: E402
 
@@ -85,6 +89,28 @@ def bare_index_read(search, alias: str) -> tuple[float, int]:  # type: ignore[no
     return time.perf_counter() - started, docs
 
 
+def plain_read(engine, search_url: str, alias: str) -> tuple[float, float, int, int]:  # type: ignore[no-untyped-def]
+    """bench/om_plain_reader.py over the catalog: its wall time, its CPU, what it read (rows and
+    documents) and the pairs that differ."""
+    from om_plain_reader import OmPlainReader
+
+    from auditor.platforms.openmetadata.fields import DOC_SOURCE
+
+    raw = engine.raw_connection()
+    try:
+        reader = OmPlainReader(raw.driver_connection, engine.dialect.name == "postgresql", search_url)
+        pairs = [(et.table, indices.index_name(et.key, alias)) for et in ENTITY_TYPES.values()]
+        started, cpu = time.perf_counter(), time.process_time()
+        read, differ = reader.read(pairs, DOC_SOURCE)
+        return time.perf_counter() - started, time.process_time() - cpu, read, differ
+    finally:
+        raw.close()
+
+
+def per_100k(seconds: float, entities: int) -> float:
+    return seconds * 100_000 / max(entities, 1)
+
+
 def _settings(store_url: str, search_url: str, alias: str, readers: int | None = None):  # type: ignore[no-untyped-def]
     return load_settings(
         env={},
@@ -139,6 +165,7 @@ def main() -> int:
     parser.add_argument(
         "--profile", type=int, default=0, help="print the scan's N costliest functions (its main thread's)"
     )
+    parser.add_argument("--profile-by", default="cumulative", choices=("cumulative", "tottime"))
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     search = connect(args.search, endpoints)
@@ -158,6 +185,9 @@ def main() -> int:
             scan(settings, options=ScanOptions(grace=300.0, use_state=False))  # warm both sides
             table_s, rows = bare_table_read(engine)
             index_s, docs = bare_index_read(search, alias)
+            plain_s, plain_cpu, plain_read_n, plain_differ = plain_read(
+                engine, endpoints.search_url(args.search), alias
+            )
             rss_before = _status_mib("VmRSS") or _rss_mib()
             own_peak = _reset_peak()
             profiler = cProfile.Profile() if args.profile else None
@@ -180,6 +210,14 @@ def main() -> int:
             print(
                 f"scan: {scan_s:.2f} s ({cpu_s:.2f} s of CPU, all threads, {reader_cpu_s:.2f} s in its "
                 f"reader), {len(report.findings)} findings; {scan_s / slower:.2f}x the slower bare read"
+            )
+            own_cpu = cpu_s + reader_cpu_s
+            print(
+                f"CPU per 100,000 entities: the scan {per_100k(own_cpu, rows):.2f} s (all threads and "
+                f"its reader), a plain reader of the same rows and documents "
+                f"{per_100k(plain_cpu, rows):.2f} s "
+                f"({plain_s:.2f} s wall, {plain_read_n} rows and documents, {plain_differ} pairs differ as "
+                f"plain dictionaries): {own_cpu / max(plain_cpu, 1e-9):.2f}x"
             )
             cores = os.cpu_count() or 1
             floor = None if machine_s is None else machine_s / cores  # every core busy all along
@@ -207,7 +245,7 @@ def main() -> int:
             alone = _scan_alone_peak(url, endpoints.search_url(args.search), alias)
             print(f"peak RSS of the same scan alone in a fresh process: {alone} MiB")
             if profiler:
-                pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+                pstats.Stats(profiler).sort_stats(args.profile_by).print_stats(args.profile)
             print(
                 json.dumps(
                     {
@@ -219,6 +257,10 @@ def main() -> int:
                         "bare_index_s": round(index_s, 3),
                         "ratio": round(scan_s / slower, 2),
                         "reader_cpu_s": round(reader_cpu_s, 3),
+                        "cpu_per_100k_s": round(per_100k(own_cpu, rows), 2),
+                        "plain_reader_cpu_per_100k_s": round(per_100k(plain_cpu, rows), 2),
+                        "plain_reader_s": round(plain_s, 3),
+                        "cpu_ratio_to_plain_reader": round(own_cpu / max(plain_cpu, 1e-9), 2),
                         "machine_cpu_s": None if machine_s is None else round(machine_s, 3),
                         "ratio_if_every_core_busy": None if floor is None else round(floor / slower, 2),
                         "readers_off_s": round(off[0], 3),
@@ -226,6 +268,7 @@ def main() -> int:
                         "again_s": round(again[0], 3),
                         "ratio_again": round(again[0] / slower, 2),
                         "findings": len(report.findings),
+                        "load_after": round(os.getloadavg()[0], 2),
                         "scan_alone_peak_rss_mib": alone,
                         "scan_peak_rss_mib": round(scan_peak),
                         "rss_before_scan_mib": round(rss_before),

@@ -3,11 +3,13 @@ is held to (issue 38: "at most 1.2x a plain one-process HTTP reader of the same 
 
 Nothing of the project: urllib3 (the clients' own transport), orjson, a point in time +
 search_after, 2,000 hits a page, each index sorted by the keys the scan sorts it by, every
-document's `_source` parsed. What it does with a hit is count it.
+document's `_source` parsed. What it does with a hit is count it (and hand it to a `sink`:
+bench/scan_bench.py's plain reader compares it with the entity's rows).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -32,10 +34,15 @@ class PlainReader:
         return orjson.loads(response.data)
 
     def read(
-        self, index: str, sort: list[str], page: int = PAGE, slice_: tuple[int, int] | None = None
+        self,
+        index: str,
+        sort: list[str],
+        page: int = PAGE,
+        slice_: tuple[int, int] | None = None,
+        sink: Callable[[dict[str, Any]], None] | None = None,
     ) -> int:
         """Every document of `index` in `sort` order (of slice i of n of the point in time, when
-        `slice_` is (i, n)); the number read."""
+        `slice_` is (i, n)); the number read. `sink`: handed each hit."""
         if self.kind == "opensearch":
             pit = self._post(f"/{index}/_search/point_in_time?keep_alive=5m")["pit_id"]
         else:
@@ -57,6 +64,8 @@ class PlainReader:
                 for hit in hits:
                     if hit["_source"] is not None:
                         count += 1
+                    if sink is not None:
+                        sink(hit)
                 if len(hits) < page:
                     return count
                 body["search_after"] = hits[-1]["sort"]

@@ -6,7 +6,10 @@ full scan of the same data, in the same run; report throughput, the ratio, and p
 
 The catalog is loaded straight into the table and the index (bulk), consistent, so the scan
 does all its work and finds nothing. Kafka is left out: the per-finding look-ups are not what
-is measured here. Figures go to stdout as one JSON line too.
+is measured here. Figures go to stdout as one JSON line too, among them each process's CPU per
+100,000 entities: the scan's (its readers' included) beside a plain reader's that reads the same
+aspect rows (the database's driver, orjson) and documents (bench/plain_reader.py) and compares
+each entity's aspects with its document as plain dictionaries, nothing more (issue 53).
 
     python bench/scan_bench.py --n 100000 --break 1000
 
@@ -223,20 +226,35 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
             "edges": read.get("edges", 0),
             **cpu_and_rss(),
         }
-    elif mode == "plain":  # the same documents through a plain HTTP reader, nothing of the project
+    elif mode in (
+        "plain",
+        "plain-rows",
+    ):  # the same documents through a plain HTTP reader, nothing of the project
         from plain_reader import PlainReader
 
         kind = "opensearch" if "opensearch" in search else "elasticsearch"
         reader = PlainReader(endpoints.search_url(search), kind)
         found = {kind: 0 for kind in ("entity", "sysmeta", "edges")}
+        # plain-rows, the CPU yardstick (issue 53): the rows too, each urn's aspects parsed, each
+        # entity doc compared with them as plain dictionaries
+        rows = plain_rows(endpoints.store_url(store)) if mode == "plain-rows" else {}
+        differ = 0
+
+        def compare(hit: dict[str, Any]) -> None:
+            nonlocal differ
+            source = hit.get("_source") or {}
+            differ += rows.get(source.get("urn"), {}) != source
+
         for index, sort, kind in _index_streams(open_search(settings)):
-            found[kind] += reader.read(index, sort)
+            found[kind] += reader.read(index, sort, sink=compare if rows and kind == "entity" else None)
         return {
             "mode": mode,
             "seconds": time.monotonic() - started,
             "count": found["entity"],
             "sysmeta": found["sysmeta"],
             "edges": found["edges"],
+            "rows": sum(len(a) for a in rows.values()),
+            "differ": differ,
             **cpu_and_rss(),
         }
     elif mode == "counts":  # what is loaded, by count (a read of 1M entities takes minutes)
@@ -306,6 +324,42 @@ def measure(mode: str, store: str, search: str, shard: str | None = None) -> dic
         }
     seconds = time.monotonic() - started
     return {"mode": mode, "seconds": seconds, "count": count, "peak_rss_mib": peak_rss_mib()}
+
+
+def plain_rows(url: str) -> dict[str, dict[str, Any]]:
+    """urn -> {aspect: its metadata parsed} of every latest aspect row, read by the database's own
+    driver (a server-side cursor, 5,000 rows a fetch) and orjson: the rows a plain reader reads."""
+    import orjson
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url)
+    raw = engine.raw_connection()
+    try:
+        postgres = engine.dialect.name == "postgresql"
+        if postgres:
+            cursor = raw.driver_connection.cursor(name="plain_rows")
+        else:
+            import pymysql.cursors
+
+            cursor = raw.driver_connection.cursor(pymysql.cursors.SSCursor)
+        cursor.execute(f"SELECT urn, aspect, metadata FROM {TABLE} WHERE version = 0")
+        out: dict[str, dict[str, Any]] = {}
+        while batch := cursor.fetchmany(5000):
+            for urn, aspect, metadata in batch:
+                out.setdefault(urn, {})[aspect] = orjson.loads(metadata)
+        cursor.close()
+        return out
+    finally:
+        raw.close()
+        engine.dispose()
+
+
+def per_100k(result: dict[str, Any]) -> float | None:
+    """A child's CPU (its own and its reader processes') per 100,000 entities."""
+    if result.get("cpu_seconds") is None or not result.get("count"):
+        return None
+    cpu = result["cpu_seconds"] + (result.get("children_cpu_seconds") or 0.0)
+    return round(cpu * 100_000 / result["count"], 2)
 
 
 def _index_streams(client: Any) -> list[tuple[str, list[str], str]]:
@@ -520,7 +574,7 @@ def main() -> int:
     parser.add_argument(
         "--measure",
         choices=(
-            *("db", "index", "plain", "counts", "scan", "scan-unversioned", "scan-broken"),
+            *("db", "index", "plain", "plain-rows", "counts", "scan", "scan-unversioned", "scan-broken"),
             *("plan", "shard", "stages", "join"),
         ),
         help=argparse.SUPPRESS,
@@ -570,6 +624,7 @@ def main() -> int:
             "scan_entities_per_second": round(scan["count"] / scan["seconds"]),
             "cpu_seconds": scan.get("cpu_seconds"),
             "readers_cpu_seconds": scan.get("children_cpu_seconds"),
+            "cpu_per_100k_s": per_100k(scan),
             **memory(scan),
             "cpus": os.cpu_count(),
         }
@@ -578,6 +633,7 @@ def main() -> int:
     index = run_child("index", args.store, args.search)
     plain = run_child("plain", args.store, args.search)
     scan = run_child("scan", args.store, args.search)
+    plain_rows_read = run_child("plain-rows", args.store, args.search)
     slower = max(db["seconds"], index["seconds"])
     result = {
         "entities": scan["count"],
@@ -595,6 +651,8 @@ def main() -> int:
         "plain_reader_seconds": round(plain["seconds"], 2),
         "ratio_scan_to_plain_reader": round(scan["seconds"] / plain["seconds"], 2),
         "cpu_seconds": {m["mode"]: m.get("cpu_seconds") for m in (db, index, plain, scan)},
+        # each process's whole CPU (interpreter, imports, its reader processes) per 100,000 entities
+        "cpu_per_100k_s": {"scan": per_100k(scan), "plain_reader_rows_and_docs": per_100k(plain_rows_read)},
         **memory(scan),
         "bare_db_peak_rss_mib": round(db["peak_rss_mib"]),
         "bare_index_peak_rss_mib": round(index["peak_rss_mib"]),

@@ -512,8 +512,8 @@ class SearchIndex:
                 del response
                 self.docs_read += len(hits)
                 yield from hits
-                if not hits or not scroll_id:
-                    return
+                if not hits or not scroll_id or len(hits) < int(body.get("size") or 0):
+                    return  # a short page is the last: asking for the next one was a round trip
                 del hits  # one page in memory at a time, as the point in time's pages
                 response = self._call(self.client.scroll, body={"scroll_id": scroll_id, "scroll": "5m"})
                 scroll_id = response.get("_scroll_id") or scroll_id

@@ -217,8 +217,9 @@ def test_an_entity_is_found_in_a_few_requests_whatever_the_number_of_types(
             search.close()
 
 
-def _counting_store(store: Any) -> list[str]:
-    """The statements the store's engine is handed from now on."""
+def _counting_store(store: Any, *, streamed: bool = False) -> list[str]:
+    """The statements the store's engine is handed from now on (`streamed`: only those run
+    through a server-side cursor)."""
     said: list[str] = []
     connect = store.engine.connect
 
@@ -229,7 +230,13 @@ def _counting_store(store: Any) -> list[str]:
         def block() -> Any:
             with connect() as conn:
                 execute = conn.execute
-                conn.execute = lambda sql, *a, **k: (said.append(str(sql)[:60]), execute(sql, *a, **k))[1]
+
+                def run(sql: Any, *a: Any, **k: Any) -> Any:
+                    if not streamed or conn._stream:
+                        said.append(str(sql))
+                    return execute(sql, *a, **k)
+
+                conn.execute = run
                 yield conn
 
         return block()
@@ -238,10 +245,12 @@ def _counting_store(store: Any) -> list[str]:
     return said
 
 
-def _counting_search(search: Any) -> list[str]:
-    """The search requests (searches and alias look-ups) sent from now on."""
+def _counting_search(search: Any, *more: str) -> list[str]:
+    """The search requests (searches, alias look-ups and the client's methods named in `more`)
+    sent from now on."""
     sent: list[str] = []
-    for owner, name in ((search.client, "search"), (search.client.indices, "get_alias")):
+    client = search.client
+    for owner, name in ((client, "search"), (client.indices, "get_alias"), *((client, m) for m in more)):
         real = getattr(owner, name)
         setattr(owner, name, lambda *a, _r=real, _n=name, **k: (sent.append(_n), _r(*a, **k))[1])
     return sent

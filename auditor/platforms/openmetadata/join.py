@@ -24,7 +24,7 @@ from auditor.core.model import Finding, Kind
 from auditor.platforms.openmetadata.absence import any_index, missing_index, no_index_under
 from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
-from auditor.platforms.openmetadata.search import OmSearch
+from auditor.platforms.openmetadata.search import PAGE, OmSearch
 from auditor.platforms.openmetadata.spill import Keyed, RowFile, SortedDocs, Spilled
 from auditor.platforms.openmetadata.spill_apart import SpillsApart
 from auditor.platforms.openmetadata.store import OmStore
@@ -95,12 +95,14 @@ class OmScanner:
         out = OmJoinResult()
         self.seen = 0
         plans: list[tuple[OmEntity, str | None]] = []
+        # every type's index or alias in one request (one a type was a round trip each)
+        resolved = self.search.resolve_all([e for e in entities if e.entity_type not in (names or {})])
         for entity in entities:
             name: str | None
             if names and entity.entity_type in names:
                 name, concrete = names[entity.entity_type], [names[entity.entity_type]]
             else:
-                name, concrete = self.search.resolve(entity)
+                name, concrete = resolved.get(entity.entity_type, (None, []))
             out.names[entity.entity_type] = name or entity.index_name(self.search.cluster_alias)
             if name is None:  # a whole-table scan says it as one finding (`_absent`), a look by id per row
                 said = (
@@ -140,11 +142,15 @@ class OmScanner:
         tags = None
         try:
             named = [(entity.entity_type, name) for entity, name in plans if name]
-            if getattr(self.search, "readers", 0) > 0 and self._large(named):
-                apart = SpillsApart(self.search, named, stop)
+            counts = self.search.search.indices(",".join(name for _, name in named)) if named else {}
+            few = frozenset(name for _, name in named if counts.get(name, PAGE) < PAGE // 2)
+            if getattr(self.search, "readers", 0) > 0 and self._large(named, counts):
+                apart = SpillsApart(self.search, named, stop, few)
                 spills = dict(apart.futures)
             for entity_type, index_name in named if apart is None else ():
-                spills[entity_type] = pool.submit(self.search.spill, index_name, doc_key, stop=stop)
+                spills[entity_type] = pool.submit(
+                    self.search.spill, index_name, doc_key, stop=stop, few=index_name in few
+                )
             tags = self.store.tag_spill([entity for entity, _ in plans])  # the children's labels, once
             for entity, name in plans:
                 rows = RowFile(self.search.spill_dir)
@@ -190,9 +196,8 @@ class OmScanner:
             missing_index(e, alias, out.entities[e.entity_type]) for e in absent if e.entity_type in gone
         ]
 
-    def _large(self, named: list[tuple[str, str]]) -> bool:
+    def _large(self, named: list[tuple[str, str]], counts: dict[str, int]) -> bool:
         """Enough documents that a reader process pays for its start (search_readers.MIN_DOCS)."""
-        counts = self.search.search.indices(",".join(name for _, name in named)) if named else {}
         return sum(counts.get(name, 0) for _, name in named) >= max(1, search_readers.MIN_DOCS)
 
     def _tally(

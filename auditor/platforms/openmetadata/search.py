@@ -109,10 +109,24 @@ class OmSearch:
         order = {e.entity_type: n for n, e in enumerate(entities)}
         return [(kinds[k], i) for k, i in sorted(found, key=lambda f: (order[f[0]], f[1]))]
 
-    def _scroll(self, name: str, source: Sequence[str] | bool) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    def _scroll(
+        self, name: str, source: Sequence[str] | bool, few: bool = False
+    ) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every doc behind `name` in `_doc` order. `few` (its count says it fits in a page): a
+        plain search first, the whole answer when it does (one round trip, where a scroll's
+        opening, its next page and its clearing were three); a full page goes on to the scroll."""
         body: dict[str, Any] = {"size": PAGE, "sort": ["_doc"], "query": {"match_all": {}}}
         body["_source"] = source if isinstance(source, bool) else list(source)
         try:
+            if few:
+                hits = _body(self.search._call(self.client.search, index=name, body=body))["hits"]["hits"]
+                if len(hits) < PAGE:
+                    self.search.docs_read += len(hits)
+                    for hit in hits:
+                        self.docs_read += 1
+                        yield hit["_id"], hit["_index"], hit.get("_source") or {}
+                    return
+                del hits
             for hit in self.search.scroll_hits(name, body):
                 self.docs_read += 1
                 yield hit["_id"], hit["_index"], hit.get("_source") or {}
@@ -126,13 +140,15 @@ class OmSearch:
         source: Sequence[str] | bool = DOC_SOURCE,
         ids: frozenset[str] | None = None,
         stop: threading.Event | None = None,
+        few: bool = False,
     ) -> SortedDocs:
         """Every doc behind `name`, put aside to be read back in `_id` byte order (a doc under two
         indices: both, in turn). `key`: each doc's comparison key; `ids`: only these (the rest is
-        skipped as it is read); `stop`: once set, the read ends early (the caller gave up)."""
+        skipped as it is read); `stop`: once set, the read ends early (the caller gave up); `few`:
+        see `_scroll`."""
         docs = SortedDocs(self.spill_dir)
         try:
-            for doc_id, index, src in self._scroll(name, source):
+            for doc_id, index, src in self._scroll(name, source, few):
                 if stop is not None and stop.is_set():
                     break
                 if ids is None or doc_id in ids:

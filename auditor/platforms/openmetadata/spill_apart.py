@@ -28,6 +28,7 @@ class SpillJob:
     """The reader's work: each (entity type, index or alias, spill file) in turn."""
 
     spills: tuple[tuple[str, str, str], ...]
+    few: frozenset[str] = frozenset()  # the names a plain search reads whole (OmSearch._scroll)
 
     def __call__(self, search: Any, send: Callable[[tuple[Any, ...]], None]) -> None:
         from auditor.platforms.openmetadata.search import OmSearch
@@ -36,7 +37,7 @@ class SpillJob:
         for entity_type, name, path in self.spills:
             read = om.docs_read
             docs = SortedDocs(path=path)
-            for doc_id, index, src in om._scroll(name, DOC_SOURCE):
+            for doc_id, index, src in om._scroll(name, DOC_SOURCE, name in self.few):
                 docs.add(doc_id, index, doc_key(src), src)
             docs.sort()
             send(("spilled", entity_type, docs.runs, docs.count, om.docs_read - read))
@@ -45,11 +46,17 @@ class SpillJob:
 class SpillsApart:
     """The futures of every type's spill, filled by one reader process (`join()` when done)."""
 
-    def __init__(self, om: Any, plans: Sequence[tuple[str, str]], stop: threading.Event) -> None:
+    def __init__(
+        self,
+        om: Any,
+        plans: Sequence[tuple[str, str]],
+        stop: threading.Event,
+        few: frozenset[str] = frozenset(),
+    ) -> None:
         self.futures: dict[str, Future[SortedDocs]] = {t: Future() for t, _ in plans}
         # absolute: the reader process runs in another working directory
         self.paths = {t: os.path.abspath(temp_file("docs", ".runs", om.spill_dir)) for t, _ in plans}
-        job = SpillJob(tuple((t, name, self.paths[t]) for t, name in plans))
+        job = SpillJob(tuple((t, name, self.paths[t]) for t, name in plans), few)
         self.thread = threading.Thread(
             target=self._run, args=(om, job, stop), daemon=True, name="auditor-om-reader"
         )

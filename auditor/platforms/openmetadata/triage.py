@@ -43,8 +43,8 @@ def resolve(
     tables' columns in one statement, the ids or name hashes of every table in one, the indices
     resolved in one request and searched in one; a table or a statement the server refuses is
     asked on its own, as before."""
-    store.known_columns([e.table for e in entities])
-    present = store.present(entities)  # none of them at all: the wrong database (exit 2)
+    # the tables' columns in one statement; none of them at all: the wrong database (exit 2)
+    present = store.present(entities)
     if is_uuid(asked):
         rows = store.holders(present, entity_id=asked)
         if rows is None:
