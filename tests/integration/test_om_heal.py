@@ -16,6 +16,7 @@ from auditor.heal.policy import parse_policy
 from auditor.scan.options import ScanOptions
 from sandbox.openmetadata.faults import Fault
 from sandbox.openmetadata.indices import refresh_all
+from sandbox.openmetadata.reindex import Reindex
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenarios"))
 from undo_checks import changed, journaled_docs, raw_sources  # noqa: E402
@@ -66,3 +67,28 @@ def test_the_policy_heals_an_openmetadata_lost_write_and_prunes_an_orphan_only_w
     assert all("not deleted" in x.why for x in kept.left)
     assert pruned.healed_urns == [tables[2].id] and pruned.exit_code == ExitCode.OK, pruned.left
     assert not clean.total(Verdict.DIVERGED), [str(c) for c in clean.findings][:5]
+
+
+def test_openmetadatas_running_reindex_job_stops_the_heal_with_nothing_written(tmp_path: Path) -> None:
+    """A lost write of a pipeline (a type the job does not touch: its finding stays diverged) the
+    policy would heal at once; the job's running over the tables is why nothing is written."""
+    with om_world("postgres", "opensearch3", tmp_path, prefix="omhealx", n=30, seeded=5, visibility=0.5) as w:
+        (pipeline, *_) = [e for e in w.server.entities.values() if e.type == "pipeline"]
+        w.server.update(pipeline, description="changed, not indexed", fault=Fault.STALE_UPDATE)
+        job = Reindex(w.server, ["table"], batch_size=5, recreate=False)
+        job.start()
+        job.step(1)
+        refresh_all(w.search, w.alias)
+        names = f"{w.alias}_*"
+        before = raw_sources(w.search_url, names)
+        refused = heal_once(
+            w.settings(), parse_policy(POLICY), options=ScanOptions(grace=0.0), state_dir=tmp_path
+        )
+        after = raw_sources(w.search_url, names)
+        job.finish()
+    assert refused.exit_code == ExitCode.HEAL_REFUSED and [r.guard for r in refused.refused] == [
+        "platform_reindex"
+    ]
+    assert job.job_id in refused.refused[0].why and not refused.healed and refused.repair is None
+    assert pipeline.id in {x.finding.finding.urn for x in refused.left}  # it would have been healed
+    assert after == before and not (tmp_path / "journal").exists()
