@@ -33,10 +33,12 @@ def readme_policy() -> str:
     return section.split("```toml\n", 1)[1].split("```", 1)[0]
 
 
-def heal(world: World, policy: Policy, tmp: Path, now: datetime) -> HealOutcome:
+def heal(world: World, policy: Policy, tmp: Path, now: datetime, dry_run: bool = False) -> HealOutcome:
     world.refresh()
     options = ScanOptions(grace=300.0, settle=0.5, sample_window=2.0)
-    return heal_once(world.settings(), policy, options=options, state_dir=tmp, now=now, wait_seconds=60)
+    return heal_once(
+        world.settings(), policy, dry_run=dry_run, options=options, state_dir=tmp, now=now, wait_seconds=60
+    )
 
 
 def soft_delete_lost(world: World, which: int) -> set[str]:
@@ -74,6 +76,8 @@ def test_the_readme_policy_heals_the_demo_faults_and_prunes_an_orphan_only_when_
         before = raw_sources(url, names)
         young = heal(world, policy, tmp_path, now)  # seen by one scan: not persistent yet
         untouched = raw_sources(url, names)
+        dry = heal(world, policy, tmp_path, now + timedelta(minutes=6), dry_run=True)
+        undry = raw_sources(url, names)
         healed = heal(world, policy, tmp_path, now + timedelta(minutes=6))
         after = raw_sources(url, names)
         left = diverged(world)
@@ -85,6 +89,8 @@ def test_the_readme_policy_heals_the_demo_faults_and_prunes_an_orphan_only_when_
     assert young.repair is None and not young.healed and untouched == before
     assert young.exit_code == ExitCode.PERSISTENT and not young.refused, young.refused
     assert all("not persistent long enough" in x.why for x in young.left if x.finding.finding.urn != orphan)
+    assert set(dry.healed_urns) == lost and undry == before and dry.exit_code == ExitCode.PERSISTENT
+    assert dry.repair is not None and not dry.repair.applied and dry.journal is None  # said, not written
     assert set(healed.healed_urns) == lost and not healed.refused, [
         (c.finding.urn, c.subkind, c.evidence.reason) for c in healed.healed
     ]
