@@ -60,11 +60,14 @@ def diverged(world: World) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.parametrize("pair", ["postgres/opensearch", "mariadb/elasticsearch"])
+@pytest.mark.parametrize(
+    "pair", ["postgres/opensearch", "mariadb/elasticsearch", "postgres/opensearch/pgqueue"]
+)
 def test_the_readme_policy_heals_the_demo_faults_and_prunes_an_orphan_only_when_enabled(
     pair: str, tmp_path: Path
 ) -> None:
-    world = World(*pair.split("/"), tmp_path, n=60, release="1.7.0")
+    store, search, *transport = pair.split("/")
+    world = World(store, search, tmp_path, n=60, release="1.7.0", transport=(transport or ["kafka"])[0])
     url, names = world.endpoints.search_url(world.search_name), f"{world.prefix}_*"
     text = readme_policy()
     policy = parse_policy(text, "README.md")
