@@ -51,6 +51,7 @@ class HealOutcome:
     enabled: bool
     scan_exit_code: int = 0
     diverged: int = 0  # diverged findings the scan judged
+    unseen: int = 0  # findings the scan counted but did not keep in detail (never healed)
     refused: list[Refusal] = field(default_factory=list)
     healed: list[Classified] = field(default_factory=list)  # repaired (or, a dry run, would be)
     left: list[Left] = field(default_factory=list)
@@ -83,7 +84,7 @@ class HealOutcome:
             return ExitCode.HEAL_REFUSED
         if not self.verified:
             return ExitCode.PERSISTENT
-        if any(x.finding.verdict in (Verdict.DIVERGED, Verdict.INVALID) for x in self.left):
+        if self.unseen or any(x.finding.verdict in (Verdict.DIVERGED, Verdict.INVALID) for x in self.left):
             return ExitCode.PERSISTENT
         if self.scan_exit_code == ExitCode.PERSISTENT:
             return ExitCode.OK if not self.dry_run else ExitCode.PERSISTENT
@@ -115,7 +116,7 @@ def heal_once(
     )
     report = api.scan(settings, selection or Selection(), options or ScanOptions())
     outcome.scan_exit_code = int(report.exit_code)
-    outcome.diverged = report.total(Verdict.DIVERGED)
+    outcome.diverged, outcome.unseen = report.total(Verdict.DIVERGED), report.findings_dropped
     record = HealRecord(settings.state_file)
     try:
         used = record.healed_since(started - timedelta(hours=1))
@@ -123,7 +124,8 @@ def heal_once(
         if not report.complete:
             outcome.notes.append("the scan could not complete: nothing healed")
             return _done(outcome)
-        outcome.refused = check(report, policy.guards, record.last_failure())
+        if policy.enabled:  # a policy that heals nothing refuses nothing: the scan's code is the answer
+            outcome.refused = check(report, policy.guards, record.last_failure())
         chosen = _choose(report, policy, outcome, started)
         if outcome.refused or not chosen:
             outcome.left += [Left(c, "not healed: a guard refused the heal") for c in chosen]

@@ -153,3 +153,20 @@ def test_each_guard_reads_its_condition_from_the_report(tmp_path: Path) -> None:
         assert record.acknowledge() == 1 and record.last_failure() is None
     finally:
         record.close()
+
+
+def test_a_policy_that_heals_nothing_refuses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off (no `enabled = true`): the heal is the scan, its code the scan's, no guard pages; on,
+    the same systemic scan is refused (11) before anything is chosen."""
+    from auditor import api
+    from auditor.heal.loop import heal_once
+    from auditor.settings import load_settings
+
+    many = _report(*(_finding(f"urn:{i}") for i in range(20)))
+    monkeypatch.setattr(api, "scan", lambda *a, **k: many)
+    settings = load_settings(env={}, state_file=str(tmp_path / "state.sqlite"))
+    off = heal_once(settings, Policy(), now=T0)
+    assert not off.refused and off.exit_code == 1 and off.repair is None
+    assert all("does not enable" in x.why for x in off.left) and len(off.left) == 20
+    on = heal_once(settings, parse_policy(GOOD), now=T0)
+    assert [r.guard for r in on.refused] == [guards.SYSTEMIC] and on.exit_code == 11 and on.repair is None
