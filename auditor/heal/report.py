@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from auditor.heal.guards import NAMES
-from auditor.heal.loop import HealOutcome
+from auditor.heal.loop import HealOutcome, Left
 from auditor.reports.escape import console_markup, console_text, prom_label
 
 SHOWN = 50  # findings listed on the console (JSON lists them all)
@@ -45,10 +45,14 @@ def render_console(outcome: HealOutcome, console: Console) -> None:
                 highlight=False,
             )
     if outcome.left:
-        console.print(f"  {len(outcome.left)} findings not healed:", highlight=False)
-        for x in outcome.left[:SHOWN]:
-            f = x.finding.finding
-            line = f"    {f.urn} {f.kind.value} ({x.finding.verdict.value}): {x.why}"
+        by_urn: dict[str, list[Left]] = {}
+        for x in outcome.left:  # an entity's findings stay together (and leave together)
+            by_urn.setdefault(x.finding.finding.urn, []).append(x)
+        console.print(f"  {len(by_urn)} entities not healed ({len(outcome.left)} findings):", highlight=False)
+        for urn, xs in list(by_urn.items())[:SHOWN]:
+            kinds = Counter(x.finding.finding.kind.value for x in xs)
+            said = ", ".join(k if n == 1 else f"{k} x{n}" for k, n in kinds.items())
+            line = f"    {urn} ({said}): {xs[0].why}"
             console.print(console_text(line), markup=False, highlight=False)
     for note in outcome.notes:
         console.print(console_text(f"  {note}"), markup=False, highlight=False)

@@ -170,3 +170,25 @@ def test_a_policy_that_heals_nothing_refuses_nothing(tmp_path: Path, monkeypatch
     assert all("does not enable" in x.why for x in off.left) and len(off.left) == 20
     on = heal_once(settings, parse_policy(GOOD), now=T0)
     assert [r.guard for r in on.refused] == [guards.SYSTEMIC] and on.exit_code == 11 and on.repair is None
+
+
+def test_the_console_groups_an_entitys_findings_and_escapes_the_data() -> None:
+    import io
+
+    from rich.console import Console
+
+    from auditor.heal.loop import Left
+    from auditor.heal.report import render_console, to_dict
+
+    urn = "urn:li:dataset:(urn:li:dataPlatform:hive,[red]x[/red]\x1b[2J,PROD)"
+    outcome = HealOutcome("heal-1", T0, "heal.toml", False, True, budget_left=7)
+    outcome.left = [Left(_finding(urn, k), "an orphan: reported, not deleted") for k in
+                    (Kind.ORPHAN_DOCUMENT, Kind.ORPHAN_EDGE, Kind.ORPHAN_EDGE)]  # fmt: skip
+    outcome.refused = [guards.Refusal(guards.CONSUMER, "the consumer (g) is not moving: mcl[0] stalled")]
+    out = io.StringIO()
+    render_console(outcome, Console(file=out, width=300, force_terminal=False))
+    text = out.getvalue()
+    assert "1 entities not healed (3 findings)" in text and "orphan_document, orphan_edge x2" in text
+    assert "[red]x[/red]" in text and "\x1b" not in text  # the data's markup shown as text, no escape code
+    assert "REFUSED by guard consumer" in text and "nothing written" in text
+    assert to_dict(outcome)["exit_code"] == 11 and to_dict(outcome)["refused"][0]["guard"] == "consumer"
