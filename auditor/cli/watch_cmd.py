@@ -92,13 +92,6 @@ def watch(
     metrics_addr: Annotated[
         str | None, typer.Option(help="Serve GET /metrics on HOST:PORT (e.g. 0.0.0.0:9464).")
     ] = None,
-    heal_policy: Annotated[
-        Path | None,
-        typer.Option(
-            help="Heal what it sees late past --slo and judged diverged, by this policy (docs/heal.md), "
-            "at each summary: a heal of those entities, each handed over once."
-        ),
-    ] = None,
     fmt: OutFormatOpt = OutFormat.console,
     json_lines: Annotated[
         bool, typer.Option("--json", help="The same as -f json: a JSON line per summary (schema watch/1).")
@@ -121,8 +114,6 @@ def watch(
     def go() -> int:
         from auditor.core.slo import GOOGLE_30D, scaled
         from auditor.core.watch_model import WatchConfig
-        from auditor.heal.loop import heal_late
-        from auditor.heal.policy import load_policy
         from auditor.reports.watch_console import render, summary
         from auditor.reports.watch_metrics import render as metrics
         from auditor.watch.expose import MetricsServer
@@ -158,16 +149,7 @@ def watch(
         stopping: list[bool] = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
 
-        healing = load_policy(heal_policy) if heal_policy is not None else None
-        handed: set[str] = set()
-
         def show(snap: Any) -> None:
-            if healing is not None:  # between two summaries: the watch waits for the heal
-                healed = heal_late(settings, healing, snap.findings, handed)
-                if healed is not None:
-                    said = f"heal {healed.run_id}: {len(healed.healed_urns)} healed, exit {healed.exit_code}"
-                    refused = ", ".join(r.guard for r in healed.refused)
-                    sys.stderr.write(said + (f" (refused: {refused})" if refused else "") + "\n")
             text = metrics(snap)
             if metrics_file:
                 write(metrics_file, text)

@@ -69,8 +69,6 @@ def _systemic(report: Report, guards: Guards) -> str | None:
     diverged = len(urns) + report.findings_dropped
     entities = sum(report.entities.values())
     share = diverged / entities if entities else 1.0
-    if report.scope.urns:  # a scan of given entities (the watch's late ones): its share says nothing
-        share = 0.0
     if diverged and (diverged > guards.max_count or share > guards.max_share):
         return (
             f"{diverged} entities diverged of {entities} scanned ({100 * share:.1f}%; the policy heals "

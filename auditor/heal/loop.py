@@ -12,7 +12,6 @@ did not fix what it wrote says so, and the next heal refuses until a person has 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -255,21 +254,3 @@ def _why_failed(repair: RebuildOutcome) -> str:
     if repair.consumer_caught_up is False:
         return "the consumer did not apply the replay"
     return ""
-
-
-def heal_late(
-    settings: Settings,
-    policy: Policy,
-    late: Sequence[Classified],
-    handed: set[str],
-    *,
-    heal: Callable[..., HealOutcome] | None = None,
-) -> HealOutcome | None:
-    """The watch's trigger: a heal of the entities it saw late past its SLO and judged diverged,
-    each handed over once (`handed`, kept by the caller). The heal scans those entities again and
-    follows the policy as any heal does (persistence, budget, guards); None: nothing new."""
-    urns = sorted({c.finding.urn for c in late if c.verdict == Verdict.DIVERGED} - handed)
-    if not urns:
-        return None
-    handed.update(urns)
-    return (heal or heal_once)(settings, policy, selection=Selection(urns=tuple(urns)))

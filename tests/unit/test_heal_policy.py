@@ -192,27 +192,3 @@ def test_the_console_groups_an_entitys_findings_and_escapes_the_data() -> None:
     assert "[red]x[/red]" in text and "\x1b" not in text  # the data's markup shown as text, no escape code
     assert "REFUSED by guard consumer" in text and "nothing written" in text
     assert to_dict(outcome)["exit_code"] == 11 and to_dict(outcome)["refused"][0]["guard"] == "consumer"
-
-
-def test_the_watch_hands_each_late_diverged_entity_to_a_heal_once() -> None:
-    from auditor.core.model import Selection
-    from auditor.heal.loop import heal_late
-
-    calls: list[Selection] = []
-
-    def heal(settings: object, policy: Policy, *, selection: Selection) -> HealOutcome:
-        calls.append(selection)
-        return HealOutcome("heal-w", T0, "p", False, True)
-
-    late = [_finding("urn:b"), _finding("urn:a"), _finding("urn:a", Kind.STALE_SYSTEM_METADATA)]
-    late.append(Classified(late[0].finding, Verdict.IN_FLIGHT, "x", Evidence("waits")))
-    waiting = Classified(_finding("urn:c").finding, Verdict.IN_FLIGHT, "x", Evidence("waits"))
-    handed: set[str] = set()
-    assert heal_late(None, Policy(), [*late, waiting], handed, heal=heal) is not None  # type: ignore[arg-type]
-    assert heal_late(None, Policy(), late, handed, heal=heal) is None  # type: ignore[arg-type]
-    assert [s.urns for s in calls] == [("urn:a", "urn:b")] and handed == {"urn:a", "urn:b"}
-    # a heal of given entities: all of them diverged is no share of anything, the count still holds
-    scoped = _report(_finding("urn:a"), entities=1)
-    scoped.scope = Selection(urns=("urn:a",))
-    assert guards.check(scoped, Guards(), None) == []
-    assert guards.check(scoped, Guards(max_count=0), None)[0].guard == guards.SYSTEMIC
