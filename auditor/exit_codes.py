@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     STORE_SMALLER = 8  # the store empty or far smaller than the index: most documents orphaned
     STORE_BEHIND = 9  # documents hold later writes than their rows (a lagging replica, a restored database)
     UNDO_PARTIAL = 10  # an undo left documents as they are (written since by someone else)
+    HEAL_REFUSED = 11  # a guard stopped a heal: nothing written, a person is paged
 
     @property
     def meaning(self) -> str:
@@ -50,6 +51,9 @@ MEANINGS = {
     "documents hold later writes than their rows; none was repaired",
     ExitCode.UNDO_PARTIAL: "an undo left documents as they are: written since the repair by someone "
     "else (refused, each named with why) or failed to write back",
+    ExitCode.HEAL_REFUSED: "a guard refused the heal (each named: a systemic divergence, the consumer, "
+    "the platform's own reindex, the store, the release, the last heal's verification): nothing "
+    "written, a person is paged",
 }
 
 # when several runs (a sharded repair's shards) give one code, the first of these
@@ -60,6 +64,7 @@ _WORST_FIRST = (
     ExitCode.LOCKED,
     ExitCode.UNKNOWN_URN,
     ExitCode.STORE_SMALLER,
+    ExitCode.HEAL_REFUSED,
     ExitCode.UNDO_PARTIAL,
     ExitCode.PERSISTENT,
     ExitCode.STALLED,

@@ -77,6 +77,7 @@ from auditor.cli import registry_cmd  # noqa: E402, F401
 from auditor.cli import platforms_cmd  # noqa: E402, F401
 from auditor.cli import rebuild_cmd  # noqa: E402, F401
 from auditor.cli import undo_cmd  # noqa: E402, F401
+from auditor.cli import heal_cmd  # noqa: E402, F401
 from auditor.cli import config_cmd  # noqa: E402, F401
 from auditor.cli import drill_cmd  # noqa: E402, F401
 from auditor.cli import watch_cmd  # noqa: E402, F401

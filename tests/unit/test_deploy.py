@@ -43,13 +43,18 @@ def emitted() -> tuple[set[str], dict[str, set[str]]]:
             Finding("c", Kind.STALE_FIELDS, "urn:li:tag:a", "tag"), Verdict.DIVERGED, "x", Evidence("r")
         )
     ]
-    text = render(report)
+    from auditor.heal.guards import NAMES
+    from auditor.heal.loop import HealOutcome
+    from auditor.heal.report import metrics
+
+    text = render(report) + metrics(HealOutcome("heal-1", now, "p", False, True), 0)
     names = {
         line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")
     }
     values: dict[str, set[str]] = {
         "verdict": {v.value for v in Verdict},
         "status": {h.value for h in PartitionHealth},
+        "guard": set(NAMES),
     }
     return names, values
 

@@ -19,7 +19,7 @@ from auditor.rebuild.checkpoint import Lock
 from auditor.rebuild.openmetadata import resolve_ids
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL = set(range(11))
+ALL = set(range(12))
 SCAN = {0, 1, 2, 3, 4, 5, 8, 9}
 # what each command can return, written here apart from the commands' own declarations
 EXPECTED: dict[tuple[str, ...], set[int]] = {
@@ -37,6 +37,7 @@ EXPECTED: dict[tuple[str, ...], set[int]] = {
     ("rebuild", "merge"): {0, 1, 2, 3, 4, 8},
     ("rebuild", "undo"): {0, 2, 3, 6, 10},
     ("rebuild", "journal"): {0, 2},
+    ("heal",): {0, 1, 2, 3, 5, 6, 8, 9, 11},
     ("config", "init"): {0, 2},
     ("drill", "compare"): {0, 1, 2, 3},
     ("watch",): {0, 1, 2, 3},

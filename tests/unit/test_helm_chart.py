@@ -133,3 +133,23 @@ def test_a_wrong_repair_mode_is_refused_at_render() -> None:
         [helm(), "template", "x", str(CHART), *sets], capture_output=True, text=True, timeout=120
     )
     assert done.returncode != 0 and "reindex or replay" in done.stderr
+
+
+def test_the_heal_cronjob_is_off_by_default_and_runs_the_policy_it_mounts(tmp_path: Path) -> None:
+    from auditor.heal.policy import parse_policy
+
+    assert not [d for d in docs(render(tmp_path)) if d["metadata"]["name"].endswith("-heal")]
+    rendered = render(tmp_path, "heal.enabled=true")
+    calls = [argv for argv, _c, _s in k8s_invocations(rendered)]
+    (heal,) = [argv for argv in calls if argv[1] == "heal"]
+    check(heal, "chart")
+    assert heal[heal.index("--policy") + 1] == "/etc/auditor-heal/heal.toml"
+    (policy,) = [
+        d for d in docs(rendered) if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("policy")
+    ]
+    assert parse_policy(policy["data"]["heal.toml"]).enabled
+    cronjob = next(
+        d for d in docs(rendered) if d["metadata"]["name"].endswith("-heal") and d["kind"] == "CronJob"
+    )
+    codes = cronjob["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"]
+    assert 11 in codes and 3 not in codes

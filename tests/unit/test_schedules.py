@@ -461,3 +461,21 @@ def test_systemd_analyze_verifies_the_units(tmp_path: Path) -> None:
         timeout=120,
     )
     assert exposure.returncode == 0, exposure.stdout[-3000:] + exposure.stderr
+
+
+def test_the_heal_units_run_a_real_heal_hardened_as_the_scan_and_fail_on_a_refusal() -> None:
+    heal, timer = (
+        systemd_units(DEPLOY / "systemd" / "auditor-heal.service"),
+        DEPLOY / "systemd" / "auditor-heal.timer",
+    )
+    (argv,) = exec_start(heal)
+    assert check(argv, "auditor-heal.service").name == "heal" and "--policy" in argv
+    h = {k: v[-1] for k, v in heal["Service"].items()}
+    s = {k: v[-1] for k, v in systemd_units(SERVICE)["Service"].items()}
+    assert "11" not in h["SuccessExitStatus"].split() and "11" in h["RestartPreventExitStatus"].split()
+    same = ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp", "CapabilityBoundingSet",
+            "LoadCredential", "StateDirectory", "ReadWritePaths", "SystemCallFilter", "UMask")  # fmt: skip
+    for key in same:
+        assert h.get(key) == s.get(key), key
+    t = {k: v[-1] for k, v in systemd_units(timer)["Timer"].items()}
+    assert t["Unit"] == "auditor-heal.service" and t["Persistent"] == "true"
