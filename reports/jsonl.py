@@ -11,6 +11,7 @@ no half file. A name ending in `.gz` is gzip-compressed; a reader knows either b
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ from auditor.reports.json_report import finding_json, to_dict
 from auditor.reports.merge import from_dict, read_finding
 
 FORMAT = "auditor-findings"  # the header's `jsonl`
+SUFFIXES = (".jsonl", ".jsonl.gz")
+KEEP = 10_000  # findings a reader of the file keeps in detail, as a scan's report does by default
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -89,6 +92,29 @@ def header_of(path: Path) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) and data.get("jsonl") == FORMAT else None
+
+
+def is_findings(path: Path) -> bool:
+    """A name a findings JSON Lines file has (the console's reports folder lists these too)."""
+    return path.name.endswith(SUFFIXES)
+
+
+def load(path: Path, keep: int = KEEP) -> Report:
+    """A report from a JSON report, or from a findings JSON Lines file read as a stream: its
+    header, and of its findings only the worst `keep` (in the report's order), however many it
+    has. ValueError, KeyError or OSError when it is neither."""
+    header = header_of(path)
+    if header is None:
+        return from_dict(json.loads(path.read_text(encoding="utf-8")))
+    report = from_dict({**header, "findings": []})
+    report.findings = heapq.nsmallest(keep, findings(path, header), key=_order) if keep > 0 else []
+    report.findings_dropped = max(0, int(header.get("findings_total") or 0) - len(report.findings))
+    return report
+
+
+def _order(c: Classified) -> tuple[int, str, str]:
+    """The report's order, as the scan keeps its worst (auditor/scan/finish.py's `rank`)."""
+    return (c.verdict.rank, c.finding.entity_type, c.finding.urn)
 
 
 def findings(path: Path, header: dict[str, Any]) -> Iterator[Classified]:

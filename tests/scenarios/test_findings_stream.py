@@ -66,6 +66,10 @@ def test_every_finding_is_written_as_json_lines_and_repaired_from_them(
     assert header["counts"] == report["counts"]
     missing = {r["urn"] for r in rows if r["kind"] == "missing_document" and r["verdict"] == "diverged"}
     assert missing == urns  # all of them, not the 5 the report kept
+    rendered = cli(world, "report", "render", str(out), "-f", "json")  # read as a stream too
+    assert rendered.returncode == 1, rendered.stderr[-2000:]
+    assert json.loads(rendered.stdout)["counts"] == report["counts"]
+    assert len(json.loads(rendered.stdout)["findings"]) == total  # fewer than it keeps: all of them
     done = cli(world, "rebuild", "reindex", "--from-report", str(out), "--apply", "--json")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     world.refresh()

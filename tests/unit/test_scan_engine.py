@@ -12,7 +12,7 @@ import pytest
 
 from auditor.core.classify import History, diverged
 from auditor.core.model import Classified, Finding, Kind, Observation, Report, Selection, Verdict
-from auditor.reports.jsonl import FindingsWriter, findings, header_of
+from auditor.reports.jsonl import FindingsWriter, findings, header_of, load
 from auditor.scan import engine
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from tests.unit.fakes import FakeState
@@ -186,6 +186,9 @@ def test_only_the_worst_are_held_yet_every_finding_is_counted_and_written_as_jso
     assert header["counts"] and header["findings_dropped"] == 195
     read = list(findings(out, header))
     assert sorted(c.finding.urn for c in read) == sorted(f.urn for f in found)
+    again = load(out, keep=3)  # `report render` and the console: the worst 3 of the stream, all counted
+    assert [c.finding.urn for c in again.findings] == ["urn:000", "urn:001", "urn:002"]
+    assert again.findings_dropped == 197 and again.counts == report.counts
     assert [p.name for p in tmp_path.iterdir()] == ["all.jsonl.gz"]  # no spill left behind
 
 
