@@ -151,6 +151,11 @@ def _finding(f: dict[str, Any], unnamed: str | None) -> Classified:
     return Classified(finding, Verdict(f["verdict"]), f["subkind"], _evidence(f["evidence"]))
 
 
+def read_finding(f: dict[str, Any], unnamed: str | None) -> Classified:
+    """One finding of a report (JSON, or a line of JSON Lines) back from its JSON form."""
+    return _finding(f, unnamed)
+
+
 def _tiled(parts: list[Report]) -> bool:
     """Shards of one plan: each range starts where the one before ends, open at both ends. All
     without a range (crc32 shards) tile too."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +29,9 @@ from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
 from auditor.errors import ConfigError
 from auditor.exit_codes import ExitCode
 
+if TYPE_CHECKING:
+    from auditor.core.model import Classified, Verdict
+
 rebuild_app = typer.Typer(
     help="Repair what a scan found: replay MCLs through DataHub's own consumer, or reindex "
     "straight from the database. Dry-run by default (prints the plan); writes only with --apply. "
@@ -37,7 +41,10 @@ rebuild_app = typer.Typer(
 app.add_typer(rebuild_app, name="rebuild")
 
 FromReport = Annotated[
-    Path | None, typer.Option("--from-report", help="A scan's JSON report: repair its findings.")
+    Path | None,
+    typer.Option(
+        "--from-report", help="A scan's JSON report, or its --findings-out JSON Lines: repair its findings."
+    ),
 ]
 Include = Annotated[
     str, typer.Option(help="Verdicts of the report to repair, comma-separated: diverged,invalid,stalled.")
@@ -152,20 +159,41 @@ def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]
     """The report's findings, the verdicts to repair, and the report's own scope."""
     from auditor.cli.scope import report_scope
     from auditor.core.model import Verdict
+    from auditor.reports.jsonl import findings as findings_of
+    from auditor.reports.jsonl import header_of
     from auditor.reports.merge import from_dict
 
     if path is None:
         return None, frozenset({Verdict.DIVERGED}), {}
     try:
+        verdicts = frozenset(Verdict(v.strip()) for v in include.split(",") if v.strip())
+    except ValueError as exc:
+        raise ConfigError(f"--include: {exc}", hint="diverged, invalid, stalled, in_flight") from None
+    try:
+        header = header_of(path)
+        if header is not None:  # every finding as JSON Lines: read as a stream
+            return wanted(findings_of(path, header), verdicts), verdicts, report_scope(header)
         data = json.loads(path.read_text(encoding="utf-8"))
         report = from_dict(data)
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot read report {path}: {exc}") from None
-    try:
-        verdicts = frozenset(Verdict(v.strip()) for v in include.split(",") if v.strip())
-    except ValueError as exc:
-        raise ConfigError(f"--include: {exc}", hint="diverged, invalid, stalled, in_flight") from None
     return report.findings, verdicts, report_scope(data)
+
+
+def wanted(findings: Iterable[Classified], verdicts: frozenset[Verdict]) -> list[Classified]:
+    """Of a stream of findings, those a repair of `verdicts` may take (a store-behind finding
+    too: `--prefer-store` takes it whatever its verdict); the others are never held. When none
+    is, the first is kept: it names the platform whose repair then finds nothing to do, as a JSON
+    report's findings do."""
+    from auditor.core.model import Kind
+
+    out: list[Classified] = []
+    first = None
+    for c in findings:
+        first = first or c
+        if c.verdict in verdicts or c.finding.kind == Kind.STORE_BEHIND:
+            out.append(c)
+    return out or ([first] if first is not None else [])
 
 
 def _go(mode: str, opts: dict[str, Any]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,7 +49,13 @@ def report_merge(
 @report_app.command("render")
 @exits(REPORT, "Exit codes (as the scan that wrote the report):")
 def report_render(
-    report: Annotated[Path, typer.Argument(help="A JSON report of `auditor scan -f json`.")],
+    report: Annotated[
+        Path,
+        typer.Argument(
+            help="A JSON report of `auditor scan -f json`, or the JSON Lines of `scan --findings-out` "
+            "(read as a stream: its worst 10,000 findings shown, all counted)."
+        ),
+    ],
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.html,
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
     metrics_file: Annotated[Path | None, typer.Option(help="Also write a Prometheus textfile here.")] = None,
@@ -72,9 +77,9 @@ def report_render(
 
 
 def _read(path: Path) -> Any:
-    from auditor.reports.merge import from_dict
+    from auditor.reports.jsonl import load
 
     try:
-        return from_dict(json.loads(path.read_text(encoding="utf-8")))
+        return load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"cannot read report {path}: {exc}") from None

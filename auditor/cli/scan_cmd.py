@@ -76,6 +76,13 @@ def scan(
         bool, typer.Option("--no-state", help="Neither read nor write the state file.")
     ] = False,
     max_findings: Annotated[int, typer.Option(help="Findings kept in detail (all are counted).")] = 10_000,
+    findings_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write every finding here as JSON Lines (a name ending .gz: compressed), not only "
+            "the worst --max-findings: `rebuild --from-report` reads it as a stream (docs/report.md)."
+        ),
+    ] = None,
     debug: DebugOpt = False,
     **opts: Any,
 ) -> None:
@@ -128,12 +135,24 @@ def scan(
             confirm=confirm,
             max_findings=max_findings,
             use_state=not no_state,
+            findings_out=_jsonl(findings_out),
         )
         report = _scan(settings, selection, options)
         emit(report, fmt, output, metrics_file)
         return report.exit_code
 
     run(debug, go, json_errors=json_on_stdout(fmt, output=output))
+
+
+def _jsonl(path: Path | None) -> Any:
+    """Every finding as JSON Lines at `path` (None: only the report's)."""
+    if path is None:
+        return None
+    from functools import partial
+
+    from auditor.reports.jsonl import FindingsWriter
+
+    return partial(FindingsWriter, path)
 
 
 def _range_of(path: Path | None, shard: tuple[int, int] | None) -> tuple[str | None, str | None] | None:

@@ -16,7 +16,7 @@ headline and its exit code, on every platform (core/sanity.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +27,7 @@ from auditor.core.model import Classified, Finding, Kind, Observation, Partition
 from auditor.core.sanity import StoreSmaller, store_smaller
 from auditor.scan.finish import finish
 from auditor.scan.memory import record_trend, remember
+from auditor.scan.options import FindingsOut
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class Judging:
     settle: float = 0.0
     max_findings: int = 10_000
     use_state: bool = True
+    findings_out: FindingsOut | None = None  # every finding, not only the worst (scan --findings-out)
 
 
 class Parts:
@@ -218,8 +220,23 @@ def run(
     if judging.use_state:
         remember(state, seen.still, report, parts.types(selection))
     parts.close(report, classified)
-    finish(report, classified, judging.max_findings)
-    parts.closed(report)
-    if judging.use_state:
-        record_trend(state, report, parts.platform)
+    out = judging.findings_out(report) if judging.findings_out is not None else None
+    try:
+        # counted one by one as the list is let go: only the worst --max-findings are kept
+        finish(report, _taken(classified), judging.max_findings, out.write if out else None)
+        parts.closed(report)
+        if judging.use_state:
+            record_trend(state, report, parts.platform)
+        if out is not None:
+            out.close(report)
+    finally:
+        if out is not None:
+            out.discard()
     return report
+
+
+def _taken(classified: list[Classified]) -> Iterator[Classified]:
+    """The verdicts, each let go once counted (the list is emptied from its end, in its order)."""
+    classified.reverse()
+    while classified:
+        yield classified.pop()

@@ -3,22 +3,49 @@ count them per store (a federation), close the report; the key of the scans a tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
 from auditor.core.model import Classified, Report, Selection, Verdict
 
 
-def finish(report: Report, classified: list[Classified], max_findings: int) -> None:
-    """Count every finding, keep the worst in detail, close the report."""
-    for c in classified:
-        key = (c.finding.entity_type, c.verdict.value, c.subkind)
-        report.counts[key] = report.counts.get(key, 0) + 1
-    classified.sort(key=lambda c: (c.verdict.rank, c.finding.entity_type, c.finding.urn))
-    report.findings = classified[:max_findings]
-    report.findings_dropped = max(0, len(classified) - max_findings)
-    tally(report.stores, classified)
+def finish(
+    report: Report,
+    classified: Iterable[Classified],
+    max_findings: int,
+    sink: Callable[[Classified], None] | None = None,
+) -> None:
+    """Count every finding as it passes, hand each to `sink` (the JSON Lines of every finding),
+    keep only the worst `max_findings` in detail, close the report. One pass, and no sort of the
+    whole list: a scan after a restore judges millions, and only the worst are held."""
+    passed = 0
+    tally(report.stores, ())  # every store counted, a store without findings too
+
+    def counted() -> Iterator[Classified]:
+        nonlocal passed
+        for c in classified:
+            passed += 1
+            key = (c.finding.entity_type, c.verdict.value, c.subkind)
+            report.counts[key] = report.counts.get(key, 0) + 1
+            tally(report.stores, (c,))
+            if sink is not None:
+                sink(c)
+            yield c
+
+    if max_findings > 0:  # nsmallest holds at most max_findings, and is stable as a sort is
+        report.findings = heapq.nsmallest(max_findings, counted(), key=rank)
+    else:
+        report.findings = []
+        deque(counted(), maxlen=0)
+    report.findings_dropped = max(0, passed - len(report.findings))
     report.finished_at = datetime.now(UTC)
+
+
+def rank(c: Classified) -> tuple[int, str, str]:
+    """The report's order: the worst verdict first, then by type and urn."""
+    return (c.verdict.rank, c.finding.entity_type, c.finding.urn)
 
 
 def scope_key(selection: Selection) -> str:

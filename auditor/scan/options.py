@@ -6,8 +6,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from auditor.core.model import Classified, Report
 
 Progress = Callable[[int], None]  # called with the number of entities joined since the last call
+
+
+class FindingsSink(Protocol):
+    """Where every finding of a scan goes as it is judged, not only the worst the report keeps
+    (the JSON Lines of `scan --findings-out`: auditor/reports/jsonl.py)."""
+
+    def write(self, c: Classified) -> None: ...
+
+    def close(self, report: Report) -> None:
+        """The scan ended: the report is closed."""
+
+    def discard(self) -> None:
+        """The scan failed (or the sink is closed): nothing of it is left."""
+
+
+FindingsOut = Callable[["Report"], FindingsSink]  # a scan's sink, opened for its report
 
 
 @dataclass(frozen=True)
@@ -19,6 +39,7 @@ class ScanOptions:
     sample_window: float | None = None
     confirm: float = 0.0  # re-check in-flight findings after this many seconds
     max_findings: int = 10_000  # findings kept in detail (all are counted)
+    findings_out: FindingsOut | None = None  # where every finding goes as it is judged (or nowhere)
     use_state: bool = True
     visibility: float | None = None  # a committed write is searchable this much later
     # sample again (up to this long) while a lagging partition has not moved: tells a consumer

@@ -9,7 +9,6 @@ folder are served: a name from the URL is looked up among them, never joined int
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -43,15 +42,19 @@ class ReportsFolder:
         self._lock = threading.Lock()
 
     def _files(self) -> list[Path]:
+        from auditor.reports.jsonl import is_findings  # every finding as JSON Lines: listed too
+
         try:
-            found = [p for p in self.folder.iterdir() if p.suffix == ".json" and p.is_file()]
+            found = [
+                p for p in self.folder.iterdir() if (p.suffix == ".json" or is_findings(p)) and p.is_file()
+            ]
         except OSError:
             return []
         found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         return [p for p in found if p.name != "latest.json"][:MAX_LISTED]
 
     def _read(self, path: Path) -> Entry:
-        from auditor.reports.merge import from_dict
+        from auditor.reports.jsonl import load
         from auditor.reports.summary import totals
 
         st = path.stat()
@@ -61,7 +64,7 @@ class ReportsFolder:
             return known
         entry = Entry(path.name, st.st_size, st.st_mtime)
         try:
-            entry.report = from_dict(json.loads(path.read_text(encoding="utf-8")))
+            entry.report = load(path)  # JSON Lines as a stream: its worst findings kept
             entry.counts = totals(entry.report)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             entry.error = f"not a scan report: {type(exc).__name__}: {exc}"[:300]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome
 from auditor.rebuild.request import RebuildRequest
+from auditor.reports.json_report import to_dict
+from auditor.reports.jsonl import FindingsWriter, findings, header_of
 from sandbox.naming import entity_doc_id, entity_doc_id_v3, entity_index, entity_index_v3
 from sandbox.zdr import ZeroDowntimeReindex
 
@@ -134,7 +137,8 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
         assert world.consumer.drain(60)
         world.consumer.updater.v3_skip = set()
         world.search.put(primary, entity_doc_id_v3(ghost), {"urn": ghost, "_entityType": "dataset"})
-        before = world.scan()
+        every = tmp_path / "every.jsonl"
+        before = world.scan(findings_out=partial(FindingsWriter, every))
         walked = triage(world.settings(), stale, settle=0.5)
         outcome = repair(world, "reindex", before, tmp_path)
         after = world.scan()
@@ -160,6 +164,10 @@ def test_v2_and_v3_written_side_by_side_with_a_v3_only_fault(tmp_path: Path) -> 
     assert not diverged(after) and after.exit_code == 0, [str(c) for c in after.findings][:5]
     assert after.sections["v3"]["disagreeing"] == 0
     assert {(c.finding.index, c.subkind) for c in walked.findings} == {(primary, "stale_fields")}
+    header = header_of(every)  # every finding, of both passes, in one file with the merged counts
+    assert header is not None and header["counts"] == to_dict(before)["counts"]
+    lines = [(c.finding.urn, c.subkind, c.finding.index) for c in findings(every, header)]
+    assert wrong <= set(lines) and len(lines) == header["findings_total"] == sum(before.counts.values())
 
 
 @pytest.mark.integration

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from auditor.core.classify import History, diverged
 from auditor.core.model import Classified, Finding, Kind, Observation, Report, Selection, Verdict
+from auditor.reports.jsonl import FindingsWriter, findings, header_of, load
 from auditor.scan import engine
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
 from tests.unit.fakes import FakeState
@@ -152,3 +155,55 @@ def test_a_scan_without_state_remembers_nothing_and_records_no_trend() -> None:
     report = scan(Recording([finding("a")]), state, use_state=False)
     assert state.recorded == [] and state.runs_recorded == [] and report.trend == []
     assert report.findings[0].verdict == Verdict.DIVERGED
+
+
+def of(urn: str, kind: Kind = Kind.MISSING_DOCUMENT, changed: datetime | None = OLD) -> Finding:
+    """A finding of a platform whose JSON form names its repairs (DataHub's)."""
+    return Finding("t.check", kind, urn, "dataset", "things", None, changed, {"platform": "datahub"}, ())
+
+
+def test_only_the_worst_are_held_yet_every_finding_is_counted_and_written_as_json_lines(
+    tmp_path: Path,
+) -> None:
+    # an orphan first seen is in flight: it sorts first by urn, last by verdict
+    found = [of("urn:!", Kind.ORPHAN_DOCUMENT, None)] + [
+        of(f"urn:{i:03}", Kind.MISSING_DOCUMENT) for i in range(199)
+    ]
+    out = tmp_path / "all.jsonl.gz"
+    report = Report(started_at=NOW, scope=Selection(entity_types=("dataset",)))
+    engine.run(
+        Recording(found),
+        Remembering(),
+        report,
+        Judging(grace=300.0, max_findings=5, findings_out=partial(FindingsWriter, out)),
+    )
+    assert len(report.findings) == 5 and report.findings_dropped == 195
+    assert sum(report.counts.values()) == 200
+    # the worst first, as a sort of all would keep them: the diverged, by urn
+    assert [c.finding.urn for c in report.findings] == ["urn:000", "urn:001", "urn:002", "urn:003", "urn:004"]
+    header = header_of(out)
+    assert header is not None and header["findings_total"] == 200 and "findings" not in header
+    assert header["counts"] and header["findings_dropped"] == 195
+    read = list(findings(out, header))
+    assert sorted(c.finding.urn for c in read) == sorted(f.urn for f in found)
+    again = load(out, keep=3)  # `report render` and the console: the worst 3 of the stream, all counted
+    assert [c.finding.urn for c in again.findings] == ["urn:000", "urn:001", "urn:002"]
+    assert again.findings_dropped == 197 and again.counts == report.counts
+    assert [p.name for p in tmp_path.iterdir()] == ["all.jsonl.gz"]  # no spill left behind
+
+
+def test_a_scan_that_fails_leaves_no_json_lines_file(tmp_path: Path) -> None:
+    class Failing(Recording):
+        def closed(self, report: Report) -> None:
+            raise RuntimeError("the platform failed")
+
+    out = tmp_path / "all.jsonl"
+    report = Report(started_at=NOW, scope=Selection(entity_types=("thing",)))
+    with pytest.raises(RuntimeError):
+        engine.run(
+            Failing([of("a")]),
+            Remembering(),
+            report,
+            Judging(grace=300.0, findings_out=partial(FindingsWriter, out)),
+        )
+    assert list(tmp_path.iterdir()) == []

@@ -21,12 +21,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.core.model import Report
+from auditor.core.model import Classified, Report
 from auditor.platforms.datahub.naming import ENTITY_INDEX_V3_SUFFIX, V3_TYPE_FIELD, prefixed
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.join import Progress
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, run_scan
 from auditor.platforms.datahub.sections import merge_outdated, merge_reindex, outdated, reindexes
+from auditor.scan.options import FindingsSink
 
 DOC_CHECKS = ("index.missing-document", "index.orphan-document", "index.stale-fields", "index.soft-delete")
 
@@ -59,7 +60,45 @@ def scan_with_v3(
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Report:
-    """The scan of V2 (as always), then of V3 when it exists, merged into one report."""
+    """The scan of V2 (as always), then of V3 when it exists, merged into one report. Every
+    finding (`--findings-out`) goes to one sink for both passes, closed with the merged report."""
+    if options.findings_out is None:
+        return _scan_with_v3(backends, registry, report, options, target, progress, log)
+    sink = options.findings_out(report)
+    try:
+        shared = replace(options, findings_out=lambda _: _Unclosed(sink))
+        _scan_with_v3(backends, registry, report, shared, target, progress, log)
+        sink.close(report)
+    finally:
+        sink.discard()
+    return report
+
+
+class _Unclosed:
+    """A pass's view of the scan's sink: its findings written, its end not the scan's."""
+
+    def __init__(self, sink: FindingsSink) -> None:
+        self.sink = sink
+
+    def write(self, c: Classified) -> None:
+        self.sink.write(c)
+
+    def close(self, report: Report) -> None:
+        pass
+
+    def discard(self) -> None:
+        pass
+
+
+def _scan_with_v3(
+    backends: ScanBackends,
+    registry: Registry,
+    report: Report,
+    options: ScanOptions,
+    target: ScanTarget,
+    progress: Progress | None,
+    log: Callable[[str], None] | None,
+) -> Report:
     run_scan(backends, registry, report, options, target, progress, log)
     indices = v3_indices(backends.search, target.index_prefix, registry)
     wanted = report.scope.entity_types

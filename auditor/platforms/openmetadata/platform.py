@@ -187,6 +187,7 @@ def om_scan(
         visibility=settings.index_visibility_seconds if options.visibility is None else options.visibility,
         max_findings=options.max_findings,
         use_state=options.use_state,
+        findings_out=options.findings_out,
     )
     with ExitStack() as opened:
         store = opened.enter_context(closing(open_om_store(settings)))

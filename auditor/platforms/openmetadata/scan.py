@@ -30,6 +30,7 @@ from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan import engine
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
+from auditor.scan.options import FindingsOut
 from auditor.scan.reread import Rereader
 
 NO_KAFKA = (
@@ -47,6 +48,7 @@ class OmScanOptions:
     visibility: float = 2.0
     rounds: int = 3
     max_findings: int = 10_000
+    findings_out: FindingsOut | None = None  # every finding, not only the worst
     use_state: bool = True
 
 
@@ -279,5 +281,6 @@ def run_om_scan(
 ) -> Report:
     """Scan the entity types (or `report.scope.urns`) on the scan engine."""
     parts = OmParts(store, search, entities, report, options)
-    judging = Judging(grace=options.grace, max_findings=options.max_findings, use_state=options.use_state)
+    judging = Judging(options.grace, max_findings=options.max_findings, use_state=options.use_state,
+                      findings_out=options.findings_out)  # fmt: skip
     return engine.run(parts, state, report, judging, progress)

@@ -43,7 +43,7 @@ def run_scan(
     """Scan `report.scope` on the scan engine: the join's findings are candidates, re-observed in
     causal order (rows, the consumer's offsets, documents, rows)."""
     grace = target.grace if options.grace is None else options.grace
-    judging = Judging(grace, options.settle, options.max_findings, options.use_state)
+    judging = Judging(grace, options.settle, options.max_findings, options.use_state, options.findings_out)
     parts = DataHubParts(backends, registry, report, options, target)
     return engine.run(parts, backends.state, report, judging, progress, log)
 
