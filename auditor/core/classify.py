@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -324,55 +324,70 @@ def explained(c: Classified, reason: str, finding: Finding | None = None) -> Cla
     return Classified(finding or c.finding, c.verdict, c.subkind, replace(c.evidence, reason=reason))
 
 
+RESTORABLE = (Kind.MISSING_DOCUMENT, Kind.STALE_FIELDS, Kind.SOFT_DELETE_MISMATCH)
+
+
+def _restorable(c: Classified) -> bool:
+    f = c.finding
+    return (
+        c.verdict == Verdict.DIVERGED and bool(f.index) and f.changed_at is not None and f.kind in RESTORABLE
+    )
+
+
 def mark_restores(
-    classified: Sequence[Classified], changed_since: dict[str, tuple[datetime, int]]
-) -> list[Classified]:
+    classified: Iterable[Classified], changed_since: dict[str, tuple[datetime, int]]
+) -> Iterator[Classified]:
     """Re-label diverged findings of an index whose state is that of an older snapshot.
 
     `changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
     for the earliest change among the index's stale findings (see `restore_candidates`).
+    `classified` is read twice (a list, or the scan's spill), each urn's verdicts together: first
+    to count the entities behind per index, then given back, the members re-labelled, as a stream.
     """
-    out = list(classified)
+    behind: dict[str, int] = {}
+    last: dict[str, str] = {}
+    for c in classified:
+        f = c.finding
+        if f.index in changed_since and _restorable(c) and f.changed_at >= changed_since[f.index][0]:  # type: ignore[operator]
+            if last.get(f.index) != f.urn:  # each urn's verdicts come together: counted once
+                last[f.index] = f.urn
+                behind[f.index] = behind.get(f.index, 0) + 1
+    reasons: dict[str, str] = {}
     for index, (instant, total) in changed_since.items():
-        members = [
-            i
-            for i, c in enumerate(out)
-            if c.verdict == Verdict.DIVERGED
-            and c.finding.index == index
-            and c.finding.kind in (Kind.MISSING_DOCUMENT, Kind.STALE_FIELDS, Kind.SOFT_DELETE_MISMATCH)
-            and c.finding.changed_at is not None
-            and c.finding.changed_at >= instant
-        ]
-        urns = {out[i].finding.urn for i in members}
-        if len(urns) < RESTORE_MIN_ENTITIES or len(urns) < RESTORE_MIN_SHARE * total:
+        n = behind.get(index, 0)
+        if n < RESTORE_MIN_ENTITIES or n < RESTORE_MIN_SHARE * total:
             continue
-        reason = (
+        reasons[index] = (
             f"{index} holds the state of before {instant.isoformat(timespec='seconds')}: "
-            f"{len(urns)} of the {total} entities changed since are behind (a restored snapshot?)"
+            f"{n} of the {total} entities changed since are behind (a restored snapshot?)"
         )
-        for i in members:
-            c = out[i]
-            out[i] = replace(
+    for c in classified:
+        f = c.finding
+        reason = reasons.get(f.index or "")
+        if reason is not None and _restorable(c) and f.changed_at >= changed_since[f.index][0]:  # type: ignore[index,operator]
+            c = replace(
                 c,
                 subkind=Cause.INDEX_BEHIND_RESTORE.value,
                 evidence=replace(c.evidence, reason=reason + "; " + c.evidence.reason),
             )
-    return out
+        yield c
 
 
-def restore_candidates(classified: Sequence[Classified]) -> dict[str, datetime]:
-    """Per index with enough stale diverged findings, the earliest change among them."""
+def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:
+    """Per index with enough stale diverged findings, the earliest change among them (one pass;
+    each urn's verdicts together, as the scan's spill gives them)."""
     earliest: dict[str, datetime] = {}
-    counts: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    last: dict[str, str] = {}
     for c in classified:
+        if not _restorable(c):
+            continue
         f = c.finding
-        if (
-            c.verdict == Verdict.DIVERGED
-            and f.index
-            and f.changed_at is not None
-            and f.kind in (Kind.MISSING_DOCUMENT, Kind.STALE_FIELDS, Kind.SOFT_DELETE_MISMATCH)
-        ):
-            counts.setdefault(f.index, set()).add(f.urn)
-            if f.index not in earliest or f.changed_at < earliest[f.index]:
-                earliest[f.index] = f.changed_at
-    return {i: t for i, t in earliest.items() if len(counts[i]) >= RESTORE_MIN_ENTITIES}
+        index, changed = f.index or "", f.changed_at
+        assert changed is not None
+        if last.get(index) != f.urn:
+            last[index] = f.urn
+            counts[index] = counts.get(index, 0) + 1
+        if index not in earliest or changed < earliest[index]:
+            earliest[index] = changed
+    return {i: t for i, t in earliest.items() if counts[i] >= RESTORE_MIN_ENTITIES}

@@ -32,16 +32,29 @@ def merge_v3(into: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
 def outdated_groups(classified: Iterable[Classified], index_prefix: str = "") -> list[dict[str, Any]]:
     """One line per entity type, missing field and release that wrote the documents: how many,
     a few urns, and the one repair (a reindex of the type; DataHub's RestoreIndices as well)."""
-    lines: dict[tuple[str, str, str], dict[str, Any]] = {}
+    groups = OutdatedGroups(index_prefix)
     for c in classified:
+        groups.add(c)
+    return groups.lines()
+
+
+class OutdatedGroups:
+    """The outdated section gathered verdict by verdict as a scan counts them (a line per type,
+    field and release: its count and a few urns, never every finding)."""
+
+    def __init__(self, index_prefix: str = "") -> None:
+        self.index_prefix = index_prefix
+        self._lines: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def add(self, c: Classified) -> None:
         f = c.finding
         if c.verdict != Verdict.OUTDATED or f.kind != Kind.OUTDATED_DOCUMENT:
-            continue
+            return
         written_by, judged_by = str(f.details.get("written_by")), str(f.details.get("judged_by"))
         for name in f.details.get("missing") or ():
-            line = lines.setdefault(
-                (f.entity_type, str(name), written_by),
-                {
+            line = self._lines.get((f.entity_type, str(name), written_by))
+            if line is None:
+                line = self._lines[(f.entity_type, str(name), written_by)] = {
                     "entity_type": f.entity_type,
                     "field": str(name),
                     "written_by": written_by,
@@ -49,14 +62,15 @@ def outdated_groups(classified: Iterable[Classified], index_prefix: str = "") ->
                     "judged_by": judged_by,
                     "documents": 0,
                     "examples": [],
-                    "repair": _repair(f.entity_type, index_prefix),
+                    "repair": _repair(f.entity_type, self.index_prefix),
                     "native": f"datahub-upgrade -u RestoreIndices -a urnLike=urn:li:{f.entity_type}:%",
-                },
-            )
+                }
             line["documents"] += 1
             if len(line["examples"]) < EXAMPLES:
                 line["examples"].append(f.urn)
-    return [lines[k] for k in sorted(lines)]
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [self._lines[k] for k in sorted(self._lines)]
 
 
 def _span(details: Mapping[str, Any]) -> str:

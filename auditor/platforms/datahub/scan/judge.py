@@ -1,8 +1,10 @@
-"""DataHub's evidence on the engine's verdicts: store conflicts, restores recognised, in flight confirmed."""
+"""DataHub's evidence on the engine's verdicts: store conflicts, restores recognised, in flight confirmed
+(each over the verdicts as a stream: a scan after a restore judges millions)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 
 from auditor.backends.protocols import Store
 from auditor.core.classify import mark_restores as relabel_restores
@@ -26,9 +28,10 @@ def weigh(judged: list[tuple[Observed, Classified]]) -> list[Classified]:
 
 
 def mark_restores(
-    classified: list[Classified], store: Store, registry: Registry, index_prefix: str
-) -> list[Classified]:
-    """Re-label the diverged findings of an index that holds an older snapshot's state."""
+    classified: Iterable[Classified], store: Store, registry: Registry, index_prefix: str
+) -> Iterable[Classified]:
+    """Re-label the diverged findings of an index that holds an older snapshot's state (the
+    verdicts read once to find the candidates, and given back as a stream)."""
     candidates = restore_candidates(classified)
     if not candidates:
         return classified
@@ -40,24 +43,31 @@ def mark_restores(
     return relabel_restores(classified, changed)
 
 
-def confirm(classified: list[Classified], wait: float, scanner: Scanner, report: Report) -> list[Classified]:
-    """Wait, then re-check the in-flight findings' entities: those now clean converged."""
-    pending = [c for c in classified if c.verdict == Verdict.IN_FLIGHT]
-    if not pending:
-        return classified
+CONFIRM_BATCH = 500  # in-flight urns checked again a join at a time
+
+
+def still_in_flight(classified: Iterable[Classified], wait: float, scanner: Scanner) -> set[str] | None:
+    """After `wait`, the keys of the in-flight findings still found (None: none was in flight,
+    or the re-check could not be made)."""
+    urns: set[str] = {c.finding.urn for c in classified if c.verdict == Verdict.IN_FLIGHT}
+    if not urns:
+        return None
     time.sleep(wait)
     still: set[str] = set()
-    urns = sorted({c.finding.urn for c in pending})
-    for i in range(0, len(urns), 500):
+    ordered = sorted(urns)
+    for i in range(0, len(ordered), CONFIRM_BATCH):
         try:
-            again = scanner.run(Selection(urns=tuple(urns[i : i + 500])))
+            again = scanner.run(Selection(urns=tuple(ordered[i : i + CONFIRM_BATCH])))
         except AuditorError:
-            return classified
+            return None
         still.update(f.key for f in again.findings)
-    out = []
+    return still
+
+
+def unconverged(classified: Iterable[Classified], still: set[str], report: Report) -> Iterator[Classified]:
+    """The verdicts but the in-flight ones the confirmation found converged (reported as such)."""
     for c in classified:
         if c.verdict == Verdict.IN_FLIGHT and c.finding.key not in still:
             report.converged.append(c.finding.key)
             continue
-        out.append(c)
-    return out
+        yield c
