@@ -334,43 +334,68 @@ def _restorable(c: Classified) -> bool:
     )
 
 
-def mark_restores(
-    classified: Iterable[Classified], changed_since: dict[str, tuple[datetime, int]]
-) -> Iterator[Classified]:
-    """Re-label diverged findings of an index whose state is that of an older snapshot.
+@dataclass(frozen=True)
+class RestoredIndex:
+    """An index found holding an older snapshot's state: since when, how many of the entities
+    changed since are behind, and the reason each of its re-labelled findings gives."""
 
-    `changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
-    for the earliest change among the index's stale findings (see `restore_candidates`).
-    `classified` is read twice (a list, or the scan's spill), each urn's verdicts together: first
-    to count the entities behind per index, then given back, the members re-labelled, as a stream.
-    """
+    instant: datetime
+    behind: int
+    changed: int
+    reason: str
+
+
+def restored_indices(
+    classified: Iterable[Classified], changed_since: dict[str, tuple[datetime, int]]
+) -> dict[str, RestoredIndex]:
+    """The indices whose stale diverged findings cover most of what changed since their earliest
+    (`changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
+    for the earliest change among the index's stale findings: see `restore_candidates`). One pass
+    over the verdicts, each urn's together (a list, or the scan's spill)."""
     behind: dict[str, int] = {}
     last: dict[str, str] = {}
     for c in classified:
         f = c.finding
-        if f.index in changed_since and _restorable(c) and f.changed_at >= changed_since[f.index][0]:  # type: ignore[operator]
-            if last.get(f.index) != f.urn:  # each urn's verdicts come together: counted once
-                last[f.index] = f.urn
-                behind[f.index] = behind.get(f.index, 0) + 1
-    reasons: dict[str, str] = {}
+        index = f.index or ""
+        if index in changed_since and _restorable(c) and f.changed_at >= changed_since[index][0]:  # type: ignore[operator]
+            if last.get(index) != f.urn:  # each urn's verdicts come together: counted once
+                last[index] = f.urn
+                behind[index] = behind.get(index, 0) + 1
+    out: dict[str, RestoredIndex] = {}
     for index, (instant, total) in changed_since.items():
         n = behind.get(index, 0)
         if n < RESTORE_MIN_ENTITIES or n < RESTORE_MIN_SHARE * total:
             continue
-        reasons[index] = (
+        reason = (
             f"{index} holds the state of before {instant.isoformat(timespec='seconds')}: "
             f"{n} of the {total} entities changed since are behind (a restored snapshot?)"
         )
+        out[index] = RestoredIndex(instant, n, total, reason)
+    return out
+
+
+def relabel_restored(
+    classified: Iterable[Classified], restored: dict[str, RestoredIndex]
+) -> Iterator[Classified]:
+    """The verdicts, those of a restored index's stale entities re-labelled, as a stream."""
     for c in classified:
         f = c.finding
-        reason = reasons.get(f.index or "")
-        if reason is not None and _restorable(c) and f.changed_at >= changed_since[f.index][0]:  # type: ignore[index,operator]
+        found = restored.get(f.index or "")
+        if found is not None and _restorable(c) and f.changed_at >= found.instant:  # type: ignore[operator]
             c = replace(
                 c,
                 subkind=Cause.INDEX_BEHIND_RESTORE.value,
-                evidence=replace(c.evidence, reason=reason + "; " + c.evidence.reason),
+                evidence=replace(c.evidence, reason=found.reason + "; " + c.evidence.reason),
             )
         yield c
+
+
+def mark_restores(
+    classified: Iterable[Classified], changed_since: dict[str, tuple[datetime, int]]
+) -> Iterator[Classified]:
+    """Re-label diverged findings of an index whose state is that of an older snapshot
+    (`classified` is read twice: a list, or the scan's spill)."""
+    return relabel_restored(classified, restored_indices(classified, changed_since))
 
 
 def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:

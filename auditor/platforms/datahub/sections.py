@@ -110,6 +110,58 @@ def outdated(report: Any) -> list[dict[str, Any]]:
     return found
 
 
+def restores(report: Any) -> list[dict[str, Any]]:
+    """The report's restores section (created empty)."""
+    found: list[dict[str, Any]] = report.sections.setdefault("restores", [])
+    return found
+
+
+def restore_lines(
+    found: Mapping[str, Any], types: Mapping[str, str], index_prefix: str = ""
+) -> list[dict[str, Any]]:
+    """One line per index found holding an older snapshot's state (core/classify.py's
+    `RestoredIndex`): since when, its entities behind among those changed since, and the one
+    repair (a replay of the window, which `rebuild after-restore` runs; a reindex of the type)."""
+    prefix = f" --index-prefix {index_prefix}" if index_prefix else ""
+    out = []
+    for index in sorted(found):
+        r = found[index]
+        since = r.instant.isoformat(timespec="seconds")
+        entity_type = types.get(index, "")
+        out.append(
+            {
+                "index": index,
+                "entity_type": entity_type,
+                "since": since,
+                "behind": r.behind,
+                "changed_since": r.changed,
+                "repair": f"auditor rebuild after-restore{prefix} --apply",
+                "reindex": _repair(entity_type, index_prefix) if entity_type else "",
+            }
+        )
+    return out
+
+
+def merge_restores(into: list[dict[str, Any]], part: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The shards' restore lines: per index, the earliest since, the counts summed."""
+    keyed = {line["index"]: dict(line) for line in into}
+    for line in part:
+        mine = keyed.get(line["index"])
+        if mine is None:
+            keyed[line["index"]] = dict(line)
+            continue
+        mine["since"] = min(mine["since"], line["since"])
+        mine["behind"] += line["behind"]
+        mine["changed_since"] += line["changed_since"]
+    return [keyed[k] for k in sorted(keyed)]
+
+
+def reindexes(report: Any) -> list[dict[str, Any]]:
+    """The report's reindex section (created empty)."""
+    found: list[dict[str, Any]] = report.sections.setdefault("reindex", [])
+    return found
+
+
 SECTIONS = {
     # DataHub's own zero-downtime reindexes of the scanned indices (in progress or swapped)
     "reindex": Section(list, merge_reindex),
@@ -117,10 +169,6 @@ SECTIONS = {
     "v3": Section(dict, merge_v3),
     # documents an older release wrote: per entity type, missing field and release (docs/report.md)
     "outdated": Section(list, merge_outdated),
+    # indices holding an older snapshot's state (a search restore): one line each, its one repair
+    "restores": Section(list, merge_restores),
 }
-
-
-def reindexes(report: Any) -> list[dict[str, Any]]:
-    """The report's reindex section (created empty)."""
-    found: list[dict[str, Any]] = report.sections.setdefault("reindex", [])
-    return found

@@ -7,14 +7,14 @@ import time
 from collections.abc import Iterable, Iterator
 
 from auditor.backends.protocols import Store
-from auditor.core.classify import mark_restores as relabel_restores
-from auditor.core.classify import restore_candidates
+from auditor.core.classify import relabel_restored, restore_candidates, restored_indices
 from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.errors import AuditorError
 from auditor.platforms.datahub.naming import entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.federation import conflict_verdict
 from auditor.platforms.datahub.scan.join import Scanner
+from auditor.platforms.datahub.sections import restore_lines, restores
 from auditor.scan.engine import Observed
 
 
@@ -28,10 +28,15 @@ def weigh(judged: list[tuple[Observed, Classified]]) -> list[Classified]:
 
 
 def mark_restores(
-    classified: Iterable[Classified], store: Store, registry: Registry, index_prefix: str
+    classified: Iterable[Classified],
+    store: Store,
+    registry: Registry,
+    index_prefix: str,
+    report: Report | None = None,
 ) -> Iterable[Classified]:
     """Re-label the diverged findings of an index that holds an older snapshot's state (the
-    verdicts read once to find the candidates, and given back as a stream)."""
+    verdicts read to find the candidates and count them, then given back as a stream); each such
+    index is said once in the report's `restores` section, with its counts and its one repair."""
     candidates = restore_candidates(classified)
     if not candidates:
         return classified
@@ -40,7 +45,10 @@ def mark_restores(
         index: (instant, store.count_changed_since(types.get(index, ""), instant))
         for index, instant in candidates.items()
     }
-    return relabel_restores(classified, changed)
+    found = restored_indices(classified, changed)
+    if report is not None:
+        restores(report).extend(restore_lines(found, types, index_prefix))
+    return relabel_restored(classified, found)
 
 
 CONFIRM_BATCH = 500  # in-flight urns checked again a join at a time

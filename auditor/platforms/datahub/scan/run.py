@@ -133,7 +133,9 @@ class DataHubParts(Parts):
         keys = None
         if self.options.confirm > 0 and self.scanner is not None:
             keys = still_in_flight(classified, self.options.confirm, self.scanner)
-        classified = mark_restores(classified, self.backends.store, self.registry, self.target.index_prefix)
+        classified = mark_restores(
+            classified, self.backends.store, self.registry, self.target.index_prefix, self.report
+        )
         if keys is not None:
             classified = unconverged(classified, keys, self.report)
         whole = judged(lambda index: bool(self.backends.search.names(index)), self.absence)
