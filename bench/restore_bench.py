@@ -55,8 +55,12 @@ def empty_copies(search: str) -> list[str]:
     return made
 
 
-def scan(store: str, search: str, prefix: str, types: list[str], state: Path) -> dict[str, Any]:
-    """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's)."""
+def scan(
+    store: str, search: str, prefix: str, types: list[str], state: Path, repair: bool = False
+) -> dict[str, Any]:
+    """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's); with
+    `repair`, `auditor rebuild after-restore --mode reindex --apply` instead (its scan, the window's
+    reindex, its final scan)."""
     from auditor import platforms
     from auditor.settings import env_names
 
@@ -79,6 +83,10 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
         command = [sys.executable, "-m", "auditor.cli", "scan", "-f", "json", "-o", out.name]
         for entity_type in types:
             command += ["-t", entity_type]
+        if repair:
+            evidence = Path(out.name).with_suffix("")
+            command = [sys.executable, "-m", "auditor.cli", "rebuild", "after-restore", "--mode", "reindex",
+                       "--apply", "--evidence", str(evidence)]  # fmt: skip
         started = time.monotonic()
         child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
         sampler = TreeRss(child.pid)
@@ -88,8 +96,15 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
         code = child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         if code not in (0, 1):
             err.seek(0)
-            raise SystemExit(f"scan exited {code}: {err.read().decode(errors='replace')[-2000:]}")
-        report = json.loads(Path(out.name).read_text())  # the report replaces the file: read by name
+            raise SystemExit(f"{command[3]} exited {code}: {err.read().decode(errors='replace')[-2000:]}")
+        if repair:
+            done = json.loads(evidence.with_suffix(".json").read_text())
+            behind = sum((done.get("behind") or {}).values())
+            final = done.get("final_counts")
+            print(f"after-restore: behind {behind:,}, since {done.get('since')}, final {final}")
+            report = {"counts": [{"count": behind}], "entities": {"": 0}}
+        else:
+            report = json.loads(Path(out.name).read_text())  # the report replaces the file: read by name
     findings = sum(row["count"] for row in report["counts"])
     return {
         "prefix": prefix,
@@ -152,6 +167,11 @@ def main() -> None:
     parser.add_argument("--store", default="postgres", choices=("postgres", "mariadb"))
     parser.add_argument("--search", default="elasticsearch", choices=("opensearch", "elasticsearch"))
     parser.add_argument("-t", "--entity-type", action="append", default=[], help="only these types")
+    parser.add_argument(
+        "--after-restore",
+        action="store_true",
+        help="then run `rebuild after-restore --mode reindex --apply` on the empty copies (measured alike)",
+    )
     args = parser.parse_args()
     made = empty_copies(args.search)
     states = tempfile.TemporaryDirectory()
@@ -160,6 +180,9 @@ def main() -> None:
         state = Path(states.name) / "restored.sqlite"
         first = scan(args.store, args.search, EMPTY, args.entity_type, state)
         second = scan(args.store, args.search, EMPTY, args.entity_type, state)
+        repaired = (
+            scan(args.store, args.search, EMPTY, [], state, repair=True) if args.after_restore else None
+        )
     finally:
         states.cleanup()
         from sandbox.search import connect
@@ -168,7 +191,9 @@ def main() -> None:
         for index in made:
             client.delete_index(index)
     per: dict[str, float] = {}
-    for name, run in (("consistent", clean), ("restored, first sight", first), ("restored, second", second)):
+    runs = [("consistent", clean), ("restored, first sight", first), ("restored, second", second)]
+    runs += [("after-restore --apply", repaired)] if repaired else []
+    for name, run in runs:
         added = run["peak_rss_mib"] - clean["peak_rss_mib"]
         per[name] = round(added / run["findings"] * 100_000, 1) if run["findings"] else 0.0
         print(
@@ -177,7 +202,8 @@ def main() -> None:
             f"count) {run['pod_peak_mib']:.0f} MiB (exit {run['exit']})"
             + (f", {per[name]:.1f} MiB per 100,000 findings more" if run["findings"] else "")
         )
-    print(json.dumps({"clean": clean, "first": first, "second": second, "mib_per_100k_findings": per}))
+    print(json.dumps({"clean": clean, "first": first, "second": second, "after_restore": repaired,
+                      "mib_per_100k_findings": per}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -346,21 +346,26 @@ class RestoredIndex:
 
 
 def restored_indices(
-    classified: Iterable[Classified], changed_since: dict[str, tuple[datetime, int]]
+    classified: Iterable[Classified],
+    changed_since: dict[str, tuple[datetime, int]],
+    behind: dict[str, int] | None = None,
 ) -> dict[str, RestoredIndex]:
     """The indices whose stale diverged findings cover most of what changed since their earliest
     (`changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
     for the earliest change among the index's stale findings: see `restore_candidates`). One pass
-    over the verdicts, each urn's together (a list, or the scan's spill)."""
-    behind: dict[str, int] = {}
-    last: dict[str, str] = {}
-    for c in classified:
-        f = c.finding
-        index = f.index or ""
-        if index in changed_since and _restorable(c) and f.changed_at >= changed_since[index][0]:  # type: ignore[operator]
-            if last.get(index) != f.urn:  # each urn's verdicts come together: counted once
-                last[index] = f.urn
-                behind[index] = behind.get(index, 0) + 1
+    over the verdicts, each urn's together (a list, or the scan's spill), to count the entities
+    behind since each instant; none when the caller counted them (`behind`: `restore_counts`,
+    whose instants are the earliest, so every stale entity counts)."""
+    if behind is None:
+        behind = {}
+        last: dict[str, str] = {}
+        for c in classified:
+            f = c.finding
+            index = f.index or ""
+            if index in changed_since and _restorable(c) and f.changed_at >= changed_since[index][0]:  # type: ignore[operator]
+                if last.get(index) != f.urn:  # each urn's verdicts come together: counted once
+                    last[index] = f.urn
+                    behind[index] = behind.get(index, 0) + 1
     out: dict[str, RestoredIndex] = {}
     for index, (instant, total) in changed_since.items():
         n = behind.get(index, 0)
@@ -399,8 +404,13 @@ def mark_restores(
 
 
 def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:
-    """Per index with enough stale diverged findings, the earliest change among them (one pass;
-    each urn's verdicts together, as the scan's spill gives them)."""
+    """Per index with enough stale diverged findings, the earliest change among them."""
+    return {i: t for i, (t, n) in restore_counts(classified).items() if n >= RESTORE_MIN_ENTITIES}
+
+
+def restore_counts(classified: Iterable[Classified]) -> dict[str, tuple[datetime, int]]:
+    """Per index with stale diverged findings, the earliest change among them and how many
+    entities they are (one pass; each urn's verdicts together, as the scan's spill gives them)."""
     earliest: dict[str, datetime] = {}
     counts: dict[str, int] = {}
     last: dict[str, str] = {}
@@ -415,4 +425,4 @@ def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:
             counts[index] = counts.get(index, 0) + 1
         if index not in earliest or changed < earliest[index]:
             earliest[index] = changed
-    return {i: t for i, t in earliest.items() if counts[i] >= RESTORE_MIN_ENTITIES}
+    return {i: (t, counts[i]) for i, t in earliest.items()}

@@ -155,14 +155,13 @@ class Rereader:
         The candidates come in urn order, each urn's together (the engine's spill): a batch's are
         let go once re-read, so the join's findings and the re-read ones are never all held at
         once (a scan after a search restore has millions)."""
-        began = self.clock()
         any_read = False
         for by_urn in _grouped(candidates, self.batch):
+            began = self.clock()
             any_read = True
             out = Seen(candidates=sum(map(len, by_urn.values())), entities=len(by_urn))
             self._batch(list(by_urn), by_urn, out)
-            out.seconds = self.clock() - began
-            began = self.clock()
+            out.seconds = self.clock() - began  # the re-reads' time, not the judging between batches
             yield out
         if not any_read:
             self.idle()

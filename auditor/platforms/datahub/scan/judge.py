@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 from auditor.backends.protocols import Store
-from auditor.core.classify import relabel_restored, restore_candidates, restored_indices
+from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restore_counts, restored_indices
 from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.errors import AuditorError
 from auditor.platforms.datahub.naming import entity_index
@@ -37,7 +37,8 @@ def mark_restores(
     """Re-label the diverged findings of an index that holds an older snapshot's state (the
     verdicts read to find the candidates and count them, then given back as a stream); each such
     index is said once in the report's `restores` section, with its counts and its one repair."""
-    candidates = restore_candidates(classified)
+    counted = restore_counts(classified)  # the earliest stale write of each index, and its entities
+    candidates = {index: t for index, (t, n) in counted.items() if n >= RESTORE_MIN_ENTITIES}
     if not candidates:
         return classified
     types = {entity_index(name, index_prefix): name for name in registry.entity_names}
@@ -45,7 +46,7 @@ def mark_restores(
         index: (instant, store.count_changed_since(types.get(index, ""), instant))
         for index, instant in candidates.items()
     }
-    found = restored_indices(classified, changed)
+    found = restored_indices(classified, changed, {index: counted[index][1] for index in candidates})
     if report is not None:
         restores(report).extend(restore_lines(found, types, index_prefix))
     return relabel_restored(classified, found)
