@@ -19,8 +19,8 @@ from auditor.errors import ConfigError, DeletionRefused
 from auditor.platforms.base import REPAIR_KNOBS, SCAN_KNOBS, Capability, Platform
 from auditor.scan.options import Progress, ScanOptions
 from auditor.scan.shards import ShardPlan
-from auditor.settings import Settings
-from auditor.settings_rules import refuse_foreign
+from auditor.settings.model import Settings
+from auditor.settings.rules import refuse_foreign
 
 if TYPE_CHECKING:
     from auditor.platforms.datahub.registry.registry import Registry

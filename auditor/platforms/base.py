@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from auditor.rebuild.request import RebuildRequest
     from auditor.scan.options import Progress, ScanOptions
     from auditor.scan.shards import ShardPlan
-    from auditor.settings import Settings
+    from auditor.settings.model import Settings
 
 
 class Watching(Protocol):

@@ -24,7 +24,7 @@ from auditor.platforms.openmetadata.describe import describe
 from auditor.platforms.openmetadata.modes import EXECUTORS
 from auditor.platforms.openmetadata.version import describe as describe_release
 from auditor.platforms.openmetadata.version import migration_level
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 if TYPE_CHECKING:
     from auditor.core.triage import TriageResult
