@@ -29,7 +29,6 @@ from auditor.settings.model import Settings
 if TYPE_CHECKING:
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
-    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.platforms.resident import Resident
     from auditor.rebuild.request import RebuildRequest
     from auditor.scan.options import Progress, ScanOptions
@@ -79,7 +78,6 @@ class OpenMetadata(Platform):
         options: ScanOptions,
         progress: Progress | None = None,
         *,
-        registry: Registry | None = None,
         log: Callable[[str], None] | None = None,
     ) -> Report:
         return om_scan(self, settings, selection, options, progress)
