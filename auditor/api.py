@@ -19,11 +19,10 @@ from auditor.errors import ConfigError, DeletionRefused
 from auditor.platforms.base import REPAIR_KNOBS, SCAN_KNOBS, Capability, Platform
 from auditor.scan.options import Progress, ScanOptions
 from auditor.scan.shards import ShardPlan
-from auditor.settings import Settings
-from auditor.settings_rules import refuse_foreign
+from auditor.settings.model import Settings
+from auditor.settings.rules import refuse_foreign
 
 if TYPE_CHECKING:
-    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.rebuild.request import RebuildRequest
     from auditor.rebuild.workers import ShardRun
 
@@ -54,19 +53,22 @@ def scan(
     options: ScanOptions | None = None,
     progress: Progress | None = None,
     *,
-    registry: Registry | None = None,
     log: Callable[[str], None] | None = None,
+    **own: Any,
 ) -> Report:
     """Compare the store with the search cluster (and the consumer offsets) and judge it.
 
     The join's findings are candidates; each is re-observed in causal order before it gets a
     verdict, so a scan during live writes does not call a delay diverged. Read-only.
+
+    `own`: what only the platform's own `scan` takes, handed on as given and needed by none
+    (DataHub's `registry=`, an entity registry already loaded, is kept for callers that pass one).
     """
     platform = platform_of(settings)
     selection = selection or Selection()
     options = options or ScanOptions()
     platform.refuse_knobs(vars(options), SCAN_KNOBS)
-    return platform.scan(settings, selection, options, progress, registry=registry, log=log)
+    return platform.scan(settings, selection, options, progress, log=log, **own)
 
 
 def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:

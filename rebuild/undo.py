@@ -32,7 +32,7 @@ from auditor.rebuild.checkpoint import Lock
 if TYPE_CHECKING:
     from auditor.backends.search import SearchIndex
     from auditor.rebuild.request import RebuildRequest
-    from auditor.settings import Settings
+    from auditor.settings.model import Settings
 
 BATCH = 500
 

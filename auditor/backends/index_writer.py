@@ -12,7 +12,8 @@ from typing import Any
 from auditor.backends import journal as _journal
 from auditor.backends.bulk_json import dumps as _json
 from auditor.backends.protocols import Capability
-from auditor.backends.search import RETRY_STATUSES, SearchIndex, retryable
+from auditor.backends.search import SearchIndex
+from auditor.backends.search_retry import RETRY_STATUSES, retryable
 from auditor.errors import BackendUnavailable
 
 MAX_BYTES = 5 * 1024 * 1024  # well under the 10 MiB some managed clusters refuse (HTTP 413)

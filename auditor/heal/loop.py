@@ -24,7 +24,7 @@ from auditor.heal.guards import Refusal, check
 from auditor.heal.policy import DELETING, Policy
 from auditor.heal.record import HealRecord
 from auditor.scan.options import ScanOptions
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 @dataclass

@@ -13,7 +13,7 @@ from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.versions.detect import Choice, choose, from_gms
 from auditor.platforms.datahub.versions.rules import catalog
 from auditor.platforms.datahub.versions.view import IndexRules
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 
 def index_rules(
