@@ -6,6 +6,7 @@ sighting counts toward the policy's persistence; a scan of given urns is judged 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Selection, Verdict
@@ -147,3 +148,19 @@ def test_the_watchs_sighting_counts_toward_persistence_and_a_scan_of_urns_by_cou
     # every urn of a scan of given urns diverged is no share of anything; the count still holds
     assert guards.check(report, Guards(), None) == []
     assert guards.check(report, Guards(max_count=0), None)[0].guard == guards.SYSTEMIC
+
+
+def test_the_watch_refuses_a_heal_policy_that_enables_no_healing(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    off = tmp_path / "off.toml"
+    off.write_text(POLICY.replace("enabled = true", "enabled = false"), encoding="utf-8")
+    env = {"AUDITOR_KAFKA_BOOTSTRAP": "127.0.0.1:1", "AUDITOR_SEARCH_URL": "http://127.0.0.1:1"}
+    done = CliRunner().invoke(app, ["watch", "--heal-policy", str(off), "--duration", "1"], env=env)
+    assert done.exit_code == 2 and "does not enable healing" in done.output, done.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text(POLICY.replace('after = "5m"', 'after = "soon"'), encoding="utf-8")
+    done = CliRunner().invoke(app, ["watch", "--heal-policy", str(bad), "--duration", "1"], env=env)
+    assert done.exit_code == 2 and "line 12: after is a duration" in done.output, done.output
