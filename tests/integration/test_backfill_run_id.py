@@ -58,7 +58,8 @@ def test_a_finished_backfill_steps_run_id_is_consistent_and_an_unknown_run_is_no
     re_emit(world, known, STEP, now)
     re_emit(world, unknown, "not-a-step-v1", now)
     re_emit(world, earlier, STEP, now - 86_400_000)  # the step ran a day before this version was written
-    world.search.refresh(system_metadata_index(world.prefix))
+    for index in world.search.list_indices(f"{world.prefix}_*"):  # the consumer's writes searchable
+        world.search.refresh(index)
     options = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0, use_state=False)
     report = scan(world.settings(), options=options)
     by_urn: dict[str, set[tuple[str, str]]] = {}
