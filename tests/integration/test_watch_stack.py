@@ -508,3 +508,37 @@ def test_the_watch_heals_a_lost_index_write_it_saw_late_and_never_a_slow_one(
     assert (index, entity_doc_id(lost)) in imaged  # the document as it was, before the heal wrote it
     world.search.refresh(index)
     assert (world.search.get(index, entity_doc_id(lost)) or {}).get("description") == "lost"  # healed
+
+
+def test_the_watchs_heal_is_refused_by_the_consumer_guard_while_the_consumer_is_stalled(
+    world: World, tmp_path: Path
+) -> None:
+    """A write late because the consumer stalled: the re-check's heal is refused by the consumer
+    guard (counted in the watch's metrics), nothing is written, and the entity stays queued for
+    the next heal rather than being dropped."""
+    from auditor.heal.policy import parse_policy
+    from auditor.heal.queue import HealQueue
+    from auditor.reports.watch_metrics import render
+
+    (urn,) = world.write(1)
+    assert world.consumer.drain(60)
+    settings = world.settings(state_file=str(tmp_path / "state.sqlite"))
+    options = ScanOptions(grace=300.0, settle=0.5, sample_window=2.0)
+    policy = parse_policy(HEAL_POLICY.replace('after = "2s"', 'after = "0s"'))
+    queue = HealQueue(settings, policy, every=1.0, options=options, state_dir=tmp_path, wait_seconds=30)
+    with open_watch(settings, config(world, slo_seconds=1.0), world.group()) as w:
+        w.listen(queue.hand)
+        queue.run(tick=0.2)
+        running = Running(w)
+        running.wait_assigned()
+        world.consumer.stall()
+        world.writer.write(urn, "tagProperties", {"name": "stalled", "description": "while stalled"})
+        snap = running.until(lambda s: queue.summary()["refused"]["consumer"] >= 1, 45)
+        snap = running.stop()
+    queue.stop(30)
+    said = queue.summary()
+    assert said["refused"]["consumer"] >= 1 and said["urns"]["healed"] == 0, said
+    assert said["urns"]["handed"] == 1 and said["queued"] == 1, said  # kept for the next heal
+    assert not (tmp_path / "journal").exists()  # nothing written, nothing journaled
+    snap.heal = said
+    assert 'auditor_watch_heal_refused_total{guard="consumer"}' in render(snap)
