@@ -57,7 +57,8 @@ class HealOutcome:
     refused: list[Refusal] = field(default_factory=list)
     healed: list[Classified] = field(default_factory=list)  # repaired (or, a dry run, would be)
     left: list[Left] = field(default_factory=list)
-    waiting: list[Classified] = field(default_factory=list)  # not judged diverged yet: in flight, stalled
+    # the scan's findings a heal never writes: in flight, stalled, outdated, the store behind
+    undecided: list[Classified] = field(default_factory=list)
     repair: RebuildOutcome | None = None
     budget_left: int = 0  # entities the hourly budget allows after this run
     finished_at: datetime | None = None
@@ -123,7 +124,7 @@ def heal_once(
     report = api.scan(settings, selection or Selection(), options or ScanOptions())
     outcome.scan_exit_code = int(report.exit_code)
     outcome.diverged, outcome.unseen = report.total(Verdict.DIVERGED), report.findings_dropped
-    outcome.waiting = [c for c in report.findings if c.verdict in _WAITING]
+    outcome.undecided = [c for c in report.findings if c.verdict not in _JUDGED]
     record = HealRecord(settings.state_file)
     try:
         used = record.healed_since(started - timedelta(hours=1))
@@ -163,7 +164,7 @@ def _done(outcome: HealOutcome) -> HealOutcome:
     return outcome
 
 
-_WAITING = (Verdict.IN_FLIGHT, Verdict.STALLED)
+_JUDGED = (Verdict.DIVERGED, Verdict.INVALID)  # what a heal chooses from
 
 
 def _choose(
@@ -175,7 +176,7 @@ def _choose(
 ) -> list[Classified]:
     """The findings this run heals, within the policy and the budget; the rest go to `outcome.left`
     with why. Oldest first (first seen), whole entities: every finding of an urn or none."""
-    judged = [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
+    judged = [c for c in report.findings if c.verdict in _JUDGED]
     # in flight, stalled (a guard's), outdated, store behind: nothing to heal
     held: dict[str, str] = {}  # an entity with one finding left keeps all (an orphan's edges too)
     for c in judged:

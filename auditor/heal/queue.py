@@ -15,8 +15,8 @@ After a heal, each urn of the batch is:
 - converged (the scan found nothing wrong with it: out, nothing written);
 - re-queued for the next heal: the scan says it is still in flight or stalled, the policy says
   not yet (persistence, budget, hours), a guard refused the heal, or the scan did not complete;
-- left (diverged, but the policy leaves it to a person, or the scan judged it something no heal
-  writes: out, the heal's own report says why);
+- left (diverged, but the policy leaves it to a person; or judged outdated, or the store behind,
+  which no heal writes: out);
 - given up, when it is still re-queued `give_up` seconds after its first re-check (out).
 
 Platform-neutral: urns, the kernel's findings and `auditor.heal.loop`.
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.core.model import Classified, Selection
+from auditor.core.model import Classified, Selection, Verdict
 from auditor.exit_codes import ExitCode
 from auditor.heal.guards import NAMES
 from auditor.heal.loop import HealOutcome, heal_once
@@ -47,6 +47,7 @@ HANDED, HEALED, CONVERGED, LEFT, GIVEN_UP, DROPPED, NOT_HANDED = (
 OUTCOMES = (HANDED, HEALED, CONVERGED, LEFT, GIVEN_UP, DROPPED, NOT_HANDED)
 
 Heal = Callable[..., HealOutcome]
+_WAITING = (Verdict.IN_FLIGHT, Verdict.STALLED)  # the scan says: not yet (re-checked later)
 
 
 @dataclass
@@ -189,10 +190,10 @@ class HealQueue:
 
     def _settle(self, batch: list[_Entry], outcome: HealOutcome, now: float) -> None:
         healed = set(outcome.healed_urns) if outcome.repair is not None and outcome.repair.applied else set()
-        waits = {c.finding.urn for c in outcome.waiting} | {
-            x.finding.finding.urn for x in outcome.left if x.waits
-        }
-        left = {x.finding.finding.urn for x in outcome.left} - waits
+        waits = {c.finding.urn for c in outcome.undecided if c.verdict in _WAITING}
+        waits |= {x.finding.finding.urn for x in outcome.left if x.waits}
+        left = {x.finding.finding.urn for x in outcome.left} | {c.finding.urn for c in outcome.undecided}
+        left -= waits
         again = bool(outcome.refused) or outcome.scan_exit_code == ExitCode.INCOMPLETE
         done: dict[str, str] = {}
         for e in batch:

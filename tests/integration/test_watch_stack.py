@@ -498,7 +498,7 @@ def test_the_watch_heals_a_lost_index_write_it_saw_late_and_never_a_slow_one(
     assert not any(said["refused"].values()), (said, lines)
     assert {f.finding.urn for f in snap.findings} == {lost, slow}  # what the watch saw late
     healed = [h for h in heals if h.healed_urns]
-    assert [h.healed_urns for h in healed] == [[lost]], [(h.healed_urns, h.left, h.waiting) for h in heals]
+    assert [h.healed_urns for h in healed] == [[lost]], [(h.healed_urns, h.left, h.undecided) for h in heals]
     assert not any(slow in h.healed_urns for h in heals)  # 0 false heals
     (run,) = healed
     index = entity_index("tag", world.prefix)

@@ -66,7 +66,7 @@ def outcome(healed: tuple[str, ...] = (), waiting: tuple[str, ...] = (), left: d
     out.healed = [late(u, verdict=Verdict.DIVERGED) for u in healed]
     if healed:
         out.repair = RebuildOutcome("reindex", True, RepairPlan(), journal="run-1")
-    out.waiting = [late(u) for u in waiting]
+    out.undecided = [late(u) for u in waiting] + [late("urn:outdated", verdict=Verdict.OUTDATED)]
     out.left = [Left(late(u, verdict=Verdict.DIVERGED), "why", waits) for u, waits in (left or {}).items()]
     out.refused = [Refusal(g, "because") for g in refused]
     return out
@@ -107,13 +107,13 @@ def test_a_recheck_heals_what_the_scan_proves_and_requeues_what_waits() -> None:
     ])  # fmt: skip
     heal = FakeHeal(lambda urns: next(answers))
     queue = HealQueue(None, parse_policy(POLICY), every=10, clock=clock, heal=heal, give_up=100)  # type: ignore[arg-type]
-    for urn in ("urn:lost", "urn:slow", "urn:young", "urn:person"):
+    for urn in ("urn:lost", "urn:slow", "urn:young", "urn:person", "urn:outdated"):
         queue.hand(late(urn))
     clock.now += 300
     queue.step()
     said = queue.summary()
-    ended = {"healed": 1, "converged": 0, "left": 1, "given_up": 0, "dropped": 0, "not_handed": 0}
-    assert said["urns"] == {"handed": 4, **ended}
+    ended = {"healed": 1, "converged": 0, "left": 2, "given_up": 0, "dropped": 0, "not_handed": 0}
+    assert said["urns"] == {"handed": 5, **ended}  # left: a person's, and an outdated document
     assert said["queued"] == 2 and said["journal"] == "run-1"  # in flight and not yet: re-checked
     clock.now += 10
     queue.step()  # a guard refused: both stay, the refusal counted
