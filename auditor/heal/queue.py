@@ -11,7 +11,8 @@ journal as a scheduled heal, the watch's sighting counting as one scan that saw 
 most one heal per `every` seconds, at most `batch` urns each.
 
 After a heal, each urn of the batch is:
-- healed (repaired and verified by the heal: out of the queue);
+- healed (repaired by the heal: out of the queue; a repair its verification found still wrong
+  refuses every later heal, guard `last_heal_failed`, until a person acknowledges it);
 - converged (the scan found nothing wrong with it: out, nothing written);
 - re-queued for the next heal: the scan says it is still in flight or stalled, the policy says
   not yet (persistence, budget, hours), a guard refused the heal, or the scan did not complete;
