@@ -50,6 +50,8 @@ class Watching(Protocol):
 
     def snapshot(self) -> WatchSnapshot: ...
 
+    def listen(self, on_late: Callable[[Classified], None]) -> None: ...
+
 
 class Canary(Protocol):
     """The probe's writer of its canary entity (`auditor probe`)."""
