@@ -239,30 +239,70 @@ def _undo_batch(search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: 
 
 
 def _undo_aliases(writer: IndexWriter, read: journal.JournalRead, out: UndoOutcome) -> None:
-    """Each swap taken back, the last first: the alias back on the indices it pointed at."""
+    """Each swap taken back, the last first, whole or not at all (one `_aliases` request): every
+    alias it moved back onto the indices it pointed at. An alias shared by other indices (an
+    OpenMetadata parent alias, `<clusterAlias>_all`) keeps them: only what the swap removed and
+    added is moved back."""
+    settled = {e["i"]: e["seq"] for e in read.entries if e.get("t") == "settled"}
     swaps = [e for e in read.entries if e.get("t") == "aliases"]
     for entry in reversed(swaps):
+        taken, actions = [], []
         for alias, before in sorted(entry["before"].items()):
-            after = sorted(
-                a["add"]["index"] for a in entry["actions"] if "add" in a and a["add"]["alias"] == alias
+            item, undoing = _undo_alias(writer, entry["actions"], alias, before)
+            taken.append(item)
+            actions += undoing
+        why = next((f"{t.index}: {t.why}" for t in taken if t.action == "refused"), None)
+        if why is None and actions:
+            why = _written_since(writer, entry["actions"], settled)
+        for t in taken:
+            if why is not None and t.action == "put back":
+                t.action, t.why = "refused", f"not moved back: {why}"
+        out.aliases += taken
+        if actions and why is None and out.applied:
+            writer.swap(actions)
+
+
+def _undo_alias(
+    writer: IndexWriter, actions: list[dict[str, Any]], alias: str, before: list[str]
+) -> tuple[Taken, list[dict[str, Any]]]:
+    """One alias of a swap: what to say, and the actions that move it back."""
+    dropped = {a["remove_index"]["index"] for a in actions if "remove_index" in a}  # and its aliases
+    taken_off = {a["remove"]["index"] for a in actions if "remove" in a and a["remove"]["alias"] == alias}
+    removed = sorted(taken_off | (dropped & set(before)))
+    added = sorted(a["add"]["index"] for a in actions if "add" in a and a["add"]["alias"] == alias)
+    after = sorted((set(before) - set(removed)) | set(added))
+    taken = Taken(alias, "", "", "refused")
+    now, is_alias = writer.concrete(alias)
+    now = sorted(now) if is_alias else []
+    if now == sorted(before):
+        taken.action = "already as before"
+    elif not before:
+        taken.why = "it was a concrete index the swap removed: nothing to point it back at"
+    elif now != after:
+        taken.why = f"moved since by someone else (now on {', '.join(now) or 'nothing'})"
+    elif gone := [i for i in removed if not writer.concrete(i)[0]]:
+        taken.why = f"the index it pointed at ({', '.join(gone)}) no longer exists"
+    else:
+        taken.action, taken.why = "put back", f"{', '.join(added)} -> {', '.join(removed)}"
+        back = [{"remove": {"index": i, "alias": alias}} for i in added]
+        return taken, back + [{"add": {"index": i, "alias": alias}} for i in removed]
+    return taken, []
+
+
+def _written_since(
+    writer: IndexWriter, actions: list[dict[str, Any]], settled: dict[str, dict[str, int]]
+) -> str | None:
+    """Why not, when an index the swap put in service was written after the rebuild left it (its
+    shards' max `_seq_no` moved): moving the aliases back would hide those writes."""
+    for index in sorted({a["add"]["index"] for a in actions if "add" in a} & settled.keys()):
+        now = writer.max_seq_nos(index)
+        moved = sum(max(0, now.get(shard, -1) - seq) for shard, seq in settled[index].items())
+        if moved:
+            return (
+                f"{index} was written since the rebuild ({moved} writes after it, anyone's): moving the "
+                "aliases back would hide them; repair again instead"
             )
-            taken = Taken(alias, "", "", "refused")
-            now, is_alias = writer.concrete(alias)
-            now = now if is_alias else []
-            if sorted(now) == sorted(before):
-                taken.action = "already as before"
-            elif not before:
-                taken.why = "it was a concrete index the swap removed: nothing to point it back at"
-            elif sorted(now) != after:
-                taken.why = f"moved since by someone else (now on {', '.join(now) or 'nothing'})"
-            elif gone := [i for i in before if not writer.concrete(i)[0]]:
-                taken.why = f"the index it pointed at ({', '.join(gone)}) no longer exists"
-            else:
-                taken.action, taken.why = "put back", f"{', '.join(after)} -> {', '.join(before)}"
-                if out.applied:
-                    actions = [{"remove": {"index": i, "alias": alias}} for i in now]
-                    writer.swap(actions + [{"add": {"index": i, "alias": alias}} for i in before])
-            out.aliases.append(taken)
+    return None
 
 
 def list_runs(directory: Path) -> list[dict[str, Any]]:

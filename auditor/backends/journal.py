@@ -14,6 +14,8 @@ the reader returns what came before it and says so. The entries:
 - `created`, `aliases`, `dropped`: a full rebuild's fresh index, the aliases its swap moved
   (with where each pointed before) and an index deleted.
 - `lock`: the target's lock the repair held (its undo takes it too);
+- `settled`: a full rebuild's fresh index once served and caught up, each primary shard's max
+  `_seq_no` (a write since, anyone's, moves it: its undo then refuses to move the aliases back);
 - `verified`: the repair's verification, once done (`ok`, its exit code and why not);
 - `end`: the run closed its journal (a run killed mid-way has none).
 
@@ -182,6 +184,10 @@ class Journal:
 
     def index_dropped(self, index: str) -> None:
         self.append({"t": "dropped", "i": index})
+
+    def settled(self, index: str, seq_nos: dict[str, int]) -> None:
+        """A full rebuild's index once served and caught up: each primary shard's max `_seq_no`."""
+        self.append({"t": "settled", "i": index, "seq": seq_nos})
 
     def verified(self, ok: bool, exit_code: int, detail: str = "") -> None:
         """The repair's verification, once it is done (a run killed before has none)."""
