@@ -38,6 +38,9 @@ log = logging.getLogger("auditor.serve")
 
 Problem = tuple[str, str, str | None]  # (title, message, hint) of a request that got no triage
 MAX_ASKED = 4096  # longer than any urn: refused before anything is read
+# a run's page reads its journal whole, as a stream (about 5 s for 200,000 documents): no backend
+# is asked, so the triage's deadline is not the one to keep
+JOURNAL_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -273,7 +276,7 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
         if journals is None:
             return html(pages.error("no journal folder", "start the console with --journal-dir DIR", None,
                                     None, about, console.paste_hint), "repair journal", 404)  # fmt: skip
-        runs = await in_thread(journals.runs)
+        runs = await in_thread(journals.runs, JOURNAL_TIMEOUT)
         return html(listing(runs, journals.folder), "repair journal")
 
     def page_of(request: Request) -> tuple[int, int]:
@@ -291,7 +294,11 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
         from auditor.serve.journal_pages import run_page
 
         run, (page, size) = request.path_params["run"], page_of(request)
-        found = await in_thread(lambda: journals.run(run, page, size)) if journals is not None else None
+        found = (
+            await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT)
+            if journals is not None
+            else None
+        )
         if found is None:
             why = "no journaled run of that id in the journal folder"
             return html(pages.error("no such run", why, "see /journal", None, about, console.paste_hint),
@@ -301,7 +308,7 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
     async def journal_api(request: Request) -> Response:
         if journals is None:
             return JSONResponse({"error": "no journal folder (--journal-dir DIR)"}, status_code=404)
-        runs = await in_thread(journals.runs)
+        runs = await in_thread(journals.runs, JOURNAL_TIMEOUT)
         return JSONResponse([s.listed() for s in runs])
 
     async def journal_run_api(request: Request) -> Response:
@@ -310,7 +317,11 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
         from auditor.serve.journal_pages import undo_commands
 
         run, (page, size) = request.path_params["run"], page_of(request)
-        found = await in_thread(lambda: journals.run(run, page, size)) if journals is not None else None
+        found = (
+            await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT)
+            if journals is not None
+            else None
+        )
         if found is None:
             return JSONResponse({"error": "no such run"}, status_code=404)
         changes = [{**asdict(c), "kind": c.kind} for c in found.changes]
