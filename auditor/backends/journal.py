@@ -262,10 +262,12 @@ def entries(path: Path, stopped: list[str] | None = None) -> Generator[dict[str,
 
 
 def header(path: Path) -> dict[str, Any]:
-    """A journal's header alone (its first line), {} if it has none."""
+    """A journal's header alone (its first line), {} if it has none or cannot be read."""
     reading = entries(path)
     try:
         first = next(reading, {})
+    except OSError:  # not ours to read (0600), or pruned meanwhile
+        return {}
     finally:
         reading.close()
     return first if first.get("t") == "run" else {}

@@ -48,7 +48,7 @@ class JournalFolder:
         with self._lock:
             known = self._cache.get(path.name)
         if known is None or known[0] != stamp:
-            known = (stamp, survey(path))
+            known = (stamp, _surveyed(path))
             with self._lock:
                 self._cache[path.name] = known
         known[1].undone_by = undone.get(known[1].run, [])
@@ -61,4 +61,15 @@ class JournalFolder:
         path = next((p for p in paths if p.name == f"{run}{journal.SUFFIX}"), None)
         if path is None:
             return None
-        return survey(path, range(page * size, (page + 1) * size), undone_by(paths))
+        return _surveyed(path, range(page * size, (page + 1) * size), undone_by(paths))
+
+
+def _surveyed(path: Path, page: range = range(0), undone: dict[str, list[str]] | None = None) -> Survey:
+    """The run's survey; one this process may not read (the journals are their owner's only,
+    0600: run the console as the repairs' user) listed with why, not a failed page."""
+    try:
+        return survey(path, page, undone)
+    except OSError as exc:
+        out = Survey(path)
+        out.torn = f"cannot be read by the console: {type(exc).__name__}: {exc.strerror or exc}"
+        return out
