@@ -16,6 +16,7 @@ from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError, DeletionRefused
+from auditor.exit_codes import ExitCode
 from auditor.platforms.base import REPAIR_KNOBS, SCAN_KNOBS, Capability, Platform
 from auditor.scan.options import Progress, ScanOptions
 from auditor.scan.shards import ShardPlan
@@ -114,8 +115,21 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
             )
         else:
             outcome = platform.rebuild(settings, request)
+        if run is not None and run.wrote:  # the console and `rebuild journal` show it
+            run.verified(outcome.exit_code == ExitCode.OK, int(outcome.exit_code), why_unverified(outcome))
     outcome.journal = run.run if run is not None and run.wrote else None
     return outcome
+
+
+def why_unverified(outcome: RebuildOutcome) -> str:
+    """Why a repair's verification did not pass ("" when it did): its journal and the heal say."""
+    if outcome.failed:
+        return f"{len(outcome.failed)} entities failed to write ({', '.join(outcome.failed[:3])})"
+    if outcome.still_wrong:
+        return f"{len(outcome.still_wrong)} findings still wrong after the repair"
+    if outcome.consumer_caught_up is False:
+        return "the consumer did not apply the replay"
+    return ""
 
 
 def _repairing(settings: Settings, request: RebuildRequest) -> Platform:

@@ -277,6 +277,26 @@ class IndexWriter:
                 f"search cluster {self.description}: the alias swap was not acknowledged"
             )
 
+    def max_seq_nos(self, index: str) -> dict[str, int]:
+        """Each primary shard's highest `_seq_no` in `index`: it moves with every write, anyone's."""
+        try:
+            found = self._body(self.client.indices.stats(index=index, metric="docs", level="shards"))
+        except Exception as exc:
+            raise self._search._fail(f"the shards of {index}", exc) from None
+        shards = found.get("indices", {}).get(index, {}).get("shards", {})
+        return {
+            shard: int(copy.get("seq_no", {}).get("max_seq_no", -1))
+            for shard, copies in shards.items()
+            for copy in copies
+            if copy.get("routing", {}).get("primary")
+        }
+
+    def settled(self, index: str) -> None:
+        """A full rebuild's index, served and caught up: where its shards' seq_nos stand, so that its
+        undo can tell whether anyone wrote to it since (journaled; nothing without a journal)."""
+        if self.journal is not None:
+            self.journal.settled(index, self.max_seq_nos(index))
+
     def aliases_of(self, actions: list[dict[str, Any]]) -> dict[str, list[str]]:
         """For each alias `actions` name, the indices it points at now ([]: none, or not an alias)."""
         names = sorted({a[k]["alias"] for a in actions for k in a if "alias" in a[k]})

@@ -143,7 +143,7 @@ def heal_once(
         if outcome.repair.applied:
             healed = len(outcome.healed_urns)
             outcome.budget_left = max(0, outcome.budget_left - healed)
-            why = _why_failed(outcome.repair)
+            why = api.why_unverified(outcome.repair)
             record.add(outcome.run_id, started, healed, outcome.verified, outcome.journal, why)
         return _done(outcome)
     finally:
@@ -264,13 +264,3 @@ def _repair(
         journal_dir=journal_dir,
     )
     return api.rebuild(settings, request)
-
-
-def _why_failed(repair: RebuildOutcome) -> str:
-    if repair.failed:
-        return f"{len(repair.failed)} entities failed to write ({', '.join(repair.failed[:3])})"
-    if repair.still_wrong:
-        return f"{len(repair.still_wrong)} findings still wrong after the repair"
-    if repair.consumer_caught_up is False:
-        return "the consumer did not apply the replay"
-    return ""
