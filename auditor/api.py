@@ -16,14 +16,14 @@ from auditor.core.model import Report, Selection
 from auditor.core.plan import RebuildOutcome, RestoreEvidence
 from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError, DeletionRefused
+from auditor.exit_codes import ExitCode
 from auditor.platforms.base import REPAIR_KNOBS, SCAN_KNOBS, Capability, Platform
 from auditor.scan.options import Progress, ScanOptions
 from auditor.scan.shards import ShardPlan
-from auditor.settings import Settings
-from auditor.settings_rules import refuse_foreign
+from auditor.settings.model import Settings
+from auditor.settings.rules import refuse_foreign
 
 if TYPE_CHECKING:
-    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.rebuild.request import RebuildRequest
     from auditor.rebuild.workers import ShardRun
 
@@ -54,19 +54,22 @@ def scan(
     options: ScanOptions | None = None,
     progress: Progress | None = None,
     *,
-    registry: Registry | None = None,
     log: Callable[[str], None] | None = None,
+    **own: Any,
 ) -> Report:
     """Compare the store with the search cluster (and the consumer offsets) and judge it.
 
     The join's findings are candidates; each is re-observed in causal order before it gets a
     verdict, so a scan during live writes does not call a delay diverged. Read-only.
+
+    `own`: what only the platform's own `scan` takes, handed on as given and needed by none
+    (DataHub's `registry=`, an entity registry already loaded, is kept for callers that pass one).
     """
     platform = platform_of(settings)
     selection = selection or Selection()
     options = options or ScanOptions()
     platform.refuse_knobs(vars(options), SCAN_KNOBS)
-    return platform.scan(settings, selection, options, progress, registry=registry, log=log)
+    return platform.scan(settings, selection, options, progress, log=log, **own)
 
 
 def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...] = ()) -> ShardPlan:
@@ -112,8 +115,21 @@ def rebuild(settings: Settings, request: RebuildRequest) -> RebuildOutcome:
             )
         else:
             outcome = platform.rebuild(settings, request)
+        if run is not None and run.wrote:  # the console and `rebuild journal` show it
+            run.verified(outcome.exit_code == ExitCode.OK, int(outcome.exit_code), why_unverified(outcome))
     outcome.journal = run.run if run is not None and run.wrote else None
     return outcome
+
+
+def why_unverified(outcome: RebuildOutcome) -> str:
+    """Why a repair's verification did not pass ("" when it did): its journal and the heal say."""
+    if outcome.failed:
+        return f"{len(outcome.failed)} entities failed to write ({', '.join(outcome.failed[:3])})"
+    if outcome.still_wrong:
+        return f"{len(outcome.still_wrong)} findings still wrong after the repair"
+    if outcome.consumer_caught_up is False:
+        return "the consumer did not apply the replay"
+    return ""
 
 
 def _repairing(settings: Settings, request: RebuildRequest) -> Platform:

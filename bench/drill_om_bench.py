@@ -24,7 +24,7 @@ from sqlalchemy import Engine, text  # noqa: E402
 
 from auditor.drill.run import Drill, DrillOptions  # noqa: E402
 from auditor.drill.side import Side  # noqa: E402
-from auditor.drill.spec import table_specs  # noqa: E402
+from auditor.drill.tables import table_specs  # noqa: E402
 from auditor.settings import load_settings  # noqa: E402
 from sandbox.openmetadata import indices  # noqa: E402
 from sandbox.openmetadata.databases import scratch_database  # noqa: E402

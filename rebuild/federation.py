@@ -28,7 +28,7 @@ from auditor.core.model import Classified, Kind
 from auditor.core.plan import RebuildOutcome, RepairPlan
 from auditor.errors import ConfigError
 from auditor.rebuild.request import RebuildRequest
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 Single = Callable[[Settings, RebuildRequest], RebuildOutcome]
 

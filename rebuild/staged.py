@@ -154,6 +154,7 @@ def promote(
     # the writes since the mark went to the old index: again, into the one now served
     out.caught_up += stage.load(out.fresh, since=mark - SKEW)
     writer.refresh(out.fresh)
+    writer.settled(out.fresh)  # its undo refuses to move the aliases back over later writes
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from auditor.rebuild.checkpoint import Lock
 if TYPE_CHECKING:
     from auditor.backends.search import SearchIndex
     from auditor.rebuild.request import RebuildRequest
-    from auditor.settings import Settings
+    from auditor.settings.model import Settings
 
 BATCH = 500
 
@@ -239,54 +239,237 @@ def _undo_batch(search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: 
 
 
 def _undo_aliases(writer: IndexWriter, read: journal.JournalRead, out: UndoOutcome) -> None:
-    """Each swap taken back, the last first: the alias back on the indices it pointed at."""
+    """Each swap taken back, the last first, whole or not at all (one `_aliases` request): every
+    alias it moved back onto the indices it pointed at. An alias shared by other indices (an
+    OpenMetadata parent alias, `<clusterAlias>_all`) keeps them: only what the swap removed and
+    added is moved back."""
+    settled = {e["i"]: e["seq"] for e in read.entries if e.get("t") == "settled"}
     swaps = [e for e in read.entries if e.get("t") == "aliases"]
     for entry in reversed(swaps):
+        taken, actions = [], []
         for alias, before in sorted(entry["before"].items()):
-            after = sorted(
-                a["add"]["index"] for a in entry["actions"] if "add" in a and a["add"]["alias"] == alias
+            item, undoing = _undo_alias(writer, entry["actions"], alias, before)
+            taken.append(item)
+            actions += undoing
+        why = next((f"{t.index}: {t.why}" for t in taken if t.action == "refused"), None)
+        if why is None and actions:
+            why = _written_since(writer, entry["actions"], settled)
+        for t in taken:
+            if why is not None and t.action == "put back":
+                t.action, t.why = "refused", f"not moved back: {why}"
+        out.aliases += taken
+        if actions and why is None and out.applied:
+            writer.swap(actions)
+
+
+def _undo_alias(
+    writer: IndexWriter, actions: list[dict[str, Any]], alias: str, before: list[str]
+) -> tuple[Taken, list[dict[str, Any]]]:
+    """One alias of a swap: what to say, and the actions that move it back."""
+    dropped = {a["remove_index"]["index"] for a in actions if "remove_index" in a}  # and its aliases
+    taken_off = {a["remove"]["index"] for a in actions if "remove" in a and a["remove"]["alias"] == alias}
+    removed = sorted(taken_off | (dropped & set(before)))
+    added = sorted(a["add"]["index"] for a in actions if "add" in a and a["add"]["alias"] == alias)
+    after = sorted((set(before) - set(removed)) | set(added))
+    taken = Taken(alias, "", "", "refused")
+    now, is_alias = writer.concrete(alias)
+    now = sorted(now) if is_alias else []
+    if now == sorted(before):
+        taken.action = "already as before"
+    elif not before:
+        taken.why = "it was a concrete index the swap removed: nothing to point it back at"
+    elif now != after:
+        taken.why = f"moved since by someone else (now on {', '.join(now) or 'nothing'})"
+    elif gone := [i for i in removed if not writer.concrete(i)[0]]:
+        taken.why = f"the index it pointed at ({', '.join(gone)}) no longer exists"
+    else:
+        taken.action, taken.why = "put back", f"{', '.join(added)} -> {', '.join(removed)}"
+        back = [{"remove": {"index": i, "alias": alias}} for i in added]
+        return taken, back + [{"add": {"index": i, "alias": alias}} for i in removed]
+    return taken, []
+
+
+def _written_since(
+    writer: IndexWriter, actions: list[dict[str, Any]], settled: dict[str, dict[str, int]]
+) -> str | None:
+    """Why not, when an index the swap put in service was written after the rebuild left it (its
+    shards' max `_seq_no` moved): moving the aliases back would hide those writes."""
+    for index in sorted({a["add"]["index"] for a in actions if "add" in a} & settled.keys()):
+        now = writer.max_seq_nos(index)
+        moved = sum(max(0, now.get(shard, -1) - seq) for shard, seq in settled[index].items())
+        if moved:
+            return (
+                f"{index} was written since the rebuild ({moved} writes after it, anyone's): moving the "
+                "aliases back would hide them; repair again instead"
             )
-            taken = Taken(alias, "", "", "refused")
-            now, is_alias = writer.concrete(alias)
-            now = now if is_alias else []
-            if sorted(now) == sorted(before):
-                taken.action = "already as before"
-            elif not before:
-                taken.why = "it was a concrete index the swap removed: nothing to point it back at"
-            elif sorted(now) != after:
-                taken.why = f"moved since by someone else (now on {', '.join(now) or 'nothing'})"
-            elif gone := [i for i in before if not writer.concrete(i)[0]]:
-                taken.why = f"the index it pointed at ({', '.join(gone)}) no longer exists"
-            else:
-                taken.action, taken.why = "put back", f"{', '.join(after)} -> {', '.join(before)}"
-                if out.applied:
-                    actions = [{"remove": {"index": i, "alias": alias}} for i in now]
-                    writer.swap(actions + [{"add": {"index": i, "alias": alias}} for i in before])
-            out.aliases.append(taken)
+    return None
 
 
 def list_runs(directory: Path) -> list[dict[str, Any]]:
     """Every journaled run of `directory`, oldest first: its header and what it wrote."""
-    out = []
-    for path in journal.runs(directory):
-        read = journal.read(path)
-        header = read.header
-        docs = documents(read)
-        out.append(
-            {
-                "run": header.get("run", path.stem),
-                "at": header.get("at"),
-                "mode": header.get("mode"),
-                "full": header.get("full", False),
-                "undoes": header.get("undoes"),
-                "platform": header.get("platform"),
-                "target": header.get("target", {}),
-                "documents": len(docs),
-                "written": sum(1 for d in docs.values() if d.status is not None and d.status < 300),
-                "swaps": sum(1 for e in read.entries if e.get("t") == "aliases"),
-                "ended": read.ended,
-                "torn": read.torn,
-                "journal": str(path),
-            }
-        )
+    paths = journal.runs(directory)
+    undone = undone_by(paths)
+    return [survey(path, undone=undone).listed() for path in paths]
+
+
+def undone_by(paths: list[Path]) -> dict[str, list[str]]:
+    """run -> the undo runs that undid it (their headers say `undoes`), from the headers alone."""
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        head = journal.header(path)
+        if head.get("undoes"):
+            out.setdefault(str(head["undoes"]), []).append(str(head["run"]))
     return out
+
+
+# a document's state in a survey, packed in an int (a big run's documents are never held whole)
+_FOUND, _LANDED, _KNOWN, _DELETE = 1, 2, 4, 8
+
+
+@dataclass
+class Change:
+    """One document a run wrote, as the console lists it: before, and what the run made of it."""
+
+    number: int  # in the order the run first wrote it, from 0
+    index: str
+    doc_id: str
+    urn: str
+    found: bool  # there was a document before the run's first write that may have landed
+    before_bytes: int | None = None  # its size as the cluster held it
+    before_version: tuple[int, int] | None = None
+    op: str = "index"
+    status: int | None = None  # its last write's status (None: no result journaled)
+    version: tuple[int, int] | None = None  # (seq_no, term) the last write got
+    landed: bool = False
+
+    @property
+    def kind(self) -> str:
+        packed = (_FOUND if self.found else 0) | (_LANDED if self.landed else 0)
+        packed |= (_KNOWN if self.status is not None else 0) | (_DELETE if self.op == "delete" else 0)
+        return _kind(packed)
+
+
+def _kind(state: int) -> str:
+    """created | rewritten | deleted | not written (its write failed) | unconfirmed (no result)."""
+    if not state & _LANDED:
+        return "not written" if state & _KNOWN else "unconfirmed"
+    if state & _DELETE:
+        return "deleted"
+    return "rewritten" if state & _FOUND else "created"
+
+
+@dataclass
+class Survey:
+    """A run's journal read once, as a stream: its header, what it did, and one page of its
+    documents (`changes`); the documents' states are kept as one small int each."""
+
+    path: Path
+    header: dict[str, Any] = field(default_factory=dict)
+    documents: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)  # created | rewritten | deleted | ...
+    swaps: list[dict[str, Any]] = field(default_factory=list)  # `aliases` entries
+    created: list[str] = field(default_factory=list)  # indices the run created
+    dropped: list[str] = field(default_factory=list)
+    verified: dict[str, Any] | None = None  # the `verified` entry (None: none journaled)
+    ended: bool = False
+    torn: str | None = None
+    undone_by: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def run(self) -> str:
+        return str(self.header.get("run", self.path.stem))
+
+    def listed(self) -> dict[str, Any]:
+        """As `rebuild journal --json` lists it."""
+        h = self.header
+        return {
+            "run": self.run,
+            "at": h.get("at"),
+            "mode": h.get("mode"),
+            "full": h.get("full", False),
+            "undoes": h.get("undoes"),
+            "platform": h.get("platform"),
+            "target": h.get("target", {}),
+            "documents": self.documents,
+            "written": sum(n for k, n in self.kinds.items() if k in ("created", "rewritten", "deleted")),
+            "kinds": dict(sorted(self.kinds.items())),
+            "swaps": len(self.swaps),
+            "verified": self.verified,
+            "undone_by": self.undone_by,
+            "ended": self.ended,
+            "torn": self.torn,
+            "journal": str(self.path),
+        }
+
+
+def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | None = None) -> Survey:
+    """`path` read as a stream: the counts of what the run did to its documents (each counted
+    once, as `documents()` sees it) and the documents numbered in `page` in full."""
+    out = Survey(path)
+    state: dict[int, int] = {}  # a hash of (index, id) -> its packed state
+    shown: dict[int, Change] = {}
+    pending: dict[int, list[int]] = {}
+    last: dict[str, Any] = {}
+    stopped: list[str] = []
+    for entry in journal.entries(path, stopped):
+        last, kind = entry, entry.get("t")
+        if kind == "run" and not out.header:
+            out.header = entry
+        elif kind == "before":
+            pending[entry["b"]] = [_imaged(out, state, shown, page, d) for d in entry["docs"]]
+        elif kind == "after":
+            keys = set(pending.pop(entry["b"], []))
+            for d in entry["docs"]:
+                key = hash((d["i"], d["id"]))
+                if key in keys:
+                    _result(state, shown.get(key), key, d)
+        elif kind == "aliases":
+            out.swaps.append(entry)
+        elif kind == "created":
+            out.created.append(entry["i"])
+        elif kind == "dropped":
+            out.dropped.append(entry["i"])
+        elif kind == "verified":
+            out.verified = entry
+    out.ended, out.torn = last.get("t") == "end", stopped[0] if stopped else None
+    out.documents = len(state)
+    for packed in state.values():
+        out.kinds[_kind(packed)] = out.kinds.get(_kind(packed), 0) + 1
+    out.changes = sorted(shown.values(), key=lambda c: c.number)
+    out.undone_by = (undone or {}).get(out.run, [])
+    return out
+
+
+def _imaged(out: Survey, state: dict[int, int], shown: dict[int, Change], page: range,
+            d: dict[str, Any]) -> int:  # fmt: skip
+    """A before-image: a new document, or one whose earlier write failed for sure (its image
+    again), as in `documents()`; its key."""
+    key = hash((d["i"], d["id"]))
+    known = state.get(key)
+    fresh = known is None or (known & _KNOWN and not known & _LANDED)
+    packed = (_FOUND if d["found"] else 0) if fresh else (known or 0) & (_FOUND | _LANDED)
+    state[key] = packed | (_DELETE if d["op"] == "delete" else 0)
+    number = len(state) - 1 if known is None else None
+    change = shown.get(key)
+    if number is not None and number in page:
+        change = shown[key] = Change(number, d["i"], d["id"], d.get("urn", ""), bool(d["found"]))
+    if change is not None:
+        if fresh:
+            change.found = bool(d["found"])
+            change.before_bytes = len(d["raw"].encode("utf-8")) if "raw" in d else None
+            change.before_version = tuple(d["v"]) if d.get("v") else None  # type: ignore[assignment]
+            change.landed = False
+        change.op, change.status, change.version = d["op"], None, None
+    return key
+
+
+def _result(state: dict[int, int], change: Change | None, key: int, d: dict[str, Any]) -> None:
+    packed = state[key] | _KNOWN | (_LANDED if d["s"] < 300 else 0)
+    if "op" in d:  # a replay's: what the consumer did
+        packed = packed | _DELETE if d["op"] == "delete" else packed & ~_DELETE
+    state[key] = packed
+    if change is not None:
+        change.status, change.op = d["s"], d.get("op", change.op)
+        change.landed = change.landed or d["s"] < 300
+        change.version = tuple(d["v"]) if d.get("v") else None  # type: ignore[assignment]

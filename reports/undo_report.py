@@ -72,5 +72,9 @@ def render_runs(runs: list[dict[str, Any]], console: Console) -> None:
         torn = f"; torn: {r['torn']}" if r.get("torn") else ""
         line = f"{r['run']}  {r.get('at') or ''}  {what}: {r['written']} documents written"
         line += f", {r['swaps']} alias swap(s){state}{torn}" if r["swaps"] else f"{state}{torn}"
+        if r.get("verified") is not None:
+            line += "; verified" if r["verified"].get("ok") else f"; NOT verified: {r['verified'].get('why')}"
+        if r.get("undone_by"):
+            line += f"; undone by {', '.join(r['undone_by'])}"
         console.print(console_text(line), markup=False, highlight=False)
     console.print(f"undo one with: auditor rebuild undo {console_markup(runs[-1]['run'])} (--apply to write)")

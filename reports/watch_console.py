@@ -59,7 +59,7 @@ def summary(snap: WatchSnapshot) -> dict[str, Any]:
             }
             for p in snap.partitions
         ],
-    }
+    } | ({"heal": snap.heal} if snap.heal is not None else {})
 
 
 def render(snap: WatchSnapshot, console: Console) -> None:
@@ -109,6 +109,19 @@ def render(snap: WatchSnapshot, console: Console) -> None:
             )
     for (verdict, subkind), n in sorted(snap.finding_counts.items()):
         console.print(f"  late events: {n} {verdict} ({console_markup(subkind)})")
+    if snap.heal is not None:
+        _render_heal(snap.heal, console)
+
+
+def _render_heal(heal: dict[str, Any], console: Console) -> None:
+    """The heal queue's line: what the watch handed and how it ended (auditor/heal/queue.py)."""
+    urns = heal["urns"]
+    refused = ", ".join(f"{g} {n}" for g, n in sorted(heal["refused"].items()) if n)
+    console.print(
+        f"  heal: {urns['handed']} late entities handed, {heal['queued']} queued, {urns['healed']} healed, "
+        f"{urns['converged']} converged, {urns['left']} left to a person in {heal['runs']} heals"
+        + (f"; [red]refused[/]: {console_markup(refused)}" if refused else "")
+    )
 
 
 def probe_summary(result: ProbeResult) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from auditor.core.watch_model import Outcome, ProbeResult, WatchSnapshot
 from auditor.reports.escape import prom_label as _label
@@ -114,7 +115,27 @@ def render(snap: WatchSnapshot) -> str:
         "# TYPE auditor_watch_up_seconds gauge",
         f"auditor_watch_up_seconds {snap.taken_at - snap.started_at:.1f}",
     ]
+    if snap.heal is not None:
+        out += _heal(snap.heal)
     return "\n".join(out) + "\n"
+
+
+def _heal(heal: dict[str, Any]) -> list[str]:
+    """The heal queue's counters (`auditor watch --heal-policy`, docs/heal.md)."""
+    return [
+        "# HELP auditor_watch_heal_urns_total Late entities handed to the heal queue, and how each ended.",
+        "# TYPE auditor_watch_heal_urns_total counter",
+        *(f'auditor_watch_heal_urns_total{{outcome="{_label(o)}"}} {n}' for o, n in heal["urns"].items()),
+        "# HELP auditor_watch_heal_refused_total Heals of late entities a guard refused, by guard.",
+        "# TYPE auditor_watch_heal_refused_total counter",
+        *(f'auditor_watch_heal_refused_total{{guard="{_label(g)}"}} {n}' for g, n in heal["refused"].items()),
+        "# HELP auditor_watch_heal_runs_total Heals the queue ran (one scan of its due entities each).",
+        "# TYPE auditor_watch_heal_runs_total counter",
+        f"auditor_watch_heal_runs_total {heal['runs']}",
+        "# HELP auditor_watch_heal_queued Late entities waiting for their re-check.",
+        "# TYPE auditor_watch_heal_queued gauge",
+        f"auditor_watch_heal_queued {heal['queued']}",
+    ]
 
 
 def render_probe(result: ProbeResult) -> str:

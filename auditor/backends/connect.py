@@ -12,7 +12,7 @@ from auditor.backends.search import SearchIndex
 from auditor.backends.search_auth import cloud_url
 from auditor.backends.state import ScanState
 from auditor.errors import ConfigError
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 WEAKER = "verdicts rest on time and history only (weaker)"
 

@@ -12,7 +12,8 @@ from typing import Any
 from auditor.backends import journal as _journal
 from auditor.backends.bulk_json import dumps as _json
 from auditor.backends.protocols import Capability
-from auditor.backends.search import RETRY_STATUSES, SearchIndex, retryable
+from auditor.backends.search import SearchIndex
+from auditor.backends.search_retry import RETRY_STATUSES, retryable
 from auditor.errors import BackendUnavailable
 
 MAX_BYTES = 5 * 1024 * 1024  # well under the 10 MiB some managed clusters refuse (HTTP 413)
@@ -275,6 +276,26 @@ class IndexWriter:
             raise BackendUnavailable(
                 f"search cluster {self.description}: the alias swap was not acknowledged"
             )
+
+    def max_seq_nos(self, index: str) -> dict[str, int]:
+        """Each primary shard's highest `_seq_no` in `index`: it moves with every write, anyone's."""
+        try:
+            found = self._body(self.client.indices.stats(index=index, metric="docs", level="shards"))
+        except Exception as exc:
+            raise self._search._fail(f"the shards of {index}", exc) from None
+        shards = found.get("indices", {}).get(index, {}).get("shards", {})
+        return {
+            shard: int(copy.get("seq_no", {}).get("max_seq_no", -1))
+            for shard, copies in shards.items()
+            for copy in copies
+            if copy.get("routing", {}).get("primary")
+        }
+
+    def settled(self, index: str) -> None:
+        """A full rebuild's index, served and caught up: where its shards' seq_nos stand, so that its
+        undo can tell whether anyone wrote to it since (journaled; nothing without a journal)."""
+        if self.journal is not None:
+            self.journal.settled(index, self.max_seq_nos(index))
 
     def aliases_of(self, actions: list[dict[str, Any]]) -> dict[str, list[str]]:
         """For each alias `actions` name, the indices it points at now ([]: none, or not an alias)."""

@@ -14,6 +14,9 @@ the reader returns what came before it and says so. The entries:
 - `created`, `aliases`, `dropped`: a full rebuild's fresh index, the aliases its swap moved
   (with where each pointed before) and an index deleted.
 - `lock`: the target's lock the repair held (its undo takes it too);
+- `settled`: a full rebuild's fresh index once served and caught up, each primary shard's max
+  `_seq_no` (a write since, anyone's, moves it: its undo then refuses to move the aliases back);
+- `verified`: the repair's verification, once done (`ok`, its exit code and why not);
 - `end`: the run closed its journal (a run killed mid-way has none).
 
 Each document's before-image keeps its `_source` as the bytes the cluster holds (`raw`, from
@@ -33,7 +36,7 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -182,6 +185,14 @@ class Journal:
     def index_dropped(self, index: str) -> None:
         self.append({"t": "dropped", "i": index})
 
+    def settled(self, index: str, seq_nos: dict[str, int]) -> None:
+        """A full rebuild's index once served and caught up: each primary shard's max `_seq_no`."""
+        self.append({"t": "settled", "i": index, "seq": seq_nos})
+
+    def verified(self, ok: bool, exit_code: int, detail: str = "") -> None:
+        """The repair's verification, once it is done (a run killed before has none)."""
+        self.append({"t": "verified", "ok": ok, "exit_code": exit_code, "why": detail})
+
 
 def image(index: str, doc_id: str, urn: str, op: str, found: Any) -> dict[str, Any]:
     """One document's before-image entry: `found` is `(source, (seq_no, term)[, its bytes])`
@@ -226,20 +237,40 @@ def read(path: Path) -> JournalRead:
     """Every entry up to the first line that is torn (no end: killed mid-write) or whose checksum
     fails (corrupt); what follows such a line is not trusted."""
     out = JournalRead(path)
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        last = number == len(lines)
-        if last and not line:
-            break  # the newline that ends the last whole entry
-        why = _unreadable(line, last)
-        if why is not None:
-            left = len(lines) - number - (1 if not lines[-1] else 0)
-            after = f"; {left} line(s) after it not read" if left > 0 else ""
-            out.torn = f"line {number} {why}{after}"
-            break
-        out.entries.append(orjson.loads(line[9:]))
+    stopped: list[str] = []
+    out.entries = list(entries(path, stopped))
+    out.torn = stopped[0] if stopped else None
     return out
+
+
+def entries(path: Path, stopped: list[str] | None = None) -> Generator[dict[str, Any], None, None]:
+    """`read`'s entries one line at a time (a run of a million documents is never held whole);
+    where the journal stops early, why is appended to `stopped`."""
+    with path.open("rb") as f:
+        number = 0
+        for line in f:
+            number += 1
+            whole = line.endswith(b"\n")
+            why = _unreadable(line[:-1] if whole else line, not whole)
+            if why is not None:
+                left = sum(1 for _ in f)
+                after = f"; {left} line(s) after it not read" if left > 0 else ""
+                if stopped is not None:
+                    stopped.append(f"line {number} {why}{after}")
+                return
+            yield orjson.loads(line[9:])
+
+
+def header(path: Path) -> dict[str, Any]:
+    """A journal's header alone (its first line), {} if it has none or cannot be read."""
+    reading = entries(path)
+    try:
+        first = next(reading, {})
+    except OSError:  # not ours to read (0600), or pruned meanwhile
+        return {}
+    finally:
+        reading.close()
+    return first if first.get("t") == "run" else {}
 
 
 def _unreadable(line: bytes, last: bool) -> str | None:

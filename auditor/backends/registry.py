@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,9 @@
-"""The search side: OpenSearch or Elasticsearch, read in urn order with point-in-time + search_after."""
+"""The search side: OpenSearch or Elasticsearch, read in urn order with point-in-time + search_after.
+
+`SearchIndex` is the reader every platform's scan and repair reads through: it opens the client
+(search_client.py), sends each read again on the retry rules (search_retry.py) and streams an
+index's documents in sort order. The query a selection makes is search_query.py's.
+"""
 
 from __future__ import annotations
 
@@ -11,115 +16,21 @@ from typing import Any
 
 from auditor.backends.protocols import Capability
 from auditor.backends.search_auth import SearchAuth, reason_of, split_userinfo
-from auditor.backends.search_engine import Engine, certificate_refusal, probe, transport_class
-from auditor.core.model import Selection
+from auditor.backends.search_client import open_client
+from auditor.backends.search_engine import Engine, certificate_refusal, probe
+
+# re-exported: where the tests (and older callers) import them
+from auditor.backends.search_query import like_to_wildcard as like_to_wildcard
+from auditor.backends.search_query import urn_filter as urn_filter
+from auditor.backends.search_retry import BACKOFF_CAP, RETRIES, chain_text, status_of
+from auditor.backends.search_retry import RETRY_STATUSES as RETRY_STATUSES
+from auditor.backends.search_retry import not_found as not_found
+from auditor.backends.search_retry import retryable as retryable
 from auditor.core.records import DYNAMIC
-from auditor.errors import BackendUnavailable, ConfigError
+from auditor.errors import BackendUnavailable
 from auditor.redact import redact_url
 
 log = logging.getLogger(__name__)
-
-
-def like_to_wildcard(pattern: str) -> str:
-    """SQL LIKE (`%`, `_`, `\\` escaping the next character, as LIKE's default ESCAPE) -> a keyword
-    wildcard query (`*`, `?`), every literal escaped: both sides select the same urns."""
-    out = []
-    chars = iter(pattern)
-    for ch in chars:
-        if ch == "\\":
-            ch = next(chars, "\\")  # a trailing backslash stands for itself
-            out.append("\\" + ch if ch in "*?\\" else ch)
-        elif ch == "%":
-            out.append("*")
-        elif ch == "_":
-            out.append("?")
-        elif ch in "*?":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def urn_filter(field_name: str, selection: Selection) -> dict[str, Any] | None:
-    """The query DSL for a selection on a urn keyword field (None: everything)."""
-    must: list[dict[str, Any]] = []
-    if selection.entity_types:
-        must.append(
-            {
-                "bool": {
-                    "should": [{"prefix": {field_name: f"urn:li:{t}:"}} for t in selection.entity_types],
-                    "minimum_should_match": 1,
-                }
-            }
-        )
-    if selection.urn_like:
-        must.append({"wildcard": {field_name: {"value": like_to_wildcard(selection.urn_like)}}})
-    if selection.urns:
-        must.append({"terms": {field_name: list(selection.urns)}})
-    if selection.urn_range is not None:  # a keyword range compares UTF-8 bytes: code-point order
-        lo, hi = selection.urn_range
-        bounds = {**({"gte": lo} if lo is not None else {}), **({"lt": hi} if hi is not None else {})}
-        if bounds:
-            must.append({"range": {field_name: bounds}})
-    return {"bool": {"filter": must}} if must else None
-
-
-RETRIES = 5  # a read request is sent at most this many more times (at most 15.5 s of backoff in all)
-BACKOFF_CAP = 8.0
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
-# the clients' exceptions for a timeout or a connection that failed or dropped (no HTTP status)
-RETRY_ERRORS = frozenset({"ConnectionError", "ConnectionTimeout"})
-
-
-def _status_of(exc: Exception) -> Any:
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int):
-        status = getattr(getattr(exc, "meta", None), "status", None)
-    return status if isinstance(status, int) else type(exc).__name__
-
-
-def not_found(exc: Exception) -> bool:
-    """The cluster answered that the index (or alias, or pattern) asked for does not exist."""
-    return _status_of(exc) == 404 or "index_not_found" in str(exc)
-
-
-def retryable(exc: Exception) -> bool:
-    """A request worth sending again: 429/502/503/504, a timeout, a dropped connection."""
-    status = _status_of(exc)
-    if isinstance(status, int):
-        return status in RETRY_STATUSES
-    names = {c.__name__ for c in type(exc).__mro__}
-    return "SSLError" not in names and bool(names & RETRY_ERRORS)  # a bad certificate stays bad
-
-
-def _fast_serializer() -> Any:
-    """opensearch-py's JSON serializer, parsing responses with orjson (the scan's hot path)."""
-    from opensearchpy.serializer import JSONSerializer
-
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover
-        return JSONSerializer()
-
-    class OrjsonSerializer(JSONSerializer):
-        def loads(self, s: str) -> Any:
-            return orjson.loads(s)
-
-    return OrjsonSerializer()
-
-
-def _chain_text(exc: BaseException) -> str:
-    """An error's text with its causes' (a client's "TLS error" wraps the SSL alert that says
-    which: urllib3's, then ssl's), a few levels deep."""
-    parts: list[str] = []
-    todo: list[Any] = [exc]
-    while todo and len(parts) < 8:
-        e = todo.pop(0)
-        if e is None or not isinstance(e, BaseException):
-            continue
-        parts.append(f"{getattr(e, 'reason', '')} {e}")
-        todo += [e.__cause__, e.__context__, *(getattr(e, "errors", ()) or ())]
-    return " ".join(parts)
 
 
 def _source_of(hit: dict[str, Any]) -> dict[str, Any]:
@@ -189,33 +100,7 @@ class SearchIndex:
         # elasticsearch client refuses a server that is not Elastic's): its legacy
         # Elasticsearch 7.10 domains are read with the OpenSearch client too
         self.kind = "opensearch" if auth.aws else kind
-        # the clients' own retries are immediate (no backoff) and skip 429: `_call` retries instead
-        opts: dict[str, Any] = {"verify_certs": verify_certs, "request_timeout": timeout, "max_retries": 0}
-        if ca_certs:
-            opts["ca_certs"] = ca_certs
-        if self.kind == "opensearch":
-            from opensearchpy import OpenSearch
-
-            opts["timeout"] = opts.pop("request_timeout")
-            self.client: Any = OpenSearch(
-                url, serializer=_fast_serializer(), **auth.opensearch_kwargs(), **opts
-            )
-        elif self.kind == "elasticsearch":
-            from elasticsearch import Elasticsearch
-
-            try:
-                from elastic_transport import OrjsonSerializer
-
-                opts["serializers"] = {"application/json": OrjsonSerializer()}
-            except ImportError:  # pragma: no cover
-                pass
-            # 7.x and 8.x refuse (or ignore) the 9 client's `compatible-with=9` (search_engine.py)
-            transport = transport_class(self.engine.major if self.engine else None)
-            if transport is not None:
-                opts["transport_class"] = transport
-            self.client = Elasticsearch(url, **auth.elasticsearch_kwargs(), **opts)
-        else:
-            raise ConfigError(f"unknown search kind {kind!r}: use opensearch or elasticsearch")
+        self.client: Any = open_client(self.kind, url, auth, verify_certs, ca_certs, timeout, self.engine)
         self._pit_ok = True
 
     def spec(self) -> dict[str, Any]:
@@ -255,15 +140,15 @@ class SearchIndex:
                 self.retried += 1
                 pause = min(BACKOFF_CAP, 0.5 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
                 log.info(
-                    "search cluster: %s; retry %d/%d in %.1fs", _status_of(exc), attempt, self.retries, pause
+                    "search cluster: %s; retry %d/%d in %.1fs", status_of(exc), attempt, self.retries, pause
                 )
                 time.sleep(pause)
 
     def _fail(self, what: str, exc: Exception) -> BackendUnavailable:
-        status = _status_of(exc)
+        status = status_of(exc)
         if status in (401, 403):
             return self.auth.refused(self.description, what, status, reason_of(exc))
-        refused = certificate_refusal(self.description, self.auth, _chain_text(exc))
+        refused = certificate_refusal(self.description, self.auth, chain_text(exc))
         if refused is not None:  # the TLS handshake refused the client certificate
             return refused
         return BackendUnavailable(f"search cluster {self.description}: {what} failed: {exc}")
@@ -281,7 +166,7 @@ class SearchIndex:
         try:
             v = dict(self._call(self.client.info)).get("version", {})
         except Exception as exc:
-            if _status_of(exc) == 403:
+            if status_of(exc) == 403:
                 return f"{self.kind} (version not readable: GET / needs the cluster monitor privilege)"
             raise self._fail("info", exc) from None
         return f"{v.get('distribution', 'elasticsearch')} {v.get('number', '?')}"

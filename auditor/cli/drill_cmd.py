@@ -162,7 +162,7 @@ def compare(
         from auditor.core.drill import Thresholds
         from auditor.drill.bisect import BisectOptions
         from auditor.drill.run import Drill, DrillOptions, drill_platform
-        from auditor.drill.spec import table_specs
+        from auditor.drill.tables import table_specs
         from auditor.errors import AuditorError
         from auditor.reports import drill_report
         from auditor.reports.escape import console_markup

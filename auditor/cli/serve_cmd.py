@@ -51,6 +51,13 @@ def serve(
             help="The folder of JSON scan reports scheduled runs write (deploy/), listed at /reports."
         ),
     ] = None,
+    journal_dir: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="AUDITOR_JOURNAL_DIR",
+            help="The repairs' write journal, listed at /journal (default: `journal` beside the state file).",
+        ),
+    ] = None,
     timeout: Annotated[
         float, typer.Option(help="Seconds a request may take: a slow or down backend gets a clear page then.")
     ] = 10.0,
@@ -93,7 +100,11 @@ def serve(
 
             raise ConfigError(f"--reports {reports}: not a folder")
         console = Console(settings, sessions=sessions, grace=grace, settle=settle)
-        options = Options(timeout=timeout, reports=reports, guard=guard, workers=sessions + 4)
+        journal = journal_dir or Path(settings.state_file).parent / "journal"  # as `rebuild undo`'s
+        options = Options(
+            timeout=timeout, reports=reports, guard=guard, workers=sessions + 4, journal=journal,
+            journal_named=journal_dir is not None,
+        )  # fmt: skip
         application = build(console, options)
         shown = "localhost" if host in ("127.0.0.1", "::1") else host
         auth = (

@@ -92,6 +92,22 @@ def watch(
     metrics_addr: Annotated[
         str | None, typer.Option(help="Serve GET /metrics on HOST:PORT (e.g. 0.0.0.0:9464).")
     ] = None,
+    heal_policy: Annotated[
+        Path | None,
+        typer.Option(
+            help="Heal what it sees late past --slo by this policy (docs/heal.md): each late entity is "
+            "queued, re-checked by a scan of it after the policy's persistence time, and healed only "
+            "if that scan proves it diverged, under the policy's guards and budgets."
+        ),
+    ] = None,
+    heal_every: Annotated[
+        float,
+        typer.Option(help="With --heal-policy: at most one heal (one re-check scan) per this many seconds."),
+    ] = 60.0,
+    heal_batch: Annotated[
+        int,
+        typer.Option(min=1, help="With --heal-policy: at most this many late entities re-checked per heal."),
+    ] = 100,
     fmt: OutFormatOpt = OutFormat.console,
     json_lines: Annotated[
         bool, typer.Option("--json", help="The same as -f json: a JSON line per summary (schema watch/1).")
@@ -109,6 +125,9 @@ def watch(
     1x over 3 d and 6 h). Offsets are committed only once the events below are settled: a
     restart resumes without losing or double-counting. An MCL never published is not seen
     here: `auditor scan` reports it (event_never_published). See docs/watch.md.
+
+    With --heal-policy, each late entity is queued and re-checked by a scan of it after the
+    policy's persistence time; what that scan proves diverged is healed (docs/heal.md).
     """
 
     def go() -> int:
@@ -148,8 +167,11 @@ def watch(
         console = stdout_console()
         stopping: list[bool] = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+        queue = _heal_queue(settings, heal_policy, heal_every, heal_batch, give_up)
 
         def show(snap: Any) -> None:
+            if queue is not None:
+                snap.heal = queue.summary()
             text = metrics(snap)
             if metrics_file:
                 write(metrics_file, text)
@@ -165,15 +187,47 @@ def watch(
             with platform.open_watch(
                 settings, cfg, group, topic or (), "earliest" if from_beginning else "latest"
             ) as w:
+                if queue is not None:
+                    w.listen(queue.hand)
+                    queue.run()
                 try:
                     snap = w.run(duration, every, show, stop=lambda: bool(stopping))
                 except KeyboardInterrupt:
                     w.commit()
                     snap = w.snapshot()
+                if queue is not None:
+                    queue.stop(timeout=60.0)
                 show(snap)
         finally:
+            if queue is not None:
+                queue.stop(timeout=0)
             if server:
                 server.close()
         return 1 if any(firing for *_, firing in snap.burn_rates()) else 0
 
     run(opts["debug"], go, json_errors=json_on_stdout(fmt, json_lines))
+
+
+def _heal_queue(settings: Any, policy: Path | None, every: float, batch: int, give_up: float) -> Any:
+    """The heal queue of --heal-policy (None: not asked). A policy that enables no healing is
+    refused: the watch would queue and re-scan entities only to leave every one of them."""
+    if policy is None:
+        return None
+    from auditor.errors import ConfigError
+    from auditor.heal.policy import load_policy
+    from auditor.heal.queue import HealQueue
+
+    parsed = load_policy(policy)
+    if not parsed.enabled:
+        raise ConfigError(
+            f"--heal-policy {policy}: the policy does not enable healing",
+            hint="[heal] enabled = true in the policy, or no --heal-policy",
+        )
+
+    def say(text: str) -> None:
+        sys.stderr.write(text + "\n")
+
+    state_dir = Path(settings.state_file).parent
+    return HealQueue(
+        settings, parsed, every=every, batch=batch, give_up=give_up, state_dir=state_dir, log=say
+    )

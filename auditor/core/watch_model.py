@@ -86,6 +86,8 @@ class WatchSnapshot:
     every: int = 1  # 1 in how many events is checked now (1: all)
     consumed_per_second: float = 0.0  # over the last check interval
     behind: int | None = None  # messages waiting to be read, as last fetched
+    # with --heal-policy: the heal queue's counters (auditor/heal/queue.py `summary`); None: off
+    heal: dict[str, Any] | None = None
 
     @property
     def settled(self) -> int:

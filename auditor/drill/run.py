@@ -18,7 +18,7 @@ from auditor.drill.side import Side
 from auditor.drill.spec import ColumnKind, TableSpec
 from auditor.drill.versions import kafka_info
 from auditor.errors import BackendUnavailable, ConfigError
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 @dataclass

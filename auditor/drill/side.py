@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from auditor.backends.store_order import BYTE_ORDER_COLLATIONS, COLLATION_PROBE
 from auditor.drill.spec import ColumnKind, TableSpec, column_text, row_hash60, row_text, value_sql
 from auditor.errors import BackendUnavailable, ConfigError
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

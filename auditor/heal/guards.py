@@ -64,11 +64,15 @@ def _store(report: Report, guards: Guards) -> str | None:
 def _systemic(report: Report, guards: Guards) -> str | None:
     """Entities diverged (not findings: one lost write is several, its document, system metadata
     and edges) against the entities scanned; the findings the report did not keep in detail
-    count as an entity each (a bound: a report that capped them is large anyway)."""
+    count as an entity each (a bound: a report that capped them is large anyway). A scan of given
+    urns (the watch's re-check of what it saw late) is judged by the count alone: those urns were
+    chosen for being wrong, so their share diverged says nothing of the whole."""
     urns = {c.finding.urn for c in report.findings if c.verdict == Verdict.DIVERGED}
     diverged = len(urns) + report.findings_dropped
     entities = sum(report.entities.values())
     share = diverged / entities if entities else 1.0
+    if report.scope.urns:
+        share = 0.0
     if diverged and (diverged > guards.max_count or share > guards.max_share):
         return (
             f"{diverged} entities diverged of {entities} scanned ({100 * share:.1f}%; the policy heals "

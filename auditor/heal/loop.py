@@ -12,6 +12,7 @@ did not fix what it wrote says so, and the next heal refuses until a person has 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +25,7 @@ from auditor.heal.guards import Refusal, check
 from auditor.heal.policy import DELETING, Policy
 from auditor.heal.record import HealRecord
 from auditor.scan.options import ScanOptions
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Left:
 
     finding: Classified
     why: str
+    waits: bool = False  # a later heal may heal it (not persistent yet, over the budget, the hours)
 
     def to_json(self) -> dict[str, Any]:
         f = self.finding.finding
@@ -55,6 +57,8 @@ class HealOutcome:
     refused: list[Refusal] = field(default_factory=list)
     healed: list[Classified] = field(default_factory=list)  # repaired (or, a dry run, would be)
     left: list[Left] = field(default_factory=list)
+    # the scan's findings a heal never writes: in flight, stalled, outdated, the store behind
+    undecided: list[Classified] = field(default_factory=list)
     repair: RebuildOutcome | None = None
     budget_left: int = 0  # entities the hourly budget allows after this run
     finished_at: datetime | None = None
@@ -102,8 +106,11 @@ def heal_once(
     state_dir: Path | None = None,
     journal_dir: Path | None = None,
     wait_seconds: float = 300.0,
+    sightings: Mapping[str, datetime] | None = None,
 ) -> HealOutcome:
-    """One iteration of the loop. `now` (a test's clock) decides persistence, hours and budget."""
+    """One iteration of the loop. `now` (a test's clock) decides persistence, hours and budget.
+    `sightings`: when another observer (the watch) saw an entity wrong, each counted as one more
+    scan that saw its findings, at that time (a scan of given urns has no history of its own)."""
     from auditor import api
 
     started = now or datetime.now(UTC)
@@ -117,6 +124,7 @@ def heal_once(
     report = api.scan(settings, selection or Selection(), options or ScanOptions())
     outcome.scan_exit_code = int(report.exit_code)
     outcome.diverged, outcome.unseen = report.total(Verdict.DIVERGED), report.findings_dropped
+    outcome.undecided = [c for c in report.findings if c.verdict not in _JUDGED]
     record = HealRecord(settings.state_file)
     try:
         used = record.healed_since(started - timedelta(hours=1))
@@ -126,7 +134,7 @@ def heal_once(
             return _done(outcome)
         if policy.enabled:  # a policy that heals nothing refuses nothing: the scan's code is the answer
             outcome.refused = check(report, policy.guards, record.last_failure())
-        chosen = _choose(report, policy, outcome, started)
+        chosen = _choose(report, policy, outcome, started, sightings)
         if outcome.refused or not chosen:
             outcome.left += [Left(c, "not healed: a guard refused the heal") for c in chosen]
             return _done(outcome)
@@ -135,7 +143,7 @@ def heal_once(
         if outcome.repair.applied:
             healed = len(outcome.healed_urns)
             outcome.budget_left = max(0, outcome.budget_left - healed)
-            why = _why_failed(outcome.repair)
+            why = api.why_unverified(outcome.repair)
             record.add(outcome.run_id, started, healed, outcome.verified, outcome.journal, why)
         return _done(outcome)
     finally:
@@ -156,21 +164,30 @@ def _done(outcome: HealOutcome) -> HealOutcome:
     return outcome
 
 
-def _choose(report: Report, policy: Policy, outcome: HealOutcome, now: datetime) -> list[Classified]:
+_JUDGED = (Verdict.DIVERGED, Verdict.INVALID)  # what a heal chooses from
+
+
+def _choose(
+    report: Report,
+    policy: Policy,
+    outcome: HealOutcome,
+    now: datetime,
+    sightings: Mapping[str, datetime] | None = None,
+) -> list[Classified]:
     """The findings this run heals, within the policy and the budget; the rest go to `outcome.left`
     with why. Oldest first (first seen), whole entities: every finding of an urn or none."""
-    judged = [c for c in report.findings if c.verdict in (Verdict.DIVERGED, Verdict.INVALID)]
+    judged = [c for c in report.findings if c.verdict in _JUDGED]
     # in flight, stalled (a guard's), outdated, store behind: nothing to heal
     held: dict[str, str] = {}  # an entity with one finding left keeps all (an orphan's edges too)
     for c in judged:
-        why = _why_not(c, policy, now)
+        why = _why_not(c, policy, now, (sightings or {}).get(c.finding.urn))
         if why:
             held.setdefault(c.finding.urn, why)
     wanted: list[Classified] = []
     for c in judged:
         why = held.get(c.finding.urn)
         if why:
-            outcome.left.append(Left(c, why))
+            outcome.left.append(Left(c, why, why.startswith(_NOT_YET)))
         else:
             wanted.append(c)
     if report.findings_dropped:
@@ -182,7 +199,7 @@ def _choose(report: Report, policy: Policy, outcome: HealOutcome, now: datetime)
     if not policy.in_hours(now):
         start, end = policy.hours or (None, None)
         outcome.left += [
-            Left(c, f"outside the allowed hours ({start:%H:%M}-{end:%H:%M} UTC)") for c in wanted
+            Left(c, f"outside the allowed hours ({start:%H:%M}-{end:%H:%M} UTC)", True) for c in wanted
         ]
         return []
     cap = min(policy.max_per_run, outcome.budget_left)
@@ -193,11 +210,16 @@ def _choose(report: Report, policy: Policy, outcome: HealOutcome, now: datetime)
             urns.append(c.finding.urn)
     chosen = [c for c in wanted if c.finding.urn in urns]
     over = [c for c in wanted if c.finding.urn not in urns]
-    outcome.left += [Left(c, f"over the budget ({cap} entities this run): left for the next") for c in over]
+    outcome.left += [
+        Left(c, f"over the budget ({cap} entities this run): left for the next", True) for c in over
+    ]
     return chosen
 
 
-def _why_not(c: Classified, policy: Policy, now: datetime) -> str | None:
+_NOT_YET = "not persistent long enough yet"
+
+
+def _why_not(c: Classified, policy: Policy, now: datetime, sighted: datetime | None = None) -> str | None:
     """Why the policy does not heal this finding now (None: it does)."""
     if not policy.enabled:
         return "the policy does not enable healing ([heal] enabled = true)"
@@ -210,11 +232,9 @@ def _why_not(c: Classified, policy: Policy, now: datetime) -> str | None:
         return "no rule of the policy names it: a person's"
     if rule.action != "heal":
         return f"the policy leaves it to a person (rule at line {rule.line})"
-    if not rule.persistent(c, now):
-        seen = c.evidence.seen_before + 1
-        return (
-            f"not persistent long enough yet (seen by {seen} of {rule.after_scans} scans; {rule.after} asked)"
-        )
+    if not rule.persistent(c, now, sighted):
+        seen = c.evidence.seen_before + 1 + (sighted is not None)
+        return f"{_NOT_YET} (seen by {seen} of {rule.after_scans} scans; {rule.after} asked)"
     if c.finding.kind == Kind.ORPHAN_DOCUMENT and policy.mode == "replay":
         return 'an orphan: a replay cannot delete it ([heal] mode = "reindex")'
     return None
@@ -244,13 +264,3 @@ def _repair(
         journal_dir=journal_dir,
     )
     return api.rebuild(settings, request)
-
-
-def _why_failed(repair: RebuildOutcome) -> str:
-    if repair.failed:
-        return f"{len(repair.failed)} entities failed to write ({', '.join(repair.failed[:3])})"
-    if repair.still_wrong:
-        return f"{len(repair.still_wrong)} findings still wrong after the repair"
-    if repair.consumer_caught_up is False:
-        return "the consumer did not apply the replay"
-    return ""

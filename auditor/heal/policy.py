@@ -55,10 +55,11 @@ class Rule:
             and self.platform in ("*", f.platform)
         )
 
-    def persistent(self, c: Classified, now: datetime) -> bool:
-        """Has the finding been seen long enough for this rule (the state file's history)?"""
-        seen = c.evidence.seen_before + 1
-        first = c.evidence.first_seen or now
+    def persistent(self, c: Classified, now: datetime, sighted: datetime | None = None) -> bool:
+        """Has the finding been seen long enough for this rule (the state file's history)? A
+        `sighted` entity (the watch saw it late at that time) counts that sighting as one scan."""
+        seen = c.evidence.seen_before + 1 + (sighted is not None)
+        first = min(c.evidence.first_seen or now, sighted or now)
         return seen >= self.after_scans and now - first >= self.after
 
 
@@ -89,6 +90,20 @@ class Policy:
     def rule_for(self, c: Classified) -> Rule | None:
         """The first rule matching the finding (None: no rule, a person's)."""
         return next((r for r in self.rules if r.matches(c)), None)
+
+    def recheck_after(self, entity_type: str, platform: str) -> timedelta | None:
+        """How long after the watch saw an entity late its re-check waits: the longest `after` of
+        the heal rules that may decide its findings (any kind: the watch's kind is a guess until a
+        scan reads it); None: no rule heals this entity type, a person's."""
+        afters = []
+        for r in self.rules:
+            if r.entity_type not in ("*", entity_type) or r.platform not in ("*", platform):
+                continue
+            if r.action == "heal":
+                afters.append(r.after)
+            if r.kind == "*":  # it decides every kind the rules above did not name
+                break
+        return max(afters) if afters else None
 
     def in_hours(self, now: datetime) -> bool:
         if self.hours is None:

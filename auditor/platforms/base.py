@@ -28,12 +28,11 @@ if TYPE_CHECKING:
     from auditor.core.triage import TriageResult
     from auditor.core.watch_model import ProbeResult, WatchConfig, WatchSnapshot
     from auditor.drill.spec import TableSpec
-    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.platforms.resident import Resident
     from auditor.rebuild.request import RebuildRequest
     from auditor.scan.options import Progress, ScanOptions
     from auditor.scan.shards import ShardPlan
-    from auditor.settings import Settings
+    from auditor.settings.model import Settings
 
 
 class Watching(Protocol):
@@ -50,6 +49,8 @@ class Watching(Protocol):
     def commit(self) -> None: ...
 
     def snapshot(self) -> WatchSnapshot: ...
+
+    def listen(self, on_late: Callable[[Classified], None]) -> None: ...
 
 
 class Canary(Protocol):
@@ -195,10 +196,10 @@ class Platform(ABC):
         options: ScanOptions,
         progress: Progress | None = None,
         *,
-        registry: Registry | None = None,
         log: Callable[[str], None] | None = None,
     ) -> Report:
-        """Compare the truth with the search documents and judge every difference. Read-only."""
+        """Compare the truth with the search documents and judge every difference. Read-only.
+        A platform loads what only it needs (an entity registry, say) itself."""
 
     @abstractmethod
     def triage(

@@ -10,7 +10,7 @@ from contextlib import ExitStack, closing
 
 from auditor.backends.connect import open_search
 from auditor.core.triage import TriageResult
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 log = logging.getLogger("auditor.serve")
 

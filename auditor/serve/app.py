@@ -31,12 +31,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from auditor.errors import AuditorError, BackendUnavailable, ConfigError
 from auditor.serve import pages
 from auditor.serve.console import Console
+from auditor.serve.journal_dir import JournalFolder
 from auditor.serve.reports_dir import ReportsFolder
 
 log = logging.getLogger("auditor.serve")
 
 Problem = tuple[str, str, str | None]  # (title, message, hint) of a request that got no triage
 MAX_ASKED = 4096  # longer than any urn: refused before anything is read
+# a run's page reads its journal whole, as a stream (about 5 s for 200,000 documents): no backend
+# is asked, so the triage's deadline is not the one to keep
+JOURNAL_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -120,12 +124,16 @@ class Options:
     reports: Path | None = None
     guard: Guard = Guard()
     workers: int = 12  # worker threads: the sessions' walks, /readyz's probes, the reports' reads
+    journal: Path | None = None  # the repairs' journal folder, listed at /journal (None: not served)
+    journal_named: bool = False  # given as --journal-dir: the undo command the pages offer names it
 
 
 def build(console: Console, options: Options, watch: Any = None) -> Starlette:
     """The application; `watch` (an auditor.serve.watching.Watching) adds /watch and /metrics."""
     limiter = anyio.CapacityLimiter(options.workers)
     folder = ReportsFolder(options.reports) if options.reports else None
+    journals = JournalFolder(options.journal) if options.journal else None
+    named = options.journal if options.journal_named else None
     about = console.describe()
     ready_cache: dict[str, Any] = {}
 
@@ -262,6 +270,64 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
             ]
         )
 
+    async def journal_list(request: Request) -> Response:
+        from auditor.serve.journal_pages import listing
+
+        if journals is None:
+            return html(pages.error("no journal folder", "start the console with --journal-dir DIR", None,
+                                    None, about, console.paste_hint), "repair journal", 404)  # fmt: skip
+        runs = await in_thread(journals.runs, JOURNAL_TIMEOUT)
+        return html(listing(runs, journals.folder), "repair journal")
+
+    def page_of(request: Request) -> tuple[int, int]:
+        """(page, documents a page) asked for, within bounds."""
+        from auditor.serve.journal_dir import MAX_PAGE, PAGE
+
+        try:
+            page = max(0, int(request.query_params.get("page", "0")))
+            size = min(MAX_PAGE, max(1, int(request.query_params.get("size", str(PAGE)))))
+        except ValueError:
+            return 0, PAGE
+        return page, size
+
+    async def journal_run(request: Request) -> Response:
+        from auditor.serve.journal_pages import run_page
+
+        run, (page, size) = request.path_params["run"], page_of(request)
+        found = (
+            await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT)
+            if journals is not None
+            else None
+        )
+        if found is None:
+            why = "no journaled run of that id in the journal folder"
+            return html(pages.error("no such run", why, "see /journal", None, about, console.paste_hint),
+                        "repair journal", 404)  # fmt: skip
+        return html(run_page(found, page, size, named), f"run {run[:80]}")
+
+    async def journal_api(request: Request) -> Response:
+        if journals is None:
+            return JSONResponse({"error": "no journal folder (--journal-dir DIR)"}, status_code=404)
+        runs = await in_thread(journals.runs, JOURNAL_TIMEOUT)
+        return JSONResponse([s.listed() for s in runs])
+
+    async def journal_run_api(request: Request) -> Response:
+        from dataclasses import asdict
+
+        from auditor.serve.journal_pages import undo_commands
+
+        run, (page, size) = request.path_params["run"], page_of(request)
+        found = (
+            await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT)
+            if journals is not None
+            else None
+        )
+        if found is None:
+            return JSONResponse({"error": "no such run"}, status_code=404)
+        changes = [{**asdict(c), "kind": c.kind} for c in found.changes]
+        return JSONResponse({**found.listed(), "page": page, "changes": changes,
+                             "undo": undo_commands(found.run, named)})  # fmt: skip
+
     routes = [
         Route("/", home),
         Route("/triage", triage_page),
@@ -271,6 +337,10 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
         Route("/reports", reports_list),
         Route("/reports/{name}", report_one),
         Route("/api/reports", reports_api),
+        Route("/journal", journal_list),
+        Route("/journal/{run}", journal_run),
+        Route("/api/journal", journal_api),
+        Route("/api/journal/{run}", journal_run_api),
     ]
     if watch is not None:
         routes += watch.routes(html)

@@ -26,7 +26,7 @@ from auditor.core.triage import TriageResult
 from auditor.errors import AuditorError, BackendUnavailable
 from auditor.platforms.base import Capability
 from auditor.platforms.resident import Resident
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 log = logging.getLogger("auditor.serve")
 

@@ -50,7 +50,11 @@ def csp() -> str:
 
 
 def layout(title: str, body: list[str], *, watch: bool = False) -> str:
-    links = ['<a href="/">triage</a>', '<a href="/reports">scan reports</a>']
+    links = [
+        '<a href="/">triage</a>',
+        '<a href="/reports">scan reports</a>',
+        '<a href="/journal">repair journal</a>',
+    ]
     if watch:
         links.append('<a href="/watch">freshness watch</a>')
     links.append('<a href="/readyz">readiness</a>')

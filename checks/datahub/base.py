@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from auditor.core.model import Finding, Kind, RepairKind
-from auditor.platforms.datahub.documents.behind import LaterWrite, behind, later_writes
+from auditor.platforms.datahub.documents.behind import LaterWrite, backfilled, behind, later_writes
 from auditor.platforms.datahub.documents.compare import FieldDiff, compare_document
 from auditor.platforms.datahub.documents.entity import JoinedEntity
 from auditor.platforms.datahub.documents.expected import ExpectedDocument
@@ -81,6 +81,11 @@ class CheckContext:
         if found is None:
             found = entity.cache["later"] = later_writes(entity)
         return dict(found)
+
+    def backfilled(self, doc: dict[str, Any], written: datetime | None) -> bool:
+        """The system-metadata document is a finished upgrade step's re-emission of its row."""
+        steps = self.versions.upgrade_steps if self.versions is not None else frozenset()
+        return backfilled(doc, written, steps)
 
     def behind(self, entity: JoinedEntity) -> dict[str, list[str]]:
         """Of `later`, the aspects whose newer content the document holds and the row does not

@@ -4,7 +4,10 @@ Divergence: the (urn, aspect) doc is missing, has another `runId`, or another `l
 than the row's `systemMetadata.lastObserved`; or a doc remains for an aspect with no row. A doc
 recording a later write (a later `lastUpdated` under another `runId`) is not: either the store is
 behind (index.store-behind) or the row's content was re-emitted (DataHub's backfill steps after an
-upgrade, a RESTATE replay), which needs no repair.
+upgrade, a RESTATE replay), which needs no repair. Nor is a doc whose `runId` is a finished
+upgrade step's id and whose `lastUpdated` is no earlier than the row's version (the step
+re-emitted that version; the row's `lastObserved` may be later still: a re-ingestion that changed
+nothing emits no MCL). A `runId` that names no finished step is stale as before.
 Cause: the consumer never applied the aspect's MCL (never published, skipped, restored index).
 Consequence: `datahub delete --run-id` / rollback cannot find or wrongly finds the aspect.
 Repair: `datahub-upgrade -u RestoreIndices -a urn=URN` (a RESTATE replay).
@@ -49,6 +52,8 @@ class StaleSystemMetadata(Check):
                     problem="missing",
                     doc_id=system_metadata_id(entity.urn, aspect),
                 )
+                continue
+            if ctx.backfilled(doc, row.createdon):  # a backfill step's runId and time: no repair
                 continue
             wrong = {}
             if meta.get("runId") is not None and doc.get("runId") != meta.get("runId"):

@@ -18,9 +18,19 @@ you. It is not retried: a merge of the same reports gives the same verdict. Metr
 node_exporter's textfile collector of the worker that merged (METRICS), or push them as
 deploy/kubernetes does.
 
-The commands are plain functions of this module (plan_command, scan_command, merge_command), so tests read
-this file with `ast` and check every `auditor` invocation against the real command line,
-without Airflow installed.
+The heal (docs/heal.md), off unless the operator sets the Airflow Variable
+`auditor_heal_policy` to the path of a heal policy (`airflow variables set auditor_heal_policy
+/etc/auditor/heal.toml`): without it the `heal` task is skipped. It runs after the merge, whatever
+the merge said (a divergence is what it heals), `auditor heal` on the configuration's own state
+file (its scans' history decides what is persistent: the shards keep theirs apart). It succeeds
+on 0 (healed and verified, or nothing to heal) and on 1, 5, 9 (something left for a person, said
+by the merge's red run and the heal's metrics, as the systemd unit does); it fails, and alerts
+as any failed task, on 11 (a guard refused the heal: nothing written, a person must look), on 2,
+6 and 8, and on 3. It is not retried: a refusal stays a refusal, and the next run heals again.
+
+The commands are plain functions of this module (plan_command, scan_command, merge_command,
+heal_command), so tests read this file with `ast` and check every `auditor` invocation against
+the real command line, without Airflow installed.
 """
 
 from __future__ import annotations
@@ -36,6 +46,11 @@ METRICS = "/var/lib/node_exporter/textfile_collector/datahub_auditor.prom"
 # the shard plan (urn ranges of about equal rows): kept across runs, made again once a week. An
 # old plan is still right (its ranges cover every urn), only less even; each shard reads its range
 PLAN = "/var/lib/auditor/shards.json"
+# the heal policy's path, or "" (no heal): an Airflow Variable the operator sets (Jinja, rendered per run)
+HEAL_POLICY = "{{ var.value.get('auditor_heal_policy', '') }}"
+HEAL_REPORT = f"{REPORTS}/heal.json"
+HEAL_METRICS = "/var/lib/node_exporter/textfile_collector/datahub_auditor_heal.prom"
+SKIPPED = 99  # BashOperator's skip_on_exit_code: the task shows as skipped, not failed
 
 
 def plan_command() -> str:
@@ -61,6 +76,19 @@ def merge_command() -> str:
     return (
         f"auditor report merge {REPORTS}/shard-*.json --format json --output {REPORTS}/merged.json "
         f"--metrics-file {METRICS}"
+    )
+
+
+def heal_command() -> str:
+    """`auditor heal` under the operator's policy; skipped without one; 11 (a guard refused) fails."""
+    return (
+        f'policy="{HEAL_POLICY}"; '
+        f'if [ -z "$policy" ]; then echo "no heal policy (Variable auditor_heal_policy): not healing"; '
+        f"exit {SKIPPED}; fi; "
+        f"mkdir -p {REPORTS} && "
+        f'auditor heal --config {CONFIG} --policy "$policy" --json --output {HEAL_REPORT} '
+        f"--metrics-file {HEAL_METRICS}; "
+        "rc=$?; case $rc in 0|1|5|9) exit 0 ;; *) exit $rc ;; esac"
     )
 
 
@@ -91,8 +119,17 @@ def build_dag() -> object:
         ]
         plan = BashOperator(task_id="shard_plan", bash_command=plan_command())
         merge = BashOperator(task_id="merge", bash_command=merge_command(), retries=0)
+        heal = BashOperator(
+            task_id="heal",
+            bash_command=heal_command(),
+            skip_on_exit_code=SKIPPED,
+            trigger_rule="all_done",  # after the merge, red or green: a divergence is what it heals
+            retries=0,
+            execution_timeout=timedelta(minutes=45),
+        )
         plan >> shards  # every shard reads the same plan
         shards >> merge  # every shard succeeded (trigger_rule all_success), then the merge
+        merge >> heal  # never beside the scans (the same cluster, the same consumer)
     return dag
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, text
 from auditor.core.drill import RowChange
 from auditor.drill.bisect import BisectOptions
 from auditor.drill.run import Drill, DrillOptions
-from auditor.drill.spec import table_specs
+from auditor.drill.tables import table_specs
 from auditor.settings import load_settings
 from sandbox.openmetadata import indices
 from sandbox.openmetadata.databases import scratch_database

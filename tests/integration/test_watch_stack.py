@@ -432,3 +432,113 @@ def test_the_watch_reads_what_search_sees_not_the_translog(engine: str) -> None:
         assert searchable_docs(search, f"{index}_absent", ["a"]) == {}
     finally:
         raw.delete_index(index)
+
+
+HEAL_POLICY = """\
+[heal]
+enabled = true
+
+[guards]
+require_release = false  # this module's world writes no deployment rows: judged by the newest rules
+
+[[rule]]
+kind = "*"
+action = "heal"
+after_scans = 2          # the watch's sighting and the re-check's scan
+after = "2s"
+"""
+
+
+def test_the_watch_heals_a_lost_index_write_it_saw_late_and_never_a_slow_one(
+    world: World, tmp_path: Path
+) -> None:
+    """`auditor watch --heal-policy`'s queue: both writes are late (the consumer paused past the
+    SLO, so both are in flight when they turn late); the re-check's scan, after the policy's
+    persistence time, proves the one whose index write was lost diverged and the heal repairs it
+    (journaled); the slow one has converged by then and is never healed."""
+    from auditor.backends.journal import find, read
+    from auditor.heal.loop import HealOutcome, heal_once
+    from auditor.heal.policy import parse_policy
+    from auditor.heal.queue import HealQueue
+    from sandbox.naming import entity_doc_id, entity_index
+
+    lost, slow = world.write(2)
+    assert world.consumer.drain(60)
+    settings = world.settings(state_file=str(tmp_path / "state.sqlite"))
+    heals: list[HealOutcome] = []
+
+    def heal(*args: Any, **kw: Any) -> HealOutcome:
+        heals.append(heal_once(*args, **kw))
+        return heals[-1]
+
+    options = ScanOptions(grace=300.0, settle=0.5, sample_window=1.0)
+    lines: list[str] = []  # what the CLI prints on stderr, one line per heal
+    queue = HealQueue(settings, parse_policy(HEAL_POLICY), every=1.0, options=options, state_dir=tmp_path,
+                      wait_seconds=60, heal=heal, log=lines.append)  # fmt: skip
+    with open_watch(settings, config(world, slo_seconds=1.0), world.group()) as w:
+        w.listen(queue.hand)
+        queue.run(tick=0.2)
+        running = Running(w)
+        running.wait_assigned()
+        world.consumer.skip_index_write({lost})  # consumed and committed, its document not written
+        world.consumer.pause()  # both wait past the SLO: late, in flight, handed to the queue
+        for urn, said in ((lost, "lost"), (slow, "slow")):
+            world.writer.write(urn, "tagProperties", {"name": urn.rsplit("-", 1)[1], "description": said})
+        running.until(lambda s: queue.summary()["urns"]["handed"] == 2, 30)
+        world.consumer.resume()
+        urns = lambda: queue.summary()["urns"]  # noqa: E731
+        deadline = time.monotonic() + 60
+        while urns()["healed"] + urns()["converged"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        snap = running.stop()
+    queue.stop(30)
+    said = queue.summary()
+    assert said["urns"]["handed"] == 2 and said["urns"]["healed"] == 1, (said, lines)
+    assert said["urns"]["converged"] == 1 and said["queued"] == 0, (said, lines)
+    assert not any(said["refused"].values()), (said, lines)
+    assert {f.finding.urn for f in snap.findings} == {lost, slow}  # what the watch saw late
+    healed = [h for h in heals if h.healed_urns]
+    assert [h.healed_urns for h in healed] == [[lost]], [(h.healed_urns, h.left, h.undecided) for h in heals]
+    assert not any(slow in h.healed_urns for h in heals)  # 0 false heals
+    (run,) = healed
+    index = entity_index("tag", world.prefix)
+    journal = find(tmp_path / "journal", run.journal or "")
+    assert run.verified and journal is not None, run.repair
+    imaged = {(d["i"], d["id"]) for e in read(journal).entries if e.get("t") == "before" for d in e["docs"]}
+    assert (index, entity_doc_id(lost)) in imaged  # the document as it was, before the heal wrote it
+    world.search.refresh(index)
+    assert (world.search.get(index, entity_doc_id(lost)) or {}).get("description") == "lost"  # healed
+
+
+def test_the_watchs_heal_is_refused_by_the_consumer_guard_while_the_consumer_is_stalled(
+    world: World, tmp_path: Path
+) -> None:
+    """A write late because the consumer stalled: the re-check's heal is refused by the consumer
+    guard (counted in the watch's metrics), nothing is written, and the entity stays queued for
+    the next heal rather than being dropped."""
+    from auditor.heal.policy import parse_policy
+    from auditor.heal.queue import HealQueue
+    from auditor.reports.watch_metrics import render
+
+    (urn,) = world.write(1)
+    assert world.consumer.drain(60)
+    settings = world.settings(state_file=str(tmp_path / "state.sqlite"))
+    options = ScanOptions(grace=300.0, settle=0.5, sample_window=2.0)
+    policy = parse_policy(HEAL_POLICY.replace('after = "2s"', 'after = "0s"'))
+    queue = HealQueue(settings, policy, every=1.0, options=options, state_dir=tmp_path, wait_seconds=30)
+    with open_watch(settings, config(world, slo_seconds=1.0), world.group()) as w:
+        w.listen(queue.hand)
+        queue.run(tick=0.2)
+        running = Running(w)
+        running.wait_assigned()
+        world.consumer.stall()
+        world.writer.write(urn, "tagProperties", {"name": "stalled", "description": "while stalled"})
+        snap = running.until(lambda s: queue.summary()["refused"]["consumer"] >= 1, 45)
+        snap = running.stop()
+    queue.stop(30)
+    said = queue.summary()
+    assert said["refused"]["consumer"] >= 1 and said["urns"]["healed"] == 0, said
+    assert said["urns"]["handed"] == 1 and said["queued"] == 1, said  # kept for the next heal
+    assert not (tmp_path / "journal").exists()  # nothing written, nothing journaled
+    snap.heal = said
+    assert 'auditor_watch_heal_refused_total{guard="consumer"}' in render(snap)

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from auditor import platforms
 from auditor.drill.run import drill_platform
-from auditor.drill.spec import Column, TableSpec, platform_tables, table_specs
+from auditor.drill.spec import Column, TableSpec
+from auditor.drill.tables import platform_tables, table_specs
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.platform import DataHub
 from auditor.settings import load_settings

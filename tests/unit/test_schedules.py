@@ -209,6 +209,7 @@ def all_invocations() -> list[tuple[str, list[str]]]:
     for i in range(ns["SHARDS"]):
         found += [(f"{DAG.name} shard {i}", argv) for argv in shell_invocations(ns["scan_command"](i))]
     found += [(f"{DAG.name} merge", argv) for argv in shell_invocations(ns["merge_command"]())]
+    found += [(f"{DAG.name} heal", argv) for argv in shell_invocations(ns["heal_command"]())]
     found += [(SERVICE.name, argv) for argv in exec_start(systemd_units(SERVICE))]
     entrypoint, cmd = containerfile_exec("ENTRYPOINT"), containerfile_exec("CMD")
     found.append((CONTAINERFILE.name, [*entrypoint, *cmd]))
@@ -223,7 +224,7 @@ def test_every_auditor_invocation_is_a_real_command_line() -> None:
     # each file calls what it is for (nothing was silently missed by the extraction)
     assert commands[CRONJOB.name] == {"scan"}
     assert commands[SHARDED.name] == {"scan", "merge"}
-    assert commands[DAG.name] == {"scan", "merge"}
+    assert commands[DAG.name] == {"scan", "merge", "heal"}
     assert commands[SERVICE.name] == {"scan"}
     assert CONTAINERFILE.name in commands
 
@@ -479,3 +480,44 @@ def test_the_heal_units_run_a_real_heal_hardened_as_the_scan_and_fail_on_a_refus
         assert h.get(key) == s.get(key), key
     t = {k: v[-1] for k, v in systemd_units(timer)["Timer"].items()}
     assert t["Unit"] == "auditor-heal.service" and t["Persistent"] == "true"
+
+
+@pytest.mark.parametrize("rc", [0, 1, 5, 9, 11, 2, 3, 6, 8])
+def test_the_dag_s_heal_task_fails_on_a_refusal_and_is_off_without_a_policy(rc: int, tmp_path: Path) -> None:
+    """The heal task's own shell, run by bash with a stand-in `auditor` that exits `rc`: 11 (a
+    guard refused) fails the task (Airflow alerts), 0 succeeds; without the Variable it is skipped
+    (BashOperator's skip code) and nothing runs."""
+    ns = dag_namespace()
+    stub = tmp_path / "bin" / SCRIPT
+    stub.parent.mkdir()
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/called\nexit {rc}\n')
+    stub.chmod(0o755)
+    reports = tmp_path / "reports"
+
+    def run(policy: str) -> tuple[int, str]:
+        script = ns["heal_command"]().replace(ns["HEAL_POLICY"], policy).replace("{{ts_nodash}}", "")
+        script = script.replace(ns["REPORTS"].replace("{{ts_nodash}}", ""), f"{reports}/")
+        env = {"PATH": f"{stub.parent}:/usr/bin:/bin"}
+        done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
+        called = tmp_path / "called"
+        said = called.read_text() if called.exists() else ""
+        called.unlink(missing_ok=True)
+        return done.returncode, said
+
+    code, said = run("/etc/auditor/heal.toml")
+    assert (
+        said.split()[:3] == ["heal", "--config", ns["CONFIG"]] and "--policy /etc/auditor/heal.toml" in said
+    )
+    assert code == (0 if rc in (0, 1, 5, 9) else rc)
+    assert run("") == (ns["SKIPPED"], "")  # no policy: skipped, the auditor never ran
+    # the wiring, read from the AST: after the merge whatever it said, skipped on SKIPPED, no retry
+    heal = next(
+        n
+        for n in ast.walk(ast.parse(DAG.read_text()))
+        if isinstance(n, ast.Call)
+        and any(k.arg == "task_id" and ast.literal_eval(k.value) == "heal" for k in n.keywords)
+    )
+    keywords = {k.arg: ast.unparse(k.value) for k in heal.keywords}
+    assert keywords["bash_command"] == "heal_command()" and keywords["skip_on_exit_code"] == "SKIPPED"
+    assert keywords["trigger_rule"] == "'all_done'" and keywords["retries"] == "0"
+    assert "merge >> heal" in ast.unparse(ast.parse(DAG.read_text()))

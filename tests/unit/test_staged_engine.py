@@ -48,6 +48,9 @@ class Writer:
     def delete_index(self, index: str) -> None:
         self.calls.append(("delete_index", index))
 
+    def settled(self, index: str) -> None:
+        self.calls.append(("settled", index))
+
 
 class Stage:
     live = "things"
@@ -97,6 +100,8 @@ def test_load_catch_up_verify_swap_then_catch_up_again() -> None:
     assert stage.rewrites == [["u1"]] and stage.checked
     names = [name for name, _ in writer.calls]
     assert names.index("put_settings") < names.index("swap")
+    # where the served index stands is recorded last, once caught up (its undo compares with it)
+    assert names[-2:] == ["refresh", "settled"] and writer.calls[-1] == ("settled", done.fresh)
     assert (
         "put_settings",
         ("things_new", {"number_of_replicas": "2", "refresh_interval": "5s"}),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.backends.search import SearchIndex, not_found
+from auditor.backends.search import SearchIndex
+from auditor.backends.search_retry import not_found
 from auditor.drill.side import Side
 from auditor.drill.spec import Column, ColumnKind, TableSpec
 from auditor.errors import BackendUnavailable

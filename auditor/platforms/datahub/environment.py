@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from auditor.settings import MAE_CONSUMER_GROUP
+from auditor.settings.model import MAE_CONSUMER_GROUP
 
 # setting -> DataHub's own variables for it, most specific first
 NAMES: dict[str, tuple[str, ...]] = {

@@ -6,10 +6,10 @@ import base64
 import hashlib
 
 # DataHub's change-log topics and the MAE consumer's group: the configuration's defaults (each can
-# be configured), kept where the configuration is read
-from auditor.settings import MAE_CONSUMER_GROUP as MAE_CONSUMER_GROUP
-from auditor.settings import MCL_TIMESERIES_TOPIC as MCL_TIMESERIES_TOPIC
-from auditor.settings import MCL_VERSIONED_TOPIC as MCL_VERSIONED_TOPIC
+# be configured), kept with the settings' other defaults (auditor/settings/model.py)
+from auditor.settings.model import MAE_CONSUMER_GROUP as MAE_CONSUMER_GROUP
+from auditor.settings.model import MCL_TIMESERIES_TOPIC as MCL_TIMESERIES_TOPIC
+from auditor.settings.model import MCL_VERSIONED_TOPIC as MCL_VERSIONED_TOPIC
 
 # the platform's name, as its findings carry it (`details.platform`) and `--platform` spells it
 PLATFORM = "datahub"

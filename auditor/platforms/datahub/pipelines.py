@@ -22,7 +22,7 @@ from auditor.platforms.datahub.scan.join import Progress
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions
 from auditor.platforms.datahub.target import scan_target
 from auditor.platforms.datahub.v3 import scan_with_v3
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 if TYPE_CHECKING:
     from auditor.rebuild.request import RebuildRequest

@@ -13,7 +13,7 @@ from auditor.platforms.base import Capability, Platform
 from auditor.platforms.datahub import commands
 from auditor.platforms.datahub.modes import EXECUTORS
 from auditor.platforms.datahub.sections import SECTIONS
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 if TYPE_CHECKING:  # the pipelines are imported when one runs (pipelines.py): a refused urn loads none
     from auditor.backends.search import SearchIndex

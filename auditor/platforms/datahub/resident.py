@@ -12,7 +12,7 @@ from auditor.core.triage import TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.backends.connect import open_events, open_store
 from auditor.platforms.resident import Resident
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 class DataHubResident(Resident):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from auditor.backends.search_readers import reader_processes
 from auditor.platforms.datahub.scan.run import ScanTarget
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 def scan_target(settings: Settings) -> ScanTarget:

@@ -8,7 +8,7 @@ from contextlib import closing
 
 from auditor.errors import ConfigError
 from auditor.scan.shards import ShardPlan, make_plan
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 def plan_shards(settings: Settings, n: int, entity_types: tuple[str, ...]) -> ShardPlan:

@@ -8,7 +8,7 @@ from auditor.backends.search_readers import reader_processes
 from auditor.errors import ConfigError
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 def open_om_store(settings: Settings) -> OmStore:

@@ -24,12 +24,11 @@ from auditor.platforms.openmetadata.describe import describe
 from auditor.platforms.openmetadata.modes import EXECUTORS
 from auditor.platforms.openmetadata.version import describe as describe_release
 from auditor.platforms.openmetadata.version import migration_level
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 if TYPE_CHECKING:
     from auditor.core.triage import TriageResult
     from auditor.drill.spec import TableSpec
-    from auditor.platforms.datahub.registry.registry import Registry
     from auditor.platforms.resident import Resident
     from auditor.rebuild.request import RebuildRequest
     from auditor.scan.options import Progress, ScanOptions
@@ -79,7 +78,6 @@ class OpenMetadata(Platform):
         options: ScanOptions,
         progress: Progress | None = None,
         *,
-        registry: Registry | None = None,
         log: Callable[[str], None] | None = None,
     ) -> Report:
         return om_scan(self, settings, selection, options, progress)

@@ -12,7 +12,7 @@ from auditor.platforms.openmetadata.connect import om_state, open_om_search, ope
 from auditor.platforms.openmetadata.naming import ENTITIES, entities
 from auditor.platforms.openmetadata.pasted import om_pasted, unwrap
 from auditor.platforms.resident import Resident
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 class OpenMetadataResident(Resident):

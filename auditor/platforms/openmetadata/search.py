@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from auditor.backends.search import SearchIndex, not_found
+from auditor.backends.search import SearchIndex
+from auditor.backends.search_retry import not_found
 from auditor.errors import BackendUnavailable
 from auditor.platforms.openmetadata.fields import DOC_SOURCE, Key
 from auditor.platforms.openmetadata.naming import OmEntity

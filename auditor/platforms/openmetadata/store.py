@@ -32,7 +32,7 @@ from auditor.platforms.openmetadata.naming import ENTITIES, RETRY_QUEUE_TABLE, O
 from auditor.platforms.openmetadata.records import OmRow
 from auditor.platforms.openmetadata.reindex_rows import FAILURE_TABLE, JOB_TABLE, PARTITION_TABLE
 from auditor.platforms.openmetadata.relations import LINKS, service_link
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from auditor.errors import AccessRefused, BackendUnavailable
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 PROBE_ACTOR = "urn:li:corpuser:__auditor_probe"
 

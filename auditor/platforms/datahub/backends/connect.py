@@ -9,7 +9,7 @@ from auditor.backends.registry import registry_of
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.events import EventLog
 from auditor.platforms.datahub.backends.store import MetadataStore
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 def open_store(settings: Settings) -> MetadataStore:

@@ -34,7 +34,7 @@ from auditor.backends.registry import Registry
 from auditor.core.records import CommitRun, MclHit, OffsetSample
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.mcl_decoding import HitDecoding
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 # a registration whose heartbeat is older than this is a consumer gone (DataHub heartbeats every
 # poll cycle, a second or so apart; a handler busy with a large batch can take longer)

@@ -6,7 +6,7 @@ from auditor.backends.registry import registry_of
 from auditor.errors import AccessRefused, BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.pgqueue import PgQueueEvents
 from auditor.platforms.datahub.backends.pgqueue_producer import PgQueueProducer
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 WEAKER = "verdicts rest on time and history only (weaker)"
 

@@ -24,7 +24,7 @@ from auditor.core.records import AspectRow, EntityRows, as_utc
 from auditor.errors import BackendUnavailable, ConfigError
 from auditor.platforms.datahub.backends.store_repair import IN_LIST, PAGE_URNS, RepairReads, row_fingerprint  # noqa: F401
 from auditor.platforms.datahub.backends.store_sql import first_line as _first_line
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

@@ -112,7 +112,7 @@ def _top_level(b: _Planning) -> None:
             "INDEX_PREFIX" if prefix else "INDEX_PREFIX unset: DataHub's default (none)",
         )
     )
-    from auditor.settings import Settings
+    from auditor.settings.model import Settings
 
     for key in ("grace_seconds", "sample_window_seconds", "index_visibility_seconds"):
         default = Settings.model_fields[key].default

@@ -91,6 +91,19 @@ def later_write(aspect: str, row_meta: Mapping[str, Any], doc: Mapping[str, Any]
     return LaterWrite(aspect, _text(run), _text(own), updated, observed)
 
 
+def backfilled(doc: Mapping[str, Any], written: datetime | None, steps: frozenset[str]) -> bool:
+    """Whether the system-metadata document `doc` is a finished upgrade step's re-emission of its
+    row: its `runId` is the id of a step the deployment recorded as finished (`steps`) and its
+    `lastUpdated` (the step's run) is no earlier than the row's version was `written`, so the step
+    re-emitted that very version. Such a document keeps the step's `runId` and time while the row
+    keeps the ingestion's, whichever `lastObserved` is later (a later re-ingestion that changed
+    nothing moves the row's and emits no MCL): nothing to repair."""
+    run, updated = doc.get("runId"), _ms(doc.get("lastUpdated"))
+    if not isinstance(run, str) or run not in steps or updated is None or written is None:
+        return False
+    return updated >= int(written.timestamp() * 1000)
+
+
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
 

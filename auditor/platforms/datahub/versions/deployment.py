@@ -10,10 +10,10 @@ from typing import Any
 from auditor.errors import AuditorError, BackendUnavailable
 from auditor.platforms.datahub.naming import ENTITY_INDEX_SUFFIX, prefixed
 from auditor.platforms.datahub.registry.registry import Registry
-from auditor.platforms.datahub.versions.detect import Choice, choose, from_gms
+from auditor.platforms.datahub.versions.detect import Choice, choose, finished_steps, from_gms
 from auditor.platforms.datahub.versions.rules import catalog
 from auditor.platforms.datahub.versions.view import IndexRules
-from auditor.settings import redact_url
+from auditor.redact import redact_url
 
 
 def index_rules(
@@ -65,5 +65,6 @@ def index_rules(
             return {}
 
     mappings: dict[str, frozenset[str] | None] = dict(read(pattern))
-    rules = IndexRules(registry, choice.rules, known, mappings, read_mapping=read, since=since)
+    rules = IndexRules(registry, choice.rules, known, mappings, read_mapping=read, since=since,
+                       upgrade_steps=finished_steps(rows))  # fmt: skip
     return rules, choice

@@ -56,6 +56,15 @@ def _state(metadata: str) -> str:
     return str(state or "SUCCEEDED")
 
 
+def finished_steps(rows: Sequence[tuple[str, str, datetime | None]]) -> frozenset[str]:
+    """The ids of the upgrade steps DataHub recorded as finished (`urn:li:dataHubUpgrade:<id>`
+    with a SUCCEEDED `dataHubUpgradeResult`): a backfill step's id is the `runId` of the MCLs it
+    re-emitted."""
+    return frozenset(
+        urn[len(UPGRADE_PREFIX) :] for urn, metadata, _ in rows if _state(metadata) == "SUCCEEDED"
+    )
+
+
 def from_upgrades(rows: Sequence[tuple[str, str, datetime | None]]) -> Found | None:
     """The release DataHub's upgrade jobs recorded in the aspect table (None: none recorded)."""
     versioned: list[tuple[Release, str, datetime | None]] = []

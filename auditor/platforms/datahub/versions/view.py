@@ -39,6 +39,8 @@ class IndexRules:
     read_mapping: Callable[[str], Mapping[str, frozenset[str]]] | None = None
     # when the judged release started writing (its first upgrade row); None: unknown
     since: datetime | None = None
+    # the ids of the upgrade steps the deployment finished (a backfill's runId: documents/behind.py)
+    upgrade_steps: frozenset[str] = frozenset()
     # (entity type, field) -> documents holding a field the judged release does not write
     newer_fields: Counter[tuple[str, str]] = field(default_factory=Counter)
     _withheld: dict[tuple[str, str | None], tuple[frozenset[str], frozenset[str]]] = field(

@@ -17,7 +17,7 @@ from auditor.platforms.datahub.backends.producer import MclProducer
 from auditor.platforms.datahub.registry.loader import load_cached
 from auditor.platforms.datahub.watch.probe import CANARY_KEY, CANARY_URN, probe
 from auditor.rebuild.datahub.mcl import RestateBuilder
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 class CanaryWriter:

@@ -86,6 +86,11 @@ class Watch:
         self.rate = 0.0  # events consumed a second over the last check interval
         self._rate_from = (time.monotonic(), 0)
         self._caught_up = 0  # checks in a row with little waiting: the sample widens again after 3
+        self._listeners: list[Callable[[Classified], None]] = []
+
+    def listen(self, on_late: Callable[[Classified], None]) -> None:
+        """Call `on_late` with each finding as an event turns late (the heal queue's hand)."""
+        self._listeners.append(on_late)
 
     # -- reading ---------------------------------------------------------------------------
     def _resume_of(self, where: tuple[str, int]) -> Resume | None:
@@ -205,6 +210,8 @@ class Watch:
             self.config.index_prefix,
         )
         self.findings.append(found)
+        for on_late in self._listeners:
+            on_late(found)
         key = (found.verdict.value, found.subkind)
         self.counters.findings[key] = self.counters.findings.get(key, 0) + 1
 

@@ -16,7 +16,7 @@ from auditor.platforms.datahub.backends.events import EventLog
 from auditor.platforms.datahub.backends.mcl_tail import MclTail, refuse_mae_group
 from auditor.platforms.datahub.registry.loader import load_cached
 from auditor.platforms.datahub.watch.run import Watch
-from auditor.settings import Settings
+from auditor.settings.model import Settings
 
 
 @contextmanager

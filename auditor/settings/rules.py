@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from auditor import platforms
 from auditor.errors import ConfigError
+from auditor.settings.names import STANDARD_NAMES
 
 if TYPE_CHECKING:
-    from auditor.settings import Settings
+    from auditor.settings.model import Settings
 
 
 def given_by_user(settings: Settings, name: str) -> str | None:
@@ -27,8 +29,6 @@ def given_by_user(settings: Settings, name: str) -> str | None:
         return None
     if source == "the command line" or source.startswith("AUDITOR_") or ": " in source:
         return source
-    from auditor.settings import STANDARD_NAMES
-
     if source in STANDARD_NAMES.get(name, ()):
         return source  # AWS_REGION and the like: the user's own environment
     return None
@@ -108,8 +108,6 @@ def refuse_idle_combinations(settings: Settings) -> None:
 def refuse_foreign(settings: Settings, platform: str, title: str) -> None:
     """A usage error for a setting the user gave that belongs to another platform than this one
     (each platform's environment module lists its own in `SETTINGS`)."""
-    from auditor import platforms
-
     owners = platforms.setting_owners()
     for name in sorted(settings.model_fields_set):
         owner = owners.get(name)
