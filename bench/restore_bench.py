@@ -36,7 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from sandbox.endpoints import Endpoints  # noqa: E402
 
-PREFIX, EMPTY, TABLE = "bench", "benchrestored", "metadata_aspect_v2_bench"
+# another catalog beside the default one, as bench/scan_bench.py seeds it: BENCH_PREFIX, BENCH_TABLE
+PREFIX = os.environ.get("BENCH_PREFIX") or "bench"
+EMPTY = f"{PREFIX}restored"
+TABLE = os.environ.get("BENCH_TABLE") or "metadata_aspect_v2_bench"
 
 
 def empty_copies(search: str) -> list[str]:
