@@ -84,10 +84,10 @@ def render(report: Report, limit: int = 50) -> str:
                 f"{md_text(written_span(old))} | {old.get('documents', 0)} | "
                 f"{md_code(str(example)) if example else ''} | {md_code(str(old.get('repair')))} |"
             )
-    if restored := restore_lines(report):
+    if behind := restore_lines(report):
         lines += ["", "## Behind a restore (one line per index)", ""]
-        for line in restored:
-            lines.append(f"- {md_text(restore_text(line))}: {md_code(str(line.get('repair')))}")
+        for index in behind:
+            lines.append(f"- {md_text(restore_text(index))}: {md_code(str(index.get('repair')))}")
     findings = sorted_findings(report.findings)
     if findings:
         lines += ["", "## Findings", ""]

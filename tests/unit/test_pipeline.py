@@ -448,3 +448,23 @@ def test_after_a_restore_the_window_is_the_restores_section_not_the_worst_kept()
     ]
     evidence = window(report, T0 + timedelta(hours=1), None)
     assert evidence.since == since and evidence.behind == {"datasetindex_v2": 25_000}
+
+
+def test_an_index_behind_a_restore_is_said_once_in_every_report_escaped() -> None:
+    report = Report(started_at=T0)
+    report.sections["restores"] = [
+        {
+            "index": "evil|`index",
+            "entity_type": "dataset",
+            "since": T0.isoformat(),
+            "behind": 1_200_000,
+            "changed_since": 1_200_010,
+            "repair": "auditor rebuild after-restore --apply",
+            "reindex": "",
+        }  # fmt: skip
+    ]
+    md = RENDERERS["markdown"](report)
+    assert md.count("holds the state of before") == 1 and "1,200,000 of the 1,200,010 entities" in md
+    assert "evil|`index" not in md  # the data escaped (a table or code span cannot be broken)
+    data = json.loads(RENDERERS["json"](report))
+    assert data["restores"][0]["behind"] == 1_200_000 and data["restores"][0]["index"] == "evil|`index"
