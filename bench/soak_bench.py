@@ -53,12 +53,14 @@ def main() -> int:
     parser.add_argument("--fault-every", type=float, default=d.fault_every, help="mean, [%(default)s] s")
     parser.add_argument("--pause-seconds", type=float, default=d.pause_seconds, help="[%(default)s]")
     parser.add_argument("--restore-size", type=int, default=d.restore_size, help="[%(default)s] documents")
+    parser.add_argument("--after-scans", type=int, default=d.after_scans, help="the policy's [%(default)s]")
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--json-out", type=Path, help="the whole result (every fault and heal) as JSON")
     args = parser.parse_args()
     config = SoakConfig(seconds=args.seconds, rate=args.rate, heal_every=args.heal_every,
                         fault_every=args.fault_every, pause_seconds=args.pause_seconds,
-                        restore_size=args.restore_size, seed=args.seed)  # fmt: skip
+                        restore_size=args.restore_size, after_scans=args.after_scans,
+                        seed=args.seed)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         world = World(args.store, args.search, Path(tmp), n=args.n, release="1.7.0", own_database=True)
         try:

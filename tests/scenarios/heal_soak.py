@@ -64,7 +64,7 @@ max_count = 100
 [[rule]]
 kind = "*"
 action = "heal"
-after_scans = 2        # seen by two scans: a write in flight is not
+after_scans = {after_scans}        # seen by this many scans (2: a write in flight is not)
 after = "{after}"
 """
 
@@ -207,7 +207,8 @@ class SoakConfig:
     fault_every: float = 15.0  # the mean time between two faults
     pause_seconds: float = 8.0  # a consumer pause's length
     restore_size: int = 3  # documents put back by a partial restore
-    after: str = "0s"  # the policy's persistence by time (besides two scans)
+    after_scans: int = 2  # the policy's persistence: seen by this many scans
+    after: str = "0s"  # and by time
     quiet_timeout: float = 120.0  # after the faults: how long the heal may take to heal them all
     seed: int = 54
     settle: float = 2.0
@@ -223,7 +224,9 @@ class Soak:
         targets = sorted(e.urn for t in LOAD_TYPES for e in world.of_type(t))
         self.rng.shuffle(targets)
         self.pool = targets[: len(targets) * 2 // 5]  # the faults' entities; the rest are written live
-        self.policy: Policy = parse_policy(POLICY.format(after=config.after), "soak policy")
+        self.policy: Policy = parse_policy(
+            POLICY.format(after_scans=config.after_scans, after=config.after), "soak policy"
+        )
         self.faults: list[Fault] = []
         self.heals: list[Heal] = []
         self._skip: set[tuple[str, str]] = set()  # one-shot lost index writes (urn, aspect)
@@ -411,8 +414,8 @@ def compare_with_truth(world: World) -> tuple[int, list[str]]:
     projection) makes of the rows as they are now, every aspect's latest version applied once as
     a RestoreIndices would, into memory (a search server's partial-update merge; creating a
     reference index per entity type took half a minute on a loaded machine). Every index is
-    compared (entities, system metadata, edges), document by document, as JSON. Returns
-    (documents in the truth, differences)."""
+    compared (entities, system metadata, edges), document by document, as JSON (`_kept` says
+    what is left out). Returns (documents in the truth, differences)."""
     memory = _MemoryStore()
     updater = IndexUpdater(memory, world.prefix)  # type: ignore[arg-type]  # the calls it makes
     updater.release = world.consumer.updater.release
@@ -478,11 +481,14 @@ EDGE_HISTORY = ("createdOn", "createdActor", "updatedOn", "updatedActor")
 
 
 def _kept(prefix: str, index: str, docs: Any) -> dict[tuple[str, str], str]:
-    """(index, id) -> the document as sorted JSON, an edge without its history."""
+    """(index, id) -> the document as sorted JSON, an edge without its history, and a field that
+    is null left out: the platform writes an empty string as null where a heal's reindex leaves
+    the field out (measured: a dashboard's empty description), the same to every search."""
     edges = index == graph_index(prefix)
     return {
         (index[len(prefix) :], doc_id): json.dumps(
-            {k: v for k, v in doc.items() if not (edges and k in EDGE_HISTORY)}, sort_keys=True
+            {k: v for k, v in doc.items() if v is not None and not (edges and k in EDGE_HISTORY)},
+            sort_keys=True,
         )
         for doc_id, doc in docs
     }
