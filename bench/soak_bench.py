@@ -80,7 +80,12 @@ def main() -> int:
         args.json_out.write_text(json.dumps(whole, indent=1), encoding="utf-8")
     print(json.dumps({"store": args.store, "search": args.search, "n": args.n, **asdict(config), **summary,
                       "load": [round(x, 1) for x in load]}))  # fmt: skip
-    ok = not summary["false_heals"] and not summary["pages_without_cause"] and not summary["unhealed"]
+    ok = not (
+        summary["false_heals"]
+        or summary["pages_without_cause"]
+        or summary["unhealed"]
+        or summary["heal_errors"]
+    )
     return 0 if ok and summary["truth_equal"] and summary["final_exit_code"] == 0 else 1
 
 

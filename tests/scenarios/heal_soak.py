@@ -125,6 +125,7 @@ class SoakResult:
     truth_docs: int = 0
     truth_differences: list[str] = field(default_factory=list)
     quiet_seconds: float = 0.0
+    heal_errors: list[str] = field(default_factory=list)
 
     @property
     def false_heals(self) -> list[str]:
@@ -163,6 +164,7 @@ class SoakResult:
             "writes": self.writes,
             "write_errors": self.write_errors,
             "heals": len(self.heals),
+            "heal_errors": self.heal_errors,
             "faults": by_kind,
             "heal_seconds_median": round(statistics.median(times), 1) if times else None,
             "heal_seconds_max": max(times) if times else None,
@@ -185,7 +187,8 @@ class SoakResult:
             lines.append(f"{kind:<18}{n['injected']:>9}{n['found']:>7}{n['healed']:>7}")
         lines += [
             f"time to heal: median {s['heal_seconds_median']} s, max {s['heal_seconds_max']} s",
-            f"heals run: {s['heals']}; live writes: {s['writes']} ({s['write_errors']} errors)",
+            f"heals run: {s['heals']} ({len(self.heal_errors)} raised); live writes: {s['writes']} "
+            f"({s['write_errors']} errors)",
             f"false heals: {len(s['false_heals'])} {s['false_heals'][:5]}",
             f"pages: {sum(s['pages'].values())} {s['pages']}; without a cause: {s['pages_without_cause']}",
             f"final scan: exit {s['final_exit_code']}, {len(s['final_diverged'])} diverged",
@@ -229,6 +232,7 @@ class Soak:
         )
         self.faults: list[Fault] = []
         self.heals: list[Heal] = []
+        self.errors: list[str] = []  # heals that raised
         self._skip: set[tuple[str, str]] = set()  # one-shot lost index writes (urn, aspect)
         self._lock = threading.Lock()
         self._stop_chaos = threading.Event()
@@ -261,6 +265,7 @@ class Soak:
         self._stop_heal.set()
         healer.join(300)
         result = SoakResult(self.now(), self.faults, self.heals, load.stats.writes, load.stats.errors)
+        result.heal_errors = self.errors
         result.quiet_seconds = self.now() - quiet_from
         final = self.world.scan()
         result.final_exit_code = int(final.exit_code)
@@ -293,8 +298,14 @@ class Soak:
         settings = self.world.settings()
         while not self._stop_heal.is_set():
             started = self.now()
-            outcome = heal_once(settings, self.policy, options=options, state_dir=self.tmp, wait_seconds=60)
-            self._record(outcome, started, self.now())
+            try:
+                outcome = heal_once(
+                    settings, self.policy, options=options, state_dir=self.tmp, wait_seconds=60
+                )
+            except Exception as exc:  # counted and reported: a scheduler would run the next one
+                self.errors.append(f"{started:.1f}s: {type(exc).__name__}: {exc}")
+            else:
+                self._record(outcome, started, self.now())
             self._stop_heal.wait(max(0.0, c.heal_every - (self.now() - started)))
 
     def _record(self, outcome: HealOutcome, started: float, finished: float) -> None:

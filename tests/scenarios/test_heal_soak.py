@@ -32,7 +32,7 @@ def test_a_short_soak_heals_every_fault_and_nothing_else(tmp_path: Path) -> None
         )
     )
     assert {f.kind for f in result.faults} == set(KINDS), said  # every kind injected
-    assert result.writes > 0 and result.write_errors == 0, said
+    assert result.writes > 0 and result.write_errors == 0 and said["heal_errors"] == [], said
     assert said["false_heals"] == [], said
     assert said["pages_without_cause"] == 0, [h.to_json() for h in result.pages]
     assert said["unhealed"] == [], [h.to_json() for h in result.heals]
