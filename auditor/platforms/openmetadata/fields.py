@@ -322,32 +322,11 @@ def _not_tier(fqn: str) -> bool:
     return fqn.split(".")[0].lower() != "tier"
 
 
-def split_tags(
-    own: Iterable[Any], children: Iterable[Any]
-) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
-    """The row's `classificationTags` and `glossaryTags` as (must hold, may hold): the entity's own
-    labels of each source, and those plus its children's; Tier.* left out."""
-    mine: tuple[set[str], set[str]] | None = None
-    theirs: tuple[set[str], set[str]] | None = None
-    for labels, of_children in ((own, False), (children, True)):
-        for label in labels:  # each label's source looked at once
-            at = _source_index(label)
-            if at is None:
-                continue
-            fqn = label.get("tagFQN")  # a label with a source is a mapping
-            if isinstance(fqn, str) and fqn and _not_tier(fqn):
-                if of_children:
-                    theirs = theirs or (set(), set())
-                    theirs[at].add(fqn)
-                else:
-                    mine = mine or (set(), set())
-                    mine[at].add(fqn)
-    return _split_of(mine, theirs)
-
-
 def _split_of(
     mine: tuple[set[str], set[str]] | None, theirs: tuple[set[str], set[str]] | None
 ) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """The row's `classificationTags` and `glossaryTags` as (must hold, may hold): the entity's own
+    labels of each source, and those plus its children's (`_Labels`: Tier.* left out)."""
     if mine is None and theirs is None:
         return _NO_SPLIT_TAGS  # most rows: nothing to build
     held = mine or (set(), set())
@@ -357,7 +336,7 @@ def _split_of(
 
 class _Labels:
     """A row's tag labels walked once: every FQN (`tags`) and the split ones by source, its own
-    (`mine`) and its children's (`theirs`), as `tag_set` and `split_tags` would find them."""
+    (`mine`) and its children's (`theirs`), each label looked at once."""
 
     __slots__ = ("tags", "mine", "theirs")
 
