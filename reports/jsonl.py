@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -112,18 +113,23 @@ def load(path: Path, keep: int = KEEP) -> Report:
         return from_dict(json.loads(path.read_text(encoding="utf-8")))
     report = from_dict({**header, "findings": []})
     tally = Tally(report.entities)
-    every = findings(path, header, tally)
-    report.findings = heapq.nsmallest(keep, every, key=_order) if keep > 0 else []
+    every = _ordered(path, tally)
+    kept = heapq.nsmallest(keep, every, key=itemgetter(0)) if keep > 0 else []
     for _ in every:  # a report keeping none still counts its indices behind
         pass
+    report.findings = [read_finding(json.loads(line), None) for _, line in kept]  # only these decoded
     report.findings_dropped = max(0, int(header.get("findings_total") or 0) - len(report.findings))
     report.warnings = [*report.warnings, *behind_notes(tally.behind())]
     return report
 
 
-def _order(c: Classified) -> tuple[int, str, str]:
-    """The report's order, as the scan keeps its worst (auditor/scan/finish.py's `rank`)."""
-    return (c.verdict.rank, c.finding.entity_type, c.finding.urn)
+def _ordered(path: Path, tally: Tally) -> Iterator[tuple[tuple[int, str, str], str]]:
+    """Each finding line with its place in the report's order, as the scan keeps its worst
+    (auditor/scan/finish.py's `rank`: verdict, entity type, urn), counted by `tally`."""
+    for line in _rows(path):
+        row = _fields(line)
+        tally.add(row)
+        yield (Verdict(row["verdict"]).rank, row["entity_type"] or "", row["urn"] or ""), line
 
 
 def findings(path: Path, header: dict[str, Any], tally: Tally | None = None) -> Iterator[Classified]:
@@ -202,7 +208,7 @@ def _rows(path: Path) -> Iterator[str]:
         yield from (line for line in lines if line.strip())
 
 
-HEAD = ("kind", "verdict", "entity_type", "index", "changed_at")  # in the writer's order
+HEAD = ("kind", "verdict", "urn", "entity_type", "index", "changed_at")  # in the writer's order
 
 
 def _fields(line: str) -> dict[str, Any]:
@@ -223,7 +229,7 @@ def _fields(line: str) -> dict[str, Any]:
             out[name] = None
             continue
         end = line.find('"', at + 1)
-        if line[at] != '"' or end < 0 or line[end - 1] == "\\":
+        if line[at] != '"' or end < 0 or "\\" in line[at:end]:  # an escape: read by the decoder
             return _decoded(line)
         out[name] = line[at + 1 : end]
     details = line.find(',"details":{', at)
