@@ -246,7 +246,9 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             if err.is_terminal
             else None,
         )
-        if opts.get("workers"):
+        if opts.get("workers"):  # the shards' merged outcome has no notes: said here, once
+            for note in _behind(findings):
+                err.print(note, markup=False, highlight=False)
             return _in_shards(settings, request, opts)
         outcome = rebuild(settings, request)
         outcome.notes[:0] = _behind(findings)  # once per index, before the repair's own
