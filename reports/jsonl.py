@@ -132,13 +132,10 @@ def _ordered(path: Path, tally: Tally) -> Iterator[tuple[tuple[int, str, str], s
         yield (Verdict(row["verdict"]).rank, row["entity_type"] or "", row["urn"] or ""), line
 
 
-def findings(path: Path, header: dict[str, Any], tally: Tally | None = None) -> Iterator[Classified]:
-    """The file's findings, one at a time (written since schema version 2: each names its
-    platform); each counted by `tally` as it passes."""
+def findings(path: Path, header: dict[str, Any]) -> Iterator[Classified]:
+    """The file's findings, one at a time (written since schema version 2: each names its platform)."""
     from_dict({**header, "findings": []})  # the header's schema version, checked
     for line in _rows(path):
-        if tally is not None:
-            tally.add(_fields(line))
         yield read_finding(json.loads(line), None)
 
 
