@@ -251,7 +251,8 @@ class ReportFindings:
     repair walks its findings a few times: the platform, the plan, the deletes it counts), never
     all held: at most `KEEP_READ` are kept between passes, and a DataHub entity type most of
     whose index is behind stands as one finding of a window over its rows (the plan's one
-    action for it), its missing documents and edges not read into findings at all.
+    action for it), its missing documents and edges and stale system-metadata docs not read into
+    findings at all.
 
     Made by `taking`, which counts the indices behind in one pass first."""
 
@@ -299,7 +300,7 @@ class ReportFindings:
         return frozenset(v.value for v in self.verdicts)
 
     def _windowed(self, row: dict[str, Any]) -> bool:
-        """A missing document or edge of a type whose window repairs it."""
+        """A diverged finding of a kind a window repairs (`WINDOWED`), of a type with a window."""
         return (
             row["entity_type"] in self.since
             and row["kind"] in WINDOWED
