@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -28,9 +27,6 @@ from auditor.cli.exits import exits
 from auditor.cli.options import CONNECTION, DEBUG, settings_of, with_options
 from auditor.errors import ConfigError
 from auditor.exit_codes import ExitCode
-
-if TYPE_CHECKING:
-    from auditor.core.model import Classified, Verdict
 
 rebuild_app = typer.Typer(
     help="Repair what a scan found: replay MCLs through DataHub's own consumer, or reindex "
@@ -156,11 +152,11 @@ DELETES = {
 
 
 def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]]:
-    """The report's findings, the verdicts to repair, and the report's own scope."""
+    """The report's findings, the verdicts to repair, and the report's own scope. A JSON Lines
+    report's are read from the file at each pass, never all held (`reports.jsonl.taking`)."""
     from auditor.cli.scope import report_scope
     from auditor.core.model import Verdict
-    from auditor.reports.jsonl import findings as findings_of
-    from auditor.reports.jsonl import header_of
+    from auditor.reports.jsonl import header_of, taking
     from auditor.reports.merge import from_dict
 
     if path is None:
@@ -172,7 +168,8 @@ def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]
     try:
         header = header_of(path)
         if header is not None:  # every finding as JSON Lines: read as a stream
-            return wanted(findings_of(path, header), verdicts), verdicts, report_scope(header)
+            from_dict({**header, "findings": []})  # the header's schema version, checked
+            return taking(path, header, verdicts), verdicts, report_scope(header)
         data = json.loads(path.read_text(encoding="utf-8"))
         report = from_dict(data)
     except (OSError, ValueError, KeyError) as exc:
@@ -180,20 +177,11 @@ def _findings(path: Path | None, include: str) -> tuple[Any, Any, dict[str, str]
     return report.findings, verdicts, report_scope(data)
 
 
-def wanted(findings: Iterable[Classified], verdicts: frozenset[Verdict]) -> list[Classified]:
-    """Of a stream of findings, those a repair of `verdicts` may take (a store-behind finding
-    too: `--prefer-store` takes it whatever its verdict); the others are never held. When none
-    is, the first is kept: it names the platform whose repair then finds nothing to do, as a JSON
-    report's findings do."""
-    from auditor.core.model import Kind
+def _behind(findings: Any) -> list[str]:
+    """A JSON Lines report's indices behind, one sentence each (none for another report)."""
+    from auditor.reports.jsonl import ReportFindings, behind_notes
 
-    out: list[Classified] = []
-    first = None
-    for c in findings:
-        first = first or c
-        if c.verdict in verdicts or c.finding.kind == Kind.STORE_BEHIND:
-            out.append(c)
-    return out or ([first] if first is not None else [])
+    return behind_notes(findings.behind) if isinstance(findings, ReportFindings) else []
 
 
 def _go(mode: str, opts: dict[str, Any]) -> None:
@@ -258,9 +246,12 @@ def _go(mode: str, opts: dict[str, Any]) -> None:
             if err.is_terminal
             else None,
         )
-        if opts.get("workers"):
+        if opts.get("workers"):  # the shards' merged outcome has no notes: said here, once
+            for note in _behind(findings):
+                err.print(note, markup=False, highlight=False)
             return _in_shards(settings, request, opts)
         outcome = rebuild(settings, request)
+        outcome.notes[:0] = _behind(findings)  # once per index, before the repair's own
         if _as_json(opts):
             write(opts["output"], to_json(outcome) + "\n")
         else:

@@ -23,9 +23,12 @@ from auditor.platforms.openmetadata.fields import (
     KeyFields,
     differences,
     doc_fields,
+    doc_values,
+    key_of,
     only_the_delete_flag_moved,
     parse_entity,
     row_fields,
+    row_values,
 )
 from auditor.platforms.openmetadata.fields import (
     keys_agree as keys_agree,  # the join's first comparison, beside the keys
@@ -166,7 +169,8 @@ def row_key(row: OmRow, entity_type: str | None = None) -> Key | None:
         data = parse_entity(row.json, row.id)
     except BadRow:
         return None
-    return _truth(data, row, entity_type).key()
+    values = row_values(data, row.owners, row.tags, row.domains, row.own_hash, row.links, entity_type)
+    return key_of(values)  # the same key as `_truth(...).key()`, without building the KeyFields
 
 
 def _truth(data: dict[str, Any], row: OmRow, entity_type: str | None) -> KeyFields:
@@ -184,4 +188,4 @@ def _truth(data: dict[str, Any], row: OmRow, entity_type: str | None) -> KeyFiel
 
 def doc_key(source: dict[str, Any]) -> Key | None:
     """The key of a document's compared fields (see `row_key`)."""
-    return doc_fields(source).key()
+    return key_of(doc_values(source))

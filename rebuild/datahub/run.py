@@ -143,7 +143,11 @@ def rebuild(
     described = (backends.description, target.index_prefix, target.versioned_topic)
     with guarded(request, outcome, walked, *described) as guard:
         checkpoint, path = guard.checkpoint, guard.path
-        checkpoint.track_touched = request.selection is None or bool(request.selection.urns)
+        # urns named (a report's, --urn) are verified one by one; a window or a filter by a scan
+        # of it: a report's index behind walks a million rows, and its checkpoint (saved at each
+        # batch) would carry every urn
+        named = scope.urns if request.selection is None else request.selection.urns
+        checkpoint.track_touched = bool(named)
         images = _replay_images(backends, registry, target) if request.mode == "replay" else None
         if request.mode == "replay":
             _replay(backends, registry, target, request, selections, checkpoint, path, images)

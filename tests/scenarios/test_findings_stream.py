@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_rebuild import resumed_clean, wait_for_checkpoint
 from world import World
 
 from sandbox.naming import entity_doc_id, entity_index
@@ -75,3 +77,36 @@ def test_every_finding_is_written_as_json_lines_and_repaired_from_them(
     world.refresh()
     after = scan(world)
     assert not [f for f in after["findings"] if f["verdict"] == "diverged"], after["findings"]
+
+
+def test_an_index_behind_is_said_once_and_its_repair_from_json_lines_resumes_after_a_kill(
+    emptied: tuple[World, set[str]], tmp_path: Path
+) -> None:
+    """Most of the dataset index gone: the plan says so once, with the counts and the one repair,
+    not a line per document; the repair of the JSON Lines (one window over the type's rows),
+    killed after a batch, resumes from its checkpoint and leaves the index clean."""
+    world, urns = emptied
+    out = tmp_path / "findings.jsonl"
+    scan(world, "--findings-out", str(out))
+    planned = cli(world, "rebuild", "plan", "--from-report", str(out))
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
+    said = [line for line in planned.stdout.splitlines() if "most of the index is behind" in line]
+    index = entity_index("dataset", world.prefix)
+    assert len(said) == 1, planned.stdout
+    entities = json.loads(out.read_text(encoding="utf-8").splitlines()[0])["entities"]["dataset"]
+    assert f"index {index}: {len(urns)} missing documents against {entities} dataset entities" in said[0]
+    assert "`auditor rebuild reindex -t dataset`" in said[0]
+    args = [sys.executable, "-m", "auditor.cli", "rebuild", "reindex", "--from-report", str(out)]
+    args += ["--apply", "--json", "--rate", "5", "--batch-size", "5"]
+    env = world.cli_env()
+    first = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_checkpoint(tmp_path, lambda ck: ck["counts"].get("entities", 0) >= 5, run=first)
+    first.send_signal(signal.SIGKILL)
+    first.wait(30)
+    killed = json.loads(next(tmp_path.glob("rebuild-*.json")).read_text())
+    assert killed["last_urn"] and not killed["done"], killed
+    assert killed["touched"] == [], "a window is verified by a scan of it, not urn by urn"
+    outcome, after = resumed_clean(world, args, env)
+    # the window walks every dataset of the store, each once over both runs
+    assert outcome["counts"]["entities"] == entities, outcome["counts"]
+    assert not [c for c in after.findings if c.verdict.value == "diverged"], after.findings[:5]

@@ -15,6 +15,7 @@ from auditor.backends.bulk_json import dumps as bulk_dumps
 from auditor.checks.openmetadata import check, doc_key, keys_agree, row_key
 from auditor.core.model import Kind
 from auditor.errors import BackendUnavailable
+from auditor.platforms.openmetadata.fields import doc_fields, row_fields
 from auditor.platforms.openmetadata.join import OmScanner
 from auditor.platforms.openmetadata.naming import entity
 from auditor.platforms.openmetadata.records import OmDoc, OmRow
@@ -145,6 +146,44 @@ def test_what_bytes_cannot_compare_has_no_key() -> None:
     assert doc_key({**SOURCE, "version": float("nan")}) is None  # NaN is not equal to itself
     assert doc_key({**SOURCE, "name": ["a", "list"]}) is None
     assert doc_key({**SOURCE, "description": "\ud800"}) is None  # orjson refuses a lone surrogate
+
+
+_LINKS = (
+    {"r": 0, "id": "s2", "type": "databaseService"},
+    {"r": 0, "id": "s1", "type": "databaseService"},
+    {"r": 11, "id": "f1"},
+    {"r": 13, "id": "up1"},
+    {"r": 18, "json": "votedUp"},
+    {"r": 18, "json": '"votedDown"'},
+)
+_LABELS = (
+    {"tagFQN": "PII.Sensitive", "source": 0, "target": None},
+    {"tagFQN": "Term.A", "source": "Glossary", "target": "child-hash"},
+    {"tagFQN": "Tier.Tier2", "source": 0},
+    "Bare.Tag",
+)
+
+
+@pytest.mark.parametrize("entity_type", [None, "table", "user", "glossaryTerm", "dashboard"])
+@pytest.mark.parametrize("links", [(), _LINKS, _LINKS[2:]])
+@pytest.mark.parametrize("labels", [(), _LABELS, _LABELS[1:2]])
+def test_the_scans_keys_are_the_compared_fields_own(entity_type, links, labels) -> None:
+    """The scan keys each row and doc without building its KeyFields: the same key, so that
+    agreeing keys still mean `check` finds nothing (the fields are what `check` compares)."""
+    data = {**ENTITY, "owners": [{"name": "t", "type": "team"}], "domain": {"id": "d1"},
+            "followers": [{"id": "f2"}], "tags": [{"tagFQN": "Own.Tag", "source": 0}]}  # fmt: skip
+    row = OmRow(ID, data, 5, False, ROW.owners, labels, (), "own-hash", links)
+    assert (
+        row_key(row, entity_type)
+        == row_fields(
+            data, row.owners, labels, own_hash="own-hash", links=links, entity_type=entity_type
+        ).key()
+    )
+    source = {**SOURCE, "owner": {"id": "u2"}, "upstreamLineage": [{"fromEntity": {"id": "up1"}}],
+              "followers": ["f1"], "totalVotes": 2, "service": {"id": "s1"},
+              "domains": [{"id": "d1"}]}  # fmt: skip
+    for doc in (source, {}, {"tags": [], "tier": {}}, {**source, "glossaryTags": ["Term.A", "Tier.X"]}):
+        assert doc_key(doc) == doc_fields(doc).key()
 
 
 class _Store:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -65,9 +64,20 @@ def _attach(page: Sequence[OmRow], lookup: Lookup) -> list[OmRow]:
         for n in wanted.get(str(target), ()):
             found.setdefault(n, []).append({**label, "target": str(target)})
     return [
-        row if data is None else replace(row, json=data, tags=(*row.tags, *found.get(n, ())), own_hash=h)
+        row if data is None else _with(row, data, found.get(n), h)
         for n, (row, data, h) in enumerate(zip(page, parsed, hashes, strict=True))
     ]
+
+
+def _with(
+    row: OmRow, data: dict[str, Any], labels: list[dict[str, Any]] | None, own_hash: str | None
+) -> OmRow:
+    """`dataclasses.replace(row, json=data, tags=..., own_hash=own_hash)`, made directly (replace
+    looks the fields up again for every row of the scan)."""
+    tags = (*row.tags, *labels) if labels else row.tags
+    return OmRow(
+        row.id, data, row.updated_at, row.deleted, row.owners, tags, row.domains, own_hash, row.links
+    )
 
 
 def with_child_tags(engine: Any, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:

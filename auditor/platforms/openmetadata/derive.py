@@ -22,7 +22,7 @@ repositories), written here on its own:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -71,28 +71,38 @@ def part_hash(part: str) -> str:
     return hashlib.md5(part.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def _nested(items: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
+def _nested(items: Any, into: list[Mapping[str, Any]], depth: int = 0) -> None:
     """Children and their children (columns, schema fields), depth-first; bounded depth."""
-    for item in _dicts(items):
-        yield item
-        children = item.get("children")
-        if children and depth < 64:
-            yield from _nested(children, depth + 1)
+    if not isinstance(items, list):
+        return
+    for item in items:
+        if isinstance(item, MAPPING):
+            into.append(item)
+            children = item.get("children")
+            if children and depth < 64:
+                _nested(children, into, depth + 1)
 
 
-def _children(entity: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    yield from _nested(entity.get("columns"))
-    yield from _dicts(entity.get("tasks"))
+_CHILD_KEYS = ("columns", "tasks", "messageSchema", "dataModel", "mlFeatures", "fields")  # `_children`'s
+
+
+def _children(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The entity's children in the order OpenMetadata merges their tags (a list, not a chain of
+    generators: the scan walks every row's)."""
+    out: list[Mapping[str, Any]] = []
+    _nested(entity.get("columns"), out)
+    out += _dicts(entity.get("tasks"))
     schema = entity.get("messageSchema")
     if isinstance(schema, MAPPING):
-        yield from _nested(schema.get("schemaFields"))
+        _nested(schema.get("schemaFields"), out)
     model = entity.get("dataModel")
     if isinstance(model, MAPPING):
-        yield from _nested(model.get("columns"))
+        _nested(model.get("columns"), out)
     for feature in _dicts(entity.get("mlFeatures")):
-        yield feature
-        yield from _dicts(feature.get("featureSources"))
-    yield from _nested(entity.get("fields"))
+        out.append(feature)
+        out += _dicts(feature.get("featureSources"))
+    _nested(entity.get("fields"), out)
+    return out
 
 
 def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
@@ -126,6 +136,8 @@ def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
 def inline_child_labels(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Tag labels a writer kept inline on the entity's children (OpenMetadata itself keeps
     them in tag_usage); they count among the document's tags as the children's do."""
+    if not any(key in entity for key in _CHILD_KEYS):
+        return []  # most entities have no children to walk (the scan asks for every row)
     return [label for child in _children(entity) if child.get("tags") for label in _dicts(child["tags"])]
 
 

@@ -105,7 +105,12 @@ def _owner_key(ref: Any) -> str | None:
 
 
 def owner_set(refs: Iterable[Any]) -> frozenset[str]:
-    return frozenset(k for k in (_owner_key(r) for r in refs) if k)
+    out = set()
+    for ref in refs:
+        key = _owner_key(ref)
+        if key:
+            out.add(key)
+    return frozenset(out)
 
 
 def _one(value: Any) -> list[Any]:
@@ -182,27 +187,75 @@ class KeyFields:
         agree (`keys_agree`) are fields `differences` finds nothing in, with the same deleted
         flag (what the join compares first). None when bytes could not tell (a value that is not
         equal to itself, or not a plain one)."""
-        if self.version is not None and not math.isfinite(self.version):
-            return None  # NaN is not equal to itself: the full comparison decides
-        if not all(v is None or isinstance(v, str) for v in (self.name, self.fqn, self.description)):
+        return _key_of(
+            self.version,
+            self.updated_at,
+            self.name,
+            self.fqn,
+            self.description,
+            self.owners,
+            self.tags,
+            self.deleted,
+            self.domains,
+            self.split,
+            self.service,
+            self.lineage,
+            self.followers,
+            self.votes,
+        )
+
+
+def _key_of(
+    version: float | None,
+    updated_at: int | None,
+    name: Any,
+    fqn: Any,
+    description: Any,
+    owners: frozenset[str],
+    tags: frozenset[str],
+    deleted: bool,
+    domains: frozenset[str],
+    split: tuple[tuple[frozenset[str], frozenset[str]] | None, ...],
+    service: str | None,
+    lineage: frozenset[str] | None,
+    followers: frozenset[str] | None,
+    votes: int | None,
+) -> Key | None:
+    """`KeyFields.key` of these values (KeyFields' fields in order), made without a KeyFields: the
+    scan keys every row and document, and compares the fields in full only where keys differ."""
+    if version is not None and not math.isfinite(version):
+        return None  # NaN is not equal to itself: the full comparison decides
+    for text in (name, fqn, description):
+        if text is not None and not isinstance(text, str):
             return None
-        fields = [self.version, self.updated_at, self.name, self.fqn, self.description]
-        # none and not compared alike: a row whose type writes none agrees with a doc holding none
-        related = [v or None for v in self.related().values()]
-        try:
-            base = orjson.dumps(
-                [
-                    *fields,
-                    sorted(self.owners),
-                    sorted(self.tags),
-                    sorted(self.domains),
-                    self.deleted,
-                    *related,
-                ]
-            )
-        except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
-            return None
-        return base, self.split
+    # none and not compared alike: a row whose type writes none agrees with a doc holding none
+    try:
+        base = orjson.dumps(
+            [
+                version,
+                updated_at,
+                name,
+                fqn,
+                description,
+                sorted(owners),
+                sorted(tags),
+                sorted(domains),
+                deleted,
+                service or None,
+                sorted(lineage) if lineage else None,
+                sorted(followers) if followers else None,
+                votes or None,
+            ]
+        )
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits
+        return None
+    return base, split
+
+
+def key_of(values: tuple[Any, ...]) -> Key | None:
+    """The key of `row_values`' or `doc_values`' values: `KeyFields(*values).key()`, without the
+    KeyFields."""
+    return _key_of(*values)
 
 
 # a side's key: its compared fields but the split ones as bytes, and the split ones (a row's as
@@ -269,31 +322,50 @@ def _not_tier(fqn: str) -> bool:
     return fqn.split(".")[0].lower() != "tier"
 
 
-def split_tags(
-    own: Iterable[Any], children: Iterable[Any]
+def _split_of(
+    mine: tuple[set[str], set[str]] | None, theirs: tuple[set[str], set[str]] | None
 ) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     """The row's `classificationTags` and `glossaryTags` as (must hold, may hold): the entity's own
-    labels of each source, and those plus its children's; Tier.* left out."""
-    mine: tuple[set[str], set[str]] | None = None
-    theirs: tuple[set[str], set[str]] | None = None
-    for labels, of_children in ((own, False), (children, True)):
-        for label in labels:  # each label's source looked at once
-            at = _source_index(label)
-            if at is None:
-                continue
-            fqn = label.get("tagFQN")  # a label with a source is a mapping
-            if isinstance(fqn, str) and fqn and _not_tier(fqn):
-                if of_children:
-                    theirs = theirs or (set(), set())
-                    theirs[at].add(fqn)
-                else:
-                    mine = mine or (set(), set())
-                    mine[at].add(fqn)
+    labels of each source, and those plus its children's (`_Labels`: Tier.* left out)."""
     if mine is None and theirs is None:
         return _NO_SPLIT_TAGS  # most rows: nothing to build
     held = mine or (set(), set())
     extra = theirs or (set(), set())
     return tuple((frozenset(held[n]), frozenset(held[n] | extra[n])) for n in range(len(SPLIT_FIELDS)))
+
+
+class _Labels:
+    """A row's tag labels walked once: every FQN (`tags`) and the split ones by source, its own
+    (`mine`) and its children's (`theirs`), each label looked at once."""
+
+    __slots__ = ("tags", "mine", "theirs")
+
+    def __init__(self) -> None:
+        self.tags: set[str] = set()
+        self.mine: tuple[set[str], set[str]] | None = None
+        self.theirs: tuple[set[str], set[str]] | None = None
+
+    def add(self, labels: Iterable[Any], of_children: bool) -> None:
+        for label in labels:
+            if not isinstance(label, MAPPING):
+                if isinstance(label, str) and label:  # a bare FQN counts among the tags, unsplit
+                    self.tags.add(label)
+                continue
+            fqn = label.get("tagFQN")
+            if not (isinstance(fqn, str) and fqn):
+                continue
+            self.tags.add(fqn)
+            if label.get("source") is None:
+                continue
+            at = _source_index(label)
+            if at is None or not _not_tier(fqn):
+                continue
+            if of_children:
+                self.theirs = self.theirs or (set(), set())
+                self.theirs[at].add(fqn)
+            else:
+                self.mine = self.mine or (set(), set())
+                self.mine[at].add(fqn)
 
 
 def row_fields(
@@ -309,75 +381,129 @@ def row_fields(
     included) and tag usages (its children's included, auditor/platforms/openmetadata/derive.py);
     with `entity_type`, also what its index class takes from `links` (relations.py).
     `own_hash`: the hash of the JSON's FQN when the caller has it (made here otherwise)."""
-    tags = list(tags)
+    return KeyFields(*row_values(entity, owners, tags, domains, own_hash, links, entity_type))
+
+
+def row_values(entity: Mapping[str, Any], *related: Any) -> tuple[Any, ...]:
+    """`row_fields`' values in KeyFields' order (for `_key_of` without a KeyFields), each label,
+    reference and link looked at once: the scan makes them for every row. `related`: row_fields'
+    owners, tags, domains, own_hash, links and entity_type, in that order."""
+    owners, tags, domains, own_hash, links, entity_type = related
     fqn = entity.get("fullyQualifiedName")
-    targeted = any(isinstance(t, MAPPING) and t.get("target") is not None for t in tags)
+    tags = tags if isinstance(tags, tuple | list) else list(tags)
+    targeted = False
+    for t in tags:
+        if isinstance(t, MAPPING) and t.get("target") is not None:
+            targeted = True
+            break
     # the hash of the entity's FQN tells its own usages from its children's (none: no need)
     own_hash = (own_hash or _fqn_hash(fqn)) if targeted and isinstance(fqn, str) and fqn else None
-    entity_tags, inline = _list(entity.get("tags")), inline_child_labels(entity)  # walked once
-    own = [
-        *entity_tags,
-        *(t for t in tags if not isinstance(t, MAPPING) or t.get("target") in (None, own_hash)),
-    ]
-    children = [
-        *inline,
-        *(t for t in tags if isinstance(t, MAPPING) and t.get("target") not in (None, own_hash)),
-    ]
-    return KeyFields(
-        version=_number(entity.get("version")),
-        updated_at=_int(entity.get("updatedAt")),
-        name=entity.get("name"),
-        fqn=entity.get("fullyQualifiedName"),
-        description=entity.get("description") or "",
-        owners=owner_set([*_list(entity.get("owners")), *owners]),
-        tags=tag_set([*entity_tags, *inline, *tags]),
-        deleted=bool(as_bool(entity.get("deleted"))),
-        domains=owner_set([*domain_refs(entity), *domains]),
-        split=split_tags(own, children),
-        **(_related(entity, list(links), entity_type) if entity_type else {}),
+    labels = _Labels()
+    labels.add(_list(entity.get("tags")), False)
+    labels.add(inline_child_labels(entity), True)
+    if targeted:
+        own = [t for t in tags if not isinstance(t, MAPPING) or t.get("target") in (None, own_hash)]
+        labels.add(own, False)
+        labels.add(
+            [t for t in tags if isinstance(t, MAPPING) and t.get("target") not in (None, own_hash)], True
+        )
+    else:
+        labels.add(tags, False)
+    held = entity.get("owners")
+    return (
+        _number(entity.get("version")),
+        _int(entity.get("updatedAt")),
+        entity.get("name"),
+        fqn,
+        entity.get("description") or "",
+        owner_set([*held, *owners] if isinstance(held, list) else owners),
+        frozenset(labels.tags),
+        bool(as_bool(entity.get("deleted"))),
+        owner_set([*domain_refs(entity), *domains]),
+        _split_of(labels.mine, labels.theirs),
+        *(_related(entity, links, entity_type) if entity_type else (None, None, None, None)),
     )
 
 
-def _related(entity: Mapping[str, Any], links: list[Mapping[str, Any]], entity_type: str) -> dict[str, Any]:
-    """The row's side of the fields relations.py derives, for its type."""
+def _related(
+    entity: Mapping[str, Any], links: Iterable[Mapping[str, Any]], entity_type: str
+) -> tuple[str | None, frozenset[str] | None, frozenset[str], int]:
+    """The row's side of the fields relations.py derives, for its type: (service, lineage,
+    followers, votes), the links bucketed by relation once (relations.py's functions each take
+    the links of their own relation)."""
+    contains: list[Mapping[str, Any]] = []
+    upstream: list[Mapping[str, Any]] = []
+    follows: list[Mapping[str, Any]] = []
+    voted: list[Mapping[str, Any]] = []
+    for x in links:
+        r = x.get("r")
+        if r == relations.CONTAINS:
+            contains.append(x)
+        elif r == relations.UPSTREAM:
+            upstream.append(x)
+        elif r == relations.FOLLOWS:
+            follows.append(x)
+        elif r == relations.VOTED:
+            voted.append(x)
     service = None
     if entity_type in relations.SERVICE_BACKED:
-        found = relations.service_link(links)
+        found = relations.service_link(contains)
         inline = entity.get("service")  # a writer that keeps it in the JSON
         service = (
             str(found["id"]) if found else str(inline.get("id") or "") if isinstance(inline, MAPPING) else ""
         )
     inline_followers = [str(f.get("id")) for f in _list(entity.get("followers")) if isinstance(f, MAPPING)]
-    return {
-        "service": service,
-        "lineage": relations.upstream_ids(links) if relations.has_lineage(entity_type) else None,
-        "followers": frozenset([*relations.follower_ids(links), *inline_followers]),
-        "votes": relations.total_votes(links),
-    }
+    return (
+        service,
+        relations.upstream_ids(upstream) if relations.has_lineage(entity_type) else None,
+        frozenset([*relations.follower_ids(follows), *inline_followers])
+        if follows or inline_followers
+        else _NONE,
+        relations.total_votes(voted) if voted else 0,
+    )
+
+
+_NONE = frozenset[str]()
 
 
 def doc_fields(source: Mapping[str, Any]) -> KeyFields:
     """What the search document says (deleted as a boolean, the tier among the tags)."""
+    return KeyFields(*doc_values(source))
+
+
+def doc_values(source: Mapping[str, Any]) -> tuple[Any, ...]:
+    """`doc_fields`' values in KeyFields' order (see `row_values`)."""
     tier, service = source.get("tier"), source.get("service")
-    return KeyFields(
-        version=_number(source.get("version")),
-        updated_at=_int(source.get("updatedAt")),
-        name=source.get("name"),
-        fqn=source.get("fullyQualifiedName"),
-        description=source.get("description") or "",
-        owners=owner_set([*_list(source.get("owners")), *_one(source.get("owner"))]),  # `owner` before 1.5
-        tags=tag_set([*_list(source.get("tags")), *([tier] if isinstance(tier, MAPPING) else [])]),
-        deleted=bool(as_bool(source.get("deleted"))),
-        domains=owner_set(domain_refs(source)),
-        split=tuple(_doc_split(source.get(name)) for name in SPLIT_FIELDS),
-        service=str(service.get("id") or "") if isinstance(service, MAPPING) else "",
-        lineage=frozenset(
-            str(e["fromEntity"].get("id"))
-            for e in _list(source.get("upstreamLineage"))
-            if isinstance(e, MAPPING) and isinstance(e.get("fromEntity"), MAPPING)
-        ),
-        followers=frozenset(str(f) for f in _list(source.get("followers"))),
-        votes=_int(source.get("totalVotes")) or 0,
+    held = source.get("owners")
+    owner = source.get("owner")  # `owner` before 1.5
+    tags = source.get("tags")
+    return (
+        _number(source.get("version")),
+        _int(source.get("updatedAt")),
+        source.get("name"),
+        source.get("fullyQualifiedName"),
+        source.get("description") or "",
+        owner_set([*_list(held), *_one(owner)]) if held or owner is not None else _NONE,
+        tag_set([*_list(tags), *([tier] if isinstance(tier, MAPPING) else [])]) if tags or tier else _NONE,
+        bool(as_bool(source.get("deleted"))),
+        owner_set(domain_refs(source)),
+        (_doc_split(source.get(SPLIT_FIELDS[0])), _doc_split(source.get(SPLIT_FIELDS[1]))),
+        str(service.get("id") or "") if isinstance(service, MAPPING) else "",
+        _lineage(source.get("upstreamLineage")),
+        frozenset([str(f) for f in source["followers"]])
+        if isinstance(source.get("followers"), list)
+        else _NONE,
+        _int(source.get("totalVotes")) or 0,
+    )
+
+
+def _lineage(entries: Any) -> frozenset[str]:
+    if not isinstance(entries, list) or not entries:
+        return _NONE
+    return frozenset(
+        str(e["fromEntity"].get("id"))
+        for e in entries
+        if isinstance(e, MAPPING) and isinstance(e.get("fromEntity"), MAPPING)
     )
 
 

@@ -28,6 +28,7 @@ class Inheritance:
         self._known: dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]]] = {}
         self._whole: set[str] = set()
         self._done: dict[tuple[str, str | None], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        self._services: dict[tuple[str, str | None], str | None] = {}  # (type, parent) -> service
 
     def _load(self, kind: str, ids: Iterable[str] | None) -> None:
         if ids is None and kind in self._whole:
@@ -101,7 +102,16 @@ class Inheritance:
     def service_of(self, entity_type: str, parent_id: str | None) -> str | None:
         """The service of an entity of this type whose parent is `parent_id`, walked up the
         `contains` rows (a table's schema, its database, its service): a schema's or a table's
-        service is its database's (the repositories' setDefaultFields)."""
+        service is its database's (the repositories' setDefaultFields). A stream's (`whole`) answers
+        are kept per parent: the tables of a schema ask the same walk, one each."""
+        if self.whole and (entity_type, parent_id) in self._services:
+            return self._services[entity_type, parent_id]
+        found = self._service_of(entity_type, parent_id)
+        if self.whole:
+            self._services[entity_type, parent_id] = found
+        return found
+
+    def _service_of(self, entity_type: str, parent_id: str | None) -> str | None:
         kind = INHERITS.get(entity_type, ("", ()))[0]
         for _ in range(4):
             if not kind or not parent_id:

@@ -62,7 +62,7 @@ def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         value = loads(value)
-    return tuple(v for v in value or () if isinstance(v, dict))
+    return tuple([v for v in value if isinstance(v, dict)]) if value else ()  # a list: no generator
 
 
 def reference(kind: str, entity_id: str, data: dict[str, Any]) -> dict[str, Any]:
