@@ -100,19 +100,6 @@ def _judged_without_wait(f: Finding, evidence: tuple[Any, Any] | None) -> bool:
     )
 
 
-def writers(findings: Iterator[Finding]) -> set[str] | None:
-    """The urns whose events write what these findings compare (the urn's own; an edge's
-    destination too, whose deletion removes it); None when a finding's writers are not known."""
-    out: set[str] = set()
-    for f in findings:
-        out.add(f.urn)
-        if f.kind in EDGE_KINDS and isinstance(f.details.get("destination"), str):
-            out.add(f.details["destination"])
-        elif f.kind not in OWN_EVENTS_ONLY:
-            return None
-    return out
-
-
 def touched(findings: Iterable[Finding]) -> set[str]:
     """The urns and edges' destinations of these findings."""
     out = {f.urn for f in findings}
@@ -122,6 +109,16 @@ def touched(findings: Iterable[Finding]) -> set[str]:
         if f.kind in EDGE_KINDS and f.details.get("destination")
     )
     return out
+
+
+def writers(findings: list[Finding]) -> set[str] | None:
+    """The urns whose events write what these findings compare (the urn's own; an edge's
+    destination too, whose deletion removes it); None when a finding's writers are not known."""
+    known = all(
+        f.kind in OWN_EVENTS_ONLY or (f.kind in EDGE_KINDS and isinstance(f.details.get("destination"), str))
+        for f in findings
+    )
+    return touched(findings) if known else None
 
 
 class Observer(Rereader):
@@ -163,7 +160,7 @@ class Observer(Rereader):
         return self.kafka is not None  # a pending MCL and agreement need no visibility wait
 
     def prepare(self, candidates: dict[str, list[Finding]]) -> ScanPlan:
-        self._writers = writers(f for found in candidates.values() for f in found)
+        self._writers = writers([f for found in candidates.values() for f in found])
         types = tuple(sorted({f.entity_type for found in candidates.values() for f in found}))
         return self.scanner.plan(Selection(entity_types=types, urns=tuple(candidates)))
 
@@ -201,7 +198,7 @@ class Observer(Rereader):
     def without_wait(self, finding: Finding, evidence: tuple[Any, Any] | None) -> bool:
         if _judged_without_wait(finding, evidence):
             return True
-        mine = writers(iter([finding]))  # nothing of its writers consumed lately: all visible at D
+        mine = writers([finding])  # nothing of its writers consumed lately: all visible at D
         if not self._lately:
             self._consumed_lately(self._found)  # the round's findings' at once: one read a partition
         return mine is not None and not self._consumed_lately(mine)
