@@ -8,10 +8,12 @@ A delaying TCP proxy of the bench's own (bench/delay_proxy.py) stands in front o
 the search cluster; only the auditor's connections go through it, the seeding goes straight.
 Kafka and the schema registry stay local: a Kafka client connects to the address the broker
 advertises, not to the one it was given, so a proxy in front of the bootstrap address would
-delay only the first request. The proxy's added delay is measured first (a trivial request
-through it against straight, per server) and printed. Levels: `direct` (no proxy: loopback),
-then each round-trip time through the proxy (0 ms: the proxy's own cost, and its round-trip
-count).
+delay only the first request. DataHub's change log is a busy one of the bench's own (`BusyLog`:
+topics and a MAE group that consumes and commits another entity's event every 0.1 s on each
+partition), the case where a triage's visibility wait can cost the most. The proxy's added
+delay is measured first (a trivial request through it against straight, per server) and
+printed. Levels: `direct` (no proxy: loopback), then each round-trip time through the proxy
+(0 ms: the proxy's own cost, and its round-trip count).
 
 Measured at each level, each `--runs` times, with the round trips (turns of the conversation:
 the client speaking after the server answered) and connections the proxies saw:
@@ -39,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -214,6 +217,65 @@ def base_env() -> dict[str, str]:
 # -- DataHub -----------------------------------------------------------------------------------
 
 
+class BusyLog:
+    """DataHub's change log as a busy deployment has it: topics and a MAE group of the bench's own
+    (the stack's default ones are shared with the tests, whose consumers decided whether the
+    group had moved lately), an event of some other entity every 0.1 s on each partition,
+    consumed and committed as it comes. A triage's visibility wait rests on what the group
+    consumed lately, so this is the case where it can cost the most."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.topics = ("netbench-MCL_Versioned", "netbench-MCL_Timeseries")
+        self.group = "netbench-mae"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="busy-log", daemon=True)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "AUDITOR_MCL_VERSIONED_TOPIC": self.topics[0],
+            "AUDITOR_MCL_TIMESERIES_TOPIC": self.topics[1],
+            "AUDITOR_MAE_CONSUMER_GROUP": self.group,
+        }
+
+    def __enter__(self) -> BusyLog:
+        from sandbox.topics import ensure_topics
+
+        ensure_topics(self.bootstrap, {self.topics[0]: 4, self.topics[1]: 2})
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from sandbox.topics import admin_client
+
+        self.stop.set()
+        self.thread.join(30)
+        admin = admin_client(self.bootstrap)
+        admin.delete_consumer_groups([self.group])
+        admin.delete_topics(list(self.topics), operation_timeout=30)
+
+    def _run(self) -> None:
+        from confluent_kafka import Consumer, Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0})
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
+                             "enable.auto.commit": False, "auto.offset.reset": "latest"})  # fmt: skip
+        consumer.subscribe([self.topics[0]])
+        i = 0
+        try:
+            while not self.stop.is_set():
+                for p in range(4):
+                    key = f"urn:li:dataset:(urn:li:dataPlatform:hive,netbench.busy_{p},PROD)"
+                    producer.produce(self.topics[0], key=key, value=b"busy %d" % i, partition=p)
+                producer.poll(0)
+                if consumer.consume(100, timeout=0.1):
+                    consumer.commit(asynchronous=False)
+                i += 1
+        finally:
+            producer.flush(10)
+            consumer.close()
+
+
 class DataHub:
     """bench/scan_bench.py's catalog under a prefix of its own, an orphan document, a document
     edited behind DataHub's back for the repair."""
@@ -263,10 +325,11 @@ class DataHub:
         self.client.bulk_put(self.index, [(self.doc_id(self.repaired), self.original)])
         self.client.refresh(self.index)
 
-    def env(self, net: Net, state: Path) -> dict[str, str]:
+    def env(self, net: Net, state: Path, log: BusyLog) -> dict[str, str]:
         store_url, search_url = net.urls()
         return {
             **base_env(),
+            **log.env(),
             "AUDITOR_STORE_URL": store_url,
             "AUDITOR_SEARCH_URL": search_url,
             "AUDITOR_KAFKA_BOOTSTRAP": self.endpoints.kafka,  # local: see the module's docstring
@@ -276,10 +339,12 @@ class DataHub:
             "AUDITOR_STATE_FILE": str(state),
         }
 
-    def measure(self, net: Net, runs: int, state: Path, scan_only: bool = False) -> dict[str, Any]:
+    def measure(
+        self, net: Net, runs: int, state: Path, log: BusyLog, scan_only: bool = False
+    ) -> dict[str, Any]:
         if scan_only:
             return {"scan": self.scan(net, runs)}
-        env = self.env(net, state)
+        env = self.env(net, state, log)
         as_url = f"https://datahub.example.com/dataset/{quote(self.urn, safe='')}/Schema"
         out: dict[str, Any] = {}
         for what, asked, expected in (
@@ -514,6 +579,7 @@ def main() -> int:
                 flush=True,
             )
             net = Net(endpoints.store_url(args.dh_store), endpoints.search_url(args.dh_search))
+            log = BusyLog(endpoints.kafka).__enter__()
             try:
                 for level in levels(args.rtt):
                     net.at(level)
@@ -523,13 +589,14 @@ def main() -> int:
                             f"added delay at {level:g} ms: {json.dumps(checks[f'datahub {level:g} ms'])}",
                             flush=True,
                         )
-                    figures = dh.measure(net, args.runs, state, args.scan_only)
+                    figures = dh.measure(net, args.runs, state, log, args.scan_only)
                     loads.append(round(os.getloadavg()[0], 2))
                     results.append(
                         {"platform": "datahub", "rtt_ms": level, "figures": figures, "load": loads[-1]}
                     )
                     table(results[-1:])
             finally:
+                log.__exit__()
                 net.close()
                 dh.undo()
                 if args.drop:

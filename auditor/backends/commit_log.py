@@ -75,7 +75,7 @@ def trailing_runs(
 ) -> dict[tuple[str, int], CommitRun]:
     """Per wanted (topic, partition): the last committed value in `records` (key, value, time,
     in log order), the time of the first record of its trailing run, and the value before it
-    with the time of its own first record."""
+    with the time of its own first record (and every value since the last deletion, `moves`)."""
     runs: dict[tuple[str, int], CommitRun] = {}
     for key, value, at in records:
         parsed = offset_key(key)
@@ -88,7 +88,8 @@ def trailing_runs(
             runs[where] = CommitRun(-1, at)
         elif run is None or run.offset != offset:
             if run is not None and run.offset is not None and run.offset >= 0:
-                runs[where] = CommitRun(offset, at, run.offset, run.since)
+                moves = (*run.moves, (offset, at))
+                runs[where] = CommitRun(offset, at, run.offset, run.since, moves)
             else:
-                runs[where] = CommitRun(offset, at)
+                runs[where] = CommitRun(offset, at, moves=((offset, at),))
     return {w: runs.get(w, CommitRun(None, window_start)) for w in wanted}

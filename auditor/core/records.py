@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -98,6 +98,19 @@ class CommitRun:
     since: float  # epoch seconds, the broker's clock
     before: int | None = None
     before_since: float | None = None
+    # every value the window read shows since its last deletion, with when it was first
+    # committed, in order (the last is `offset`'s): what the group held at an instant in the window
+    moves: tuple[tuple[int, float], ...] = field(default=(), compare=False)
+
+    def held_at(self, when: float) -> int | None:
+        """The committed offset at `when` (the broker's clock), as the window read shows it; None
+        when it does not (`when` before the first value it shows, or no value at all)."""
+        held = None
+        for offset, since in self.moves:
+            if since > when:
+                break
+            held = offset
+        return held
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine, text
 
-from auditor.backends.dbapi import DirectEngine, DirectError, direct_engine
+from auditor.backends.dbapi import DirectConnection, DirectEngine, DirectError, direct_engine
 from auditor.core.model import Selection
 from auditor.errors import BackendUnavailable
 from auditor.platforms.datahub.backends.store import MetadataStore
@@ -97,6 +97,31 @@ def test_the_driver_itself_reads_what_sqlalchemy_reads(engine: Engine, scratch_t
     newest = (3, "urn:li:corpuser:x")  # three versions kept, version 0 written by x
     assert got["versions"][URNS[4]] == {"status": newest, "tagProperties": newest}
     assert [u for u, *_ in got["upgrades"]] == [URNS[-1]]
+
+
+def test_datahubs_upgrade_records_are_read_in_one_query_not_a_cursor(
+    engine: Engine, scratch_table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every scan, triage and repair reads them (DataHub's reindexes): a server-side cursor costs
+    six round trips on PostgreSQL for a few rows."""
+    _seed(engine, scratch_table)
+    streamed: list[bool] = []
+    options = DirectConnection.execution_options
+
+    def recorded(
+        self: DirectConnection, stream_results: bool = False, yield_per: int = 1000
+    ) -> DirectConnection:
+        streamed.append(stream_results)
+        return options(self, stream_results, yield_per)
+
+    monkeypatch.setattr(DirectConnection, "execution_options", recorded)
+    store = MetadataStore(engine.url.render_as_string(hide_password=False), scratch_table)
+    try:
+        upgrades = [e.urn for e in store.stream_entities(("dataHubUpgrade",))]
+        assert upgrades == [URNS[-1]] and streamed == []
+        assert len(list(store.stream_entities(("tag",)))) > 1 and streamed == [True]  # others: a cursor
+    finally:
+        store.close()
 
 
 def _idle_session(store: MetadataStore) -> int:

@@ -76,6 +76,25 @@ def test_the_trailing_run_of_the_current_value_dates_it() -> None:
     assert trailing_runs(again, GROUP, wanted, 90.0)[(TOPIC, 1)] == CommitRun(3, 106.0)
 
 
+def test_the_value_held_at_an_instant_is_read_from_every_move_in_the_window() -> None:
+    wanted = {(TOPIC, 0), (TOPIC, 1)}
+    records = [
+        (key(GROUP, TOPIC, 0), value(10), 100.0),
+        (key(GROUP, TOPIC, 0), value(12), 102.0),
+        (key(GROUP, TOPIC, 0), value(12), 103.0),  # unchanged: 12 since 102
+        (key(GROUP, TOPIC, 0), value(15), 104.0),
+        (key(GROUP, TOPIC, 1), value(7), 101.0),
+        (key(GROUP, TOPIC, 1), None, 102.0),  # deleted: what came before says nothing now
+        (key(GROUP, TOPIC, 1), value(9), 103.0),
+    ]
+    runs = trailing_runs(records, GROUP, wanted, window_start=90.0)
+    run = runs[(TOPIC, 0)]
+    assert run.moves == ((10, 100.0), (12, 102.0), (15, 104.0))
+    assert [run.held_at(t) for t in (99.0, 100.0, 101.5, 103.9, 104.0, 200.0)] == [None, 10, 10, 12, 15, 15]
+    assert runs[(TOPIC, 1)].moves == ((9, 103.0),) and runs[(TOPIC, 1)].held_at(102.5) is None
+    assert CommitRun(None, 90.0).held_at(95.0) is None  # no commit in the window: the caller knows
+
+
 class _Msg:
     def __init__(self, offset: int, key: bytes, value: bytes, at_ms: int) -> None:
         self._offset, self._key, self._value, self._at = offset, key, value, at_ms

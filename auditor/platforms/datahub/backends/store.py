@@ -36,6 +36,9 @@ RESUME_ATTEMPTS = 4  # a row stream's reconnects after a lost connection (backof
 # a selection of this many urns or fewer is read in one query, not a server-side cursor (at most
 # some thousands of rows: an entity has tens of aspects)
 FEW_URNS = 100
+# entity types a deployment holds a handful of (DataHub's own upgrade records, which every scan,
+# triage and repair reads for DataHub's reindexes: scan/reindex.py), read in one query too
+FEW_ENTITY_TYPES = frozenset({"dataHubUpgrade"})
 
 
 def _connection_lost(exc: BaseException) -> bool:
@@ -224,9 +227,12 @@ class MetadataStore(RepairReads):
             f"SELECT urn, aspect, metadata, systemmetadata, createdon FROM {self.table} "
             f"WHERE {where} ORDER BY {urn}, {aspect}"
         )
-        # the rows of a few urns (a triage's, a re-observation's) in one round trip: a server-side
-        # cursor costs six on PostgreSQL (BEGIN, DECLARE, describe, FETCH, CLOSE, ROLLBACK)
-        few = bool(urns) and len(urns) <= FEW_URNS
+        # the rows of a few urns (a triage's, a re-observation's), or of a type there are few of, in one
+        # round trip: a server-side cursor costs six on PostgreSQL (BEGIN, DECLARE, describe, FETCH,
+        # CLOSE, ROLLBACK)
+        few = (bool(urns) and len(urns) <= FEW_URNS) or (
+            bool(entity_types) and set(entity_types) <= FEW_ENTITY_TYPES
+        )
         with self.engine.connect() as conn:
             streamed = conn if few else conn.execution_options(stream_results=True, yield_per=batch)
             result = streamed.execute(self.sql(sql), params)

@@ -123,6 +123,11 @@ class Scanner:
 
     def entity_types(self, selection: Selection) -> list[str]:
         if not selection.entity_types:
+            # a look at a few urns (a repair's verification): their types' indices, not every one
+            # (a request each over a network); a urn of no type the registry knows: every one
+            named = {self._named_type(u) for u in selection.urns}
+            if selection.urns and None not in named:
+                return _type_order(sorted(n for n in named if n is not None))
             return _type_order(list(self.registry.entity_names))
         unknown = [t for t in selection.entity_types if not self.registry.has_entity(t)]
         if unknown:
@@ -131,6 +136,14 @@ class Scanner:
                 hint="`auditor registry` lists the entity types DataHub's schemas define",
             )
         return _type_order([self.registry.entity(t).name for t in selection.entity_types])
+
+    def _named_type(self, urn: str) -> str | None:
+        """The urn's entity type as the registry spells it (None: not a urn of a known type)."""
+        try:
+            name = entity_type(urn)
+        except UrnError:
+            return None
+        return self.registry.entity(name).name if self.registry.has_entity(name) else None
 
     # -- the streams ----------------------------------------------------------------------
     def _rows(self, selection: Selection, types: list[str]) -> Iterator[tuple[str, EntityRows]]:

@@ -24,7 +24,7 @@ converged during the scan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +32,9 @@ from auditor.backends.connect import WEAKER
 from auditor.backends.protocols import Events
 from auditor.core.classify import CHANGE_KINDS, KafkaEvidence
 from auditor.core.model import Finding, Kind, PartitionPosition, Selection
-from auditor.core.records import EntityRows, OffsetSample
+from auditor.core.records import CommitRun, EntityRows, OffsetSample
 from auditor.errors import BackendUnavailable
-from auditor.platforms.datahub.scan.evidence import ConsumerView, close_window, gather, partition_of
+from auditor.platforms.datahub.scan.evidence import READ_CAP, ConsumerView, close_window, gather, partition_of
 from auditor.platforms.datahub.scan.join import Scanner, ScanPlan
 from auditor.scan.reread import BATCH, MAX_ROUNDS, Rereader
 
@@ -42,6 +42,21 @@ from auditor.scan.reread import BATCH, MAX_ROUNDS, Rereader
 # the broker and this process allowed for (NTP keeps them far closer)
 COMMIT_LOOKBACK = 30.0
 COMMIT_CLOCK_MARGIN = 1.0
+# the kinds only the urn's own events write (its documents, its system metadata); its edges are
+# written by its events and removed by its destination's deletion too
+OWN_EVENTS_ONLY = frozenset(
+    {
+        Kind.ORPHAN_DOCUMENT,
+        Kind.MISSING_DOCUMENT,
+        Kind.STALE_FIELDS,
+        Kind.FIELD_LEFT_BEHIND,
+        Kind.SOFT_DELETE_MISMATCH,
+        Kind.STALE_SYSTEM_METADATA,
+    }
+)
+EDGE_KINDS = frozenset({Kind.MISSING_EDGE, Kind.ORPHAN_EDGE})
+# the most events a partition's read of what the group consumed lately may span (more: the wait)
+LATELY_CAP = 50_000
 Projections = dict[str, list[tuple[str, Any]]]  # documents, system metadata, edges: (urn, value)
 
 
@@ -85,6 +100,27 @@ def _judged_without_wait(f: Finding, evidence: tuple[Any, Any] | None) -> bool:
     )
 
 
+def touched(findings: Iterable[Finding]) -> set[str]:
+    """The urns and edges' destinations of these findings."""
+    out = {f.urn for f in findings}
+    out.update(
+        str(f.details["destination"])
+        for f in findings
+        if f.kind in EDGE_KINDS and f.details.get("destination")
+    )
+    return out
+
+
+def writers(findings: list[Finding]) -> set[str] | None:
+    """The urns whose events write what these findings compare (the urn's own; an edge's
+    destination too, whose deletion removes it); None when a finding's writers are not known."""
+    known = all(
+        f.kind in OWN_EVENTS_ONLY or (f.kind in EDGE_KINDS and isinstance(f.details.get("destination"), str))
+        for f in findings
+    )
+    return touched(findings) if known else None
+
+
 class Observer(Rereader):
     """DataHub's reads for the engine's causal re-observation: the rows, the MAE group's offsets
     (O), the documents, system metadata and edges, and the change log's evidence."""
@@ -105,6 +141,11 @@ class Observer(Rereader):
         self.kafka = kafka
         self.warnings: list[str] = []
         self._earlier: list[list[OffsetSample]] = []  # this observer's earlier offset samples
+        self._runs: dict[tuple[str, int], CommitRun] = {}  # the broker's log of the group's commits
+        self._writers: set[str] | None = None  # whose events write what the round's candidates compare
+        self._sampled: float | None = None  # this round's sample of the group's offsets (O)
+        self._lately: dict[str, bool] = {}  # urn -> an event of it may have been consumed lately
+        self._found: set[str] = set()  # the urns (and edges' destinations) of the round's findings
 
     def close_window(self) -> None:
         """Take the sample that closes the scan's window (also when there is nothing to re-read)."""
@@ -119,6 +160,7 @@ class Observer(Rereader):
         return self.kafka is not None  # a pending MCL and agreement need no visibility wait
 
     def prepare(self, candidates: dict[str, list[Finding]]) -> ScanPlan:
+        self._writers = writers([f for found in candidates.values() for f in found])
         types = tuple(sorted({f.entity_type for found in candidates.values() for f in found}))
         return self.scanner.plan(Selection(entity_types=types, urns=tuple(candidates)))
 
@@ -126,13 +168,15 @@ class Observer(Rereader):
         return dict(self.scanner.row_stream(batch))
 
     def mark(self) -> float | None:
-        return self._sample()
+        self._sampled = self._sample()
+        self._lately, self._runs = {}, {}  # what the group committed lately: asked again each round
+        return self._sampled
 
     def wait(self, sampled: float | None, urns: Sequence[str]) -> None:
         if sampled is None:
             return  # no Kafka: nothing says when the writes were made
         left = self._unchanged_since(sampled, urns) + self.visibility - self.clock()
-        if left > 0:
+        if left > 0 and (self._writers is None or self._consumed_lately(self._writers | set(urns))):
             self.sleep(left)
 
     def docs(self, batch: ScanPlan) -> Projections:
@@ -152,7 +196,12 @@ class Observer(Rereader):
         return self.scanner.join(batch, streams).findings
 
     def without_wait(self, finding: Finding, evidence: tuple[Any, Any] | None) -> bool:
-        return _judged_without_wait(finding, evidence)
+        if _judged_without_wait(finding, evidence):
+            return True
+        mine = writers([finding])  # nothing of its writers consumed lately: all visible at D
+        if not self._lately:
+            self._consumed_lately(self._found)  # the round's findings' at once: one read a partition
+        return mine is not None and not self._consumed_lately(mine)
 
     def idle(self) -> None:
         try:
@@ -208,10 +257,86 @@ class Observer(Rereader):
             best[key] = min(times, default=sampled)
         if best and max(best.values()) + self.visibility > sampled:
             runs = k.events.commit_times(k.view.group, set(best), max(COMMIT_LOOKBACK, 2 * self.visibility))
+            self._runs.update(runs or {})
             for key, run in (runs or {}).items():
                 if run.offset is None or run.offset == now[key].committed:
                     best[key] = min(best[key], run.since + COMMIT_CLOCK_MARGIN)
         return max(best.values(), default=0.0)
+
+    def _consumed_lately(self, urns: set[str]) -> set[str]:
+        """Those of `urns` an event of which the group may have consumed within the visibility
+        delay before this round's sample, and so may not be searchable yet: what a wait is for.
+
+        An urn is cleared when the group's position before that delay is known on its partition
+        (an earlier sample, or the broker's log of its commits) and none of the offsets the group
+        committed since holds an event of it: what it applied since was other entities', what
+        it applied before is visible. So an orphan behind a busy consumer is judged without a
+        wait unless an event of its own (or of an edge's destination) was just consumed.
+        Answered once per urn a round.
+        """
+        k, sampled, known = self.kafka, self._sampled, self._lately
+        asked = {u for u in urns if u not in known}
+        if not asked:
+            return {u for u in urns if known[u]}
+        if k is None or sampled is None or not k.partitions:
+            known.update(dict.fromkeys(asked, True))
+            return set(urns)
+        before = sampled - self.visibility - COMMIT_CLOCK_MARGIN
+        now = {(s.topic, s.partition): s for s in k.view.last}
+        by_partition: dict[tuple[str, int], set[str]] = {}
+        part = partition_of(k.events)
+        for urn in asked:
+            by_partition.setdefault((k.topic, part(urn, k.partitions)), set()).add(urn)
+        unread = set(by_partition) - self._runs.keys()
+        if unread:  # one read of the broker's log of the group's commits, for every partition asked
+            lookback = max(COMMIT_LOOKBACK, 2 * self.visibility)
+            self._runs.update(k.events.commit_times(k.view.group, unread, lookback) or {})
+        known.update(dict.fromkeys(asked, True))  # until a partition's read clears them
+        for key, mine in sorted(by_partition.items()):
+            current = now.get(key)
+            start = None if current is None else self._committed_at(key, before, current.committed)
+            if current is None or current.committed is None or start is None:
+                continue
+            if current.committed - start > LATELY_CAP:
+                continue  # a read longer than the wait it would spare
+            hits: list[Any] = []
+            if start < current.committed:  # something consumed there since
+                try:
+                    hits, whole = k.events.find(key[0], key[1], mine, start, current.committed, READ_CAP)
+                except BackendUnavailable as exc:
+                    self._lost_kafka(exc)
+                    break
+                if not whole:
+                    continue
+            known.update(dict.fromkeys(mine - {h.urn for h in hits}, False))
+        return {u for u in urns if known[u]}
+
+    def _sampled_before(self, key: tuple[str, int], when: float) -> int | None:
+        """The latest committed offset on `key` an earlier sample saw by `when` (None: none did)."""
+        k = self.kafka
+        assert k is not None
+        earlier = [
+            k.previous,
+            *({(s.topic, s.partition): s for s in x} for x in [k.view.first, *self._earlier]),
+        ]
+        known = [
+            e[key].committed
+            for e in earlier
+            if key in e and e[key].committed is not None and e[key].taken_at <= when
+        ]
+        return max(known, default=None)
+
+    def _committed_at(self, key: tuple[str, int], when: float, committed: int | None) -> int | None:
+        """An offset the group had committed on `key` by `when` (committed offsets only move
+        forward: at most what it held then), from the earlier samples and the broker's log of
+        its commits; None when neither says."""
+        known = [x for x in [self._sampled_before(key, when)] if x is not None]
+        run = self._runs.get(key)
+        if run is not None and run.offset is None and committed is not None:
+            known.append(committed)  # no commit in the log's window: held since before it
+        elif run is not None and (held := run.held_at(when)) is not None:
+            known.append(held)
+        return max(known, default=None)
 
     def _lost_kafka(self, exc: BackendUnavailable) -> None:
         """Kafka went away: the comparison goes on, the verdicts rest on time and history."""
@@ -222,6 +347,7 @@ class Observer(Rereader):
         self, findings: list[Finding], rows: dict[str, EntityRows]
     ) -> dict[str, tuple[PartitionPosition | None, KafkaEvidence | None]]:
         """Per finding key: its partition's position at O and what the topic says of its change."""
+        self._found = touched(findings)  # what `without_wait` asks of, answered at once
         k = self.kafka
         if k is None or not findings:
             return {}
