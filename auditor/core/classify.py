@@ -411,18 +411,31 @@ def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:
 def restore_counts(classified: Iterable[Classified]) -> dict[str, tuple[datetime, int]]:
     """Per index with stale diverged findings, the earliest change among them and how many
     entities they are (one pass; each urn's verdicts together, as the scan's spill gives them)."""
-    earliest: dict[str, datetime] = {}
-    counts: dict[str, int] = {}
-    last: dict[str, str] = {}
+    counter = RestoreCounter()
     for c in classified:
+        counter.add(c)
+    return counter.counts()
+
+
+class RestoreCounter:
+    """`restore_counts` a verdict at a time, as a scan judges them (each urn's together)."""
+
+    def __init__(self) -> None:
+        self.earliest: dict[str, datetime] = {}
+        self.entities: dict[str, int] = {}
+        self.last: dict[str, str] = {}
+
+    def add(self, c: Classified) -> None:
         if not _restorable(c):
-            continue
+            return
         f = c.finding
         index, changed = f.index or "", f.changed_at
         assert changed is not None
-        if last.get(index) != f.urn:
-            last[index] = f.urn
-            counts[index] = counts.get(index, 0) + 1
-        if index not in earliest or changed < earliest[index]:
-            earliest[index] = changed
-    return {i: (t, counts[i]) for i, t in earliest.items()}
+        if self.last.get(index) != f.urn:
+            self.last[index] = f.urn
+            self.entities[index] = self.entities.get(index, 0) + 1
+        if index not in self.earliest or changed < self.earliest[index]:
+            self.earliest[index] = changed
+
+    def counts(self) -> dict[str, tuple[datetime, int]]:
+        return {i: (t, self.entities[i]) for i, t in self.earliest.items()}

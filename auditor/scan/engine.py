@@ -129,6 +129,10 @@ class Parts:
         federation's conflict), a batch at a time; returns one verdict per pair, in order."""
         return [c for _, c in judged]
 
+    def gather(self, c: Classified) -> None:
+        """Each verdict as it is judged, before `review` (what the whole-scan evidence counts is
+        counted here: no pass over the verdicts for it)."""
+
     def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
         """The platform's evidence on the whole scan (a restore, a reindex job, a confirmation):
         `classified` may be read more than once (a spill), `still` (the findings still wrong)
@@ -296,7 +300,9 @@ def run(
             # the history of the findings still wrong, read chunk by chunk (none without state)
             judged = judge(seen, state.history, judging, parts.weigh)
             judged.sort(key=by_verdict_urn)  # a batch's verdicts in urn order, as the batches come
-            verdicts.extend(judged)
+            for c in judged:
+                parts.gather(c)
+                verdicts.append(c)
         candidates.close()
         report.reobserved = account.reobserved()
         report.store_smaller = smaller(selection, report, account.orphans)

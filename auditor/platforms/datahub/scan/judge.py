@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from auditor.backends.protocols import Store
 from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restore_counts, restored_indices
@@ -33,11 +34,14 @@ def mark_restores(
     registry: Registry,
     index_prefix: str,
     report: Report | None = None,
+    counted: dict[str, tuple[datetime, int]] | None = None,
 ) -> Iterable[Classified]:
     """Re-label the diverged findings of an index that holds an older snapshot's state (the
-    verdicts read to find the candidates and count them, then given back as a stream); each such
-    index is said once in the report's `restores` section, with its counts and its one repair."""
-    counted = restore_counts(classified)  # the earliest stale write of each index, and its entities
+    earliest stale write of each index and its entities: `counted`, gathered as the verdicts were
+    judged, or read from them; the verdicts then given back as a stream); each such index is said
+    once in the report's `restores` section, with its counts and its one repair."""
+    if counted is None:
+        counted = restore_counts(classified)
     candidates = {index: t for index, (t, n) in counted.items() if n >= RESTORE_MIN_ENTITIES}
     if not candidates:
         return classified
@@ -55,10 +59,9 @@ def mark_restores(
 CONFIRM_BATCH = 500  # in-flight urns checked again a join at a time
 
 
-def still_in_flight(classified: Iterable[Classified], wait: float, scanner: Scanner) -> set[str] | None:
-    """After `wait`, the keys of the in-flight findings still found (None: none was in flight,
-    or the re-check could not be made)."""
-    urns: set[str] = {c.finding.urn for c in classified if c.verdict == Verdict.IN_FLIGHT}
+def still_in_flight(urns: set[str], wait: float, scanner: Scanner) -> set[str] | None:
+    """After `wait`, the keys of the in-flight findings of `urns` still found (None: none was in
+    flight, or the re-check could not be made)."""
     if not urns:
         return None
     time.sleep(wait)

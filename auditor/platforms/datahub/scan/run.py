@@ -10,7 +10,8 @@ from itertools import chain
 from auditor.backends.protocols import State
 from auditor.backends.replica import note
 from auditor.core.absence import judged
-from auditor.core.model import Classified, Finding, Report, Selection
+from auditor.core.classify import RestoreCounter
+from auditor.core.model import Classified, Finding, Report, Selection, Verdict
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.absence import duplicate_documents, missing_indices
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
@@ -65,6 +66,8 @@ class DataHubParts(Parts):
         self.scanner: Scanner | None = None
         self.absence: list[Finding] = []  # what search lacks or holds twice, as a whole (absence.py)
         self.outdated = OutdatedGroups(self.target.index_prefix)  # the report's outdated section, gathered
+        self.restores = RestoreCounter()  # gathered as the verdicts are judged (no pass over them)
+        self.in_flight: set[str] = set()  # the in-flight urns a confirmation re-checks
 
     def join(
         self, selection: Selection, progress: Progress | None = None, sink: Sink | None = None
@@ -127,15 +130,20 @@ class DataHubParts(Parts):
     def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
         return weigh(judged)
 
+    def gather(self, c: Classified) -> None:
+        self.restores.add(c)  # the earliest stale write of each index, and its entities
+        if c.verdict == Verdict.IN_FLIGHT and self.options.confirm > 0:
+            self.in_flight.add(c.finding.urn)  # re-checked after the confirmation's wait
+
     def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
-        # the in-flight re-checked on the verdicts as judged (a restore re-labels none of them),
-        # then the verdicts read again as one stream, re-labelled, the converged left out
+        # the in-flight re-checked (a restore re-labels none of them), then the verdicts read
+        # again as one stream, re-labelled, the converged left out
         keys = None
         if self.options.confirm > 0 and self.scanner is not None:
-            keys = still_in_flight(classified, self.options.confirm, self.scanner)
-        classified = mark_restores(
-            classified, self.backends.store, self.registry, self.target.index_prefix, self.report
-        )
+            keys = still_in_flight(self.in_flight, self.options.confirm, self.scanner)
+        store, prefix = self.backends.store, self.target.index_prefix
+        counted = self.restores.counts()
+        classified = mark_restores(classified, store, self.registry, prefix, self.report, counted)
         if keys is not None:
             classified = unconverged(classified, keys, self.report)
         whole = judged(lambda index: bool(self.backends.search.names(index)), self.absence)
