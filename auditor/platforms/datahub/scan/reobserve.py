@@ -320,9 +320,9 @@ class Observer(Rereader):
             *({(s.topic, s.partition): s for s in x} for x in [k.view.first, *self._earlier]),
         ]
         known = [
-            e[key].committed
+            committed
             for e in earlier
-            if key in e and e[key].committed is not None and e[key].taken_at <= when
+            if key in e and (committed := e[key].committed) is not None and e[key].taken_at <= when
         ]
         return max(known, default=None)
 
