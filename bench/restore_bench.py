@@ -12,7 +12,8 @@ every one of them is re-observed, judged and counted. This bench makes empty cop
 the consistent `bench` indices (nothing found: the scan's own memory), then twice against the
 empty ones (the first sight, and the second, which reads every finding's history back as a
 scheduled scan does). It prints each run's findings, wall time and peak RSS (wait4's: the
-largest of the scan's process and the reader processes it waited for, not their sum), and the
+largest of the scan's process and the reader processes it waited for, not their sum; and the
+peak of their sum, sampled every 0.1 s, which is what a pod's memory limit counts), and the
 memory the findings add: (restored peak - consistent peak) per 100,000 findings. The empty indices
 and the state file are removed at the end. Kafka is left out (no offsets: time-only evidence): no
 setting is inherited from the shell.
@@ -35,7 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from sandbox.endpoints import Endpoints  # noqa: E402
 
-PREFIX, EMPTY, TABLE = "bench", "benchrestored", "metadata_aspect_v2_bench"
+# another catalog beside the default one, as bench/scan_bench.py seeds it: BENCH_PREFIX, BENCH_TABLE
+PREFIX = os.environ.get("BENCH_PREFIX") or "bench"
+EMPTY = f"{PREFIX}restored"
+TABLE = os.environ.get("BENCH_TABLE") or "metadata_aspect_v2_bench"
 
 
 def empty_copies(search: str) -> list[str]:
@@ -54,8 +58,12 @@ def empty_copies(search: str) -> list[str]:
     return made
 
 
-def scan(store: str, search: str, prefix: str, types: list[str], state: Path) -> dict[str, Any]:
-    """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's)."""
+def scan(
+    store: str, search: str, prefix: str, types: list[str], state: Path, repair: bool = False
+) -> dict[str, Any]:
+    """`auditor scan` in a fresh process: its findings, wall time and peak RSS (wait4's); with
+    `repair`, `auditor rebuild after-restore --mode reindex --apply` instead (its scan, the window's
+    reindex, its final scan)."""
     from auditor import platforms
     from auditor.settings import env_names
 
@@ -78,15 +86,28 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
         command = [sys.executable, "-m", "auditor.cli", "scan", "-f", "json", "-o", out.name]
         for entity_type in types:
             command += ["-t", entity_type]
+        if repair:
+            evidence = Path(out.name).with_suffix("")
+            command = [sys.executable, "-m", "auditor.cli", "rebuild", "after-restore", "--mode", "reindex",
+                       "--apply", "--evidence", str(evidence)]  # fmt: skip
         started = time.monotonic()
         child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        sampler = TreeRss(child.pid)
         _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the bench's
+        sampler.stop()
         seconds = time.monotonic() - started
         code = child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         if code not in (0, 1):
             err.seek(0)
-            raise SystemExit(f"scan exited {code}: {err.read().decode(errors='replace')[-2000:]}")
-        report = json.loads(Path(out.name).read_text())  # the report replaces the file: read by name
+            raise SystemExit(f"{command[3]} exited {code}: {err.read().decode(errors='replace')[-2000:]}")
+        if repair:
+            done = json.loads(evidence.with_suffix(".json").read_text())
+            behind = sum((done.get("behind") or {}).values())
+            final = done.get("final_counts")
+            print(f"after-restore: behind {behind:,}, since {done.get('since')}, final {final}")
+            report = {"counts": [{"count": behind}], "entities": {"": 0}}
+        else:
+            report = json.loads(Path(out.name).read_text())  # the report replaces the file: read by name
     findings = sum(row["count"] for row in report["counts"])
     return {
         "prefix": prefix,
@@ -95,7 +116,53 @@ def scan(store: str, search: str, prefix: str, types: list[str], state: Path) ->
         "findings": findings,
         "seconds": round(seconds, 2),
         "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "pod_peak_mib": round(sampler.peak / 1024 / 1024, 1),
     }
+
+
+class TreeRss:
+    """The peak of the summed RSS of a process and its descendants (the scan and its reader
+    processes), sampled every 0.1 s: what a pod's or a cgroup's memory limit counts."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+
+        self.pid, self.peak, self._done = pid, 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, sum(_rss(p) for p in _tree(self.pid)))
+            self._done.wait(0.1)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.thread.join()
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and its descendants, by /proc's children lists."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def main() -> None:
@@ -103,6 +170,11 @@ def main() -> None:
     parser.add_argument("--store", default="postgres", choices=("postgres", "mariadb"))
     parser.add_argument("--search", default="elasticsearch", choices=("opensearch", "elasticsearch"))
     parser.add_argument("-t", "--entity-type", action="append", default=[], help="only these types")
+    parser.add_argument(
+        "--after-restore",
+        action="store_true",
+        help="then run `rebuild after-restore --mode reindex --apply` on the empty copies (measured alike)",
+    )
     args = parser.parse_args()
     made = empty_copies(args.search)
     states = tempfile.TemporaryDirectory()
@@ -111,6 +183,9 @@ def main() -> None:
         state = Path(states.name) / "restored.sqlite"
         first = scan(args.store, args.search, EMPTY, args.entity_type, state)
         second = scan(args.store, args.search, EMPTY, args.entity_type, state)
+        repaired = (
+            scan(args.store, args.search, EMPTY, [], state, repair=True) if args.after_restore else None
+        )
     finally:
         states.cleanup()
         from sandbox.search import connect
@@ -119,15 +194,19 @@ def main() -> None:
         for index in made:
             client.delete_index(index)
     per: dict[str, float] = {}
-    for name, run in (("consistent", clean), ("restored, first sight", first), ("restored, second", second)):
+    runs = [("consistent", clean), ("restored, first sight", first), ("restored, second", second)]
+    runs += [("after-restore --apply", repaired)] if repaired else []
+    for name, run in runs:
         added = run["peak_rss_mib"] - clean["peak_rss_mib"]
         per[name] = round(added / run["findings"] * 100_000, 1) if run["findings"] else 0.0
         print(
             f"{name:>22}: {run['entities']:,} entities, {run['findings']:,} findings, "
-            f"{run['seconds']:.1f} s, peak RSS {run['peak_rss_mib']:.0f} MiB (exit {run['exit']})"
+            f"{run['seconds']:.1f} s, peak RSS {run['peak_rss_mib']:.0f} MiB, with its readers (a pod's "
+            f"count) {run['pod_peak_mib']:.0f} MiB (exit {run['exit']})"
             + (f", {per[name]:.1f} MiB per 100,000 findings more" if run["findings"] else "")
         )
-    print(json.dumps({"clean": clean, "first": first, "second": second, "mib_per_100k_findings": per}))
+    print(json.dumps({"clean": clean, "first": first, "second": second, "after_restore": repaired,
+                      "mib_per_100k_findings": per}))  # fmt: skip
 
 
 if __name__ == "__main__":

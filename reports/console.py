@@ -20,6 +20,8 @@ from auditor.reports.summary import (
     outdated_lines,
     reobservation_text,
     repair_commands,
+    restore_lines,
+    restore_text,
     sorted_findings,
     totals,
     weak_evidence_text,
@@ -206,6 +208,9 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
         console.print(f"[green]{len(report.converged)} in-flight findings converged during --confirm[/]")
     if outdated := outdated_lines(report):
         console.print(_outdated_table(outdated))
+    for restored in restore_lines(report):  # once per index, however many findings it holds
+        repair = restored.get("repair")
+        _say(console, f"Behind a restore: {restore_text(restored)}; repair: {repair}", style="red")
     commands = repair_commands(report)
     if commands:
         console.print("[bold]To repair:[/]")

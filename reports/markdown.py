@@ -15,6 +15,8 @@ from auditor.reports.summary import (
     outdated_lines,
     reobservation_text,
     repair_commands,
+    restore_lines,
+    restore_text,
     sorted_findings,
     totals,
     weak_evidence_text,
@@ -82,6 +84,10 @@ def render(report: Report, limit: int = 50) -> str:
                 f"{md_text(written_span(old))} | {old.get('documents', 0)} | "
                 f"{md_code(str(example)) if example else ''} | {md_code(str(old.get('repair')))} |"
             )
+    if behind := restore_lines(report):
+        lines += ["", "## Behind a restore (one line per index)", ""]
+        for index in behind:
+            lines.append(f"- {md_text(restore_text(index))}: {md_code(str(index.get('repair')))}")
     findings = sorted_findings(report.findings)
     if findings:
         lines += ["", "## Findings", ""]

@@ -137,6 +137,22 @@ def outdated_lines(report: Report) -> list[dict[str, Any]]:
     return [line for line in lines if isinstance(line, dict)]
 
 
+def restore_lines(report: Report) -> list[dict[str, Any]]:
+    """The report's indices behind a restore, one line each (`restores` section: index,
+    entity_type, since, behind, changed_since, repair, reindex)."""
+    lines = report.sections.get("restores") or []
+    return [line for line in lines if isinstance(line, dict)]
+
+
+def restore_text(line: dict[str, Any]) -> str:
+    """One index behind a restore, said once however many findings it holds."""
+    return (
+        f"{line.get('index')} holds the state of before {line.get('since')}: "
+        f"{line.get('behind', 0):,} of the {line.get('changed_since', 0):,} entities changed since are "
+        "behind (a restored snapshot?)"
+    )
+
+
 def written_span(line: dict[str, Any]) -> str:
     """Which releases wrote an `outdated` line's documents (a report from before the range was
     said holds only the newest of them)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -324,55 +324,118 @@ def explained(c: Classified, reason: str, finding: Finding | None = None) -> Cla
     return Classified(finding or c.finding, c.verdict, c.subkind, replace(c.evidence, reason=reason))
 
 
-def mark_restores(
-    classified: Sequence[Classified], changed_since: dict[str, tuple[datetime, int]]
-) -> list[Classified]:
-    """Re-label diverged findings of an index whose state is that of an older snapshot.
+RESTORABLE = (Kind.MISSING_DOCUMENT, Kind.STALE_FIELDS, Kind.SOFT_DELETE_MISMATCH)
 
-    `changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
-    for the earliest change among the index's stale findings (see `restore_candidates`).
-    """
-    out = list(classified)
+
+def _restorable(c: Classified) -> bool:
+    f = c.finding
+    return (
+        c.verdict == Verdict.DIVERGED and bool(f.index) and f.changed_at is not None and f.kind in RESTORABLE
+    )
+
+
+@dataclass(frozen=True)
+class RestoredIndex:
+    """An index found holding an older snapshot's state: since when, how many of the entities
+    changed since are behind, and the reason each of its re-labelled findings gives."""
+
+    instant: datetime
+    behind: int
+    changed: int
+    reason: str
+
+
+def restored_indices(
+    classified: Iterable[Classified],
+    changed_since: dict[str, tuple[datetime, int]],
+    behind: dict[str, int] | None = None,
+) -> dict[str, RestoredIndex]:
+    """The indices whose stale diverged findings cover most of what changed since their earliest
+    (`changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
+    for the earliest change among the index's stale findings: see `restore_candidates`). One pass
+    over the verdicts, each urn's together (a list, or the scan's spill), to count the entities
+    behind since each instant; none when the caller counted them (`behind`: `restore_counts`,
+    whose instants are the earliest, so every stale entity counts)."""
+    if behind is None:
+        behind = {}
+        last: dict[str, str] = {}
+        for c in classified:
+            f = c.finding
+            index = f.index or ""
+            if index in changed_since and _restorable(c) and f.changed_at >= changed_since[index][0]:  # type: ignore[operator]
+                if last.get(index) != f.urn:  # each urn's verdicts come together: counted once
+                    last[index] = f.urn
+                    behind[index] = behind.get(index, 0) + 1
+    out: dict[str, RestoredIndex] = {}
     for index, (instant, total) in changed_since.items():
-        members = [
-            i
-            for i, c in enumerate(out)
-            if c.verdict == Verdict.DIVERGED
-            and c.finding.index == index
-            and c.finding.kind in (Kind.MISSING_DOCUMENT, Kind.STALE_FIELDS, Kind.SOFT_DELETE_MISMATCH)
-            and c.finding.changed_at is not None
-            and c.finding.changed_at >= instant
-        ]
-        urns = {out[i].finding.urn for i in members}
-        if len(urns) < RESTORE_MIN_ENTITIES or len(urns) < RESTORE_MIN_SHARE * total:
+        n = behind.get(index, 0)
+        if n < RESTORE_MIN_ENTITIES or n < RESTORE_MIN_SHARE * total:
             continue
         reason = (
             f"{index} holds the state of before {instant.isoformat(timespec='seconds')}: "
-            f"{len(urns)} of the {total} entities changed since are behind (a restored snapshot?)"
+            f"{n} of the {total} entities changed since are behind (a restored snapshot?)"
         )
-        for i in members:
-            c = out[i]
-            out[i] = replace(
-                c,
-                subkind=Cause.INDEX_BEHIND_RESTORE.value,
-                evidence=replace(c.evidence, reason=reason + "; " + c.evidence.reason),
-            )
+        out[index] = RestoredIndex(instant, n, total, reason)
     return out
 
 
-def restore_candidates(classified: Sequence[Classified]) -> dict[str, datetime]:
-    """Per index with enough stale diverged findings, the earliest change among them."""
-    earliest: dict[str, datetime] = {}
-    counts: dict[str, set[str]] = {}
+def relabel_restored(
+    classified: Iterable[Classified], restored: dict[str, RestoredIndex]
+) -> Iterator[Classified]:
+    """The verdicts, those of a restored index's stale entities re-labelled, as a stream."""
     for c in classified:
         f = c.finding
-        if (
-            c.verdict == Verdict.DIVERGED
-            and f.index
-            and f.changed_at is not None
-            and f.kind in (Kind.MISSING_DOCUMENT, Kind.STALE_FIELDS, Kind.SOFT_DELETE_MISMATCH)
-        ):
-            counts.setdefault(f.index, set()).add(f.urn)
-            if f.index not in earliest or f.changed_at < earliest[f.index]:
-                earliest[f.index] = f.changed_at
-    return {i: t for i, t in earliest.items() if len(counts[i]) >= RESTORE_MIN_ENTITIES}
+        found = restored.get(f.index or "")
+        if found is not None and _restorable(c) and f.changed_at >= found.instant:  # type: ignore[operator]
+            c = replace(
+                c,
+                subkind=Cause.INDEX_BEHIND_RESTORE.value,
+                evidence=replace(c.evidence, reason=found.reason + "; " + c.evidence.reason),
+            )
+        yield c
+
+
+def mark_restores(
+    classified: Iterable[Classified], changed_since: dict[str, tuple[datetime, int]]
+) -> Iterator[Classified]:
+    """Re-label diverged findings of an index whose state is that of an older snapshot
+    (`classified` is read twice: a list, or the scan's spill)."""
+    return relabel_restored(classified, restored_indices(classified, changed_since))
+
+
+def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:
+    """Per index with enough stale diverged findings, the earliest change among them."""
+    return {i: t for i, (t, n) in restore_counts(classified).items() if n >= RESTORE_MIN_ENTITIES}
+
+
+def restore_counts(classified: Iterable[Classified]) -> dict[str, tuple[datetime, int]]:
+    """Per index with stale diverged findings, the earliest change among them and how many
+    entities they are (one pass; each urn's verdicts together, as the scan's spill gives them)."""
+    counter = RestoreCounter()
+    for c in classified:
+        counter.add(c)
+    return counter.counts()
+
+
+class RestoreCounter:
+    """`restore_counts` a verdict at a time, as a scan judges them (each urn's together)."""
+
+    def __init__(self) -> None:
+        self.earliest: dict[str, datetime] = {}
+        self.entities: dict[str, int] = {}
+        self.last: dict[str, str] = {}
+
+    def add(self, c: Classified) -> None:
+        if not _restorable(c):
+            return
+        f = c.finding
+        index, changed = f.index or "", f.changed_at
+        assert changed is not None
+        if self.last.get(index) != f.urn:
+            self.last[index] = f.urn
+            self.entities[index] = self.entities.get(index, 0) + 1
+        if index not in self.earliest or changed < self.earliest[index]:
+            self.earliest[index] = changed
+
+    def counts(self) -> dict[str, tuple[datetime, int]]:
+        return {i: (t, self.entities[i]) for i, t in self.earliest.items()}

@@ -3,6 +3,13 @@
     join -> re-observe -> judge (the kernel's `classify`) -> the platform's evidence -> remember
     -> finish -> trend
 
+Memory is flat in the findings (a scan after a search restore has millions): the join's
+candidates go to a spill on disk (auditor/scan/spill.py) in urn order, come back batch by batch to
+be re-read and judged, and their verdicts go to a second spill; every later step (the platform's
+whole-scan evidence, the state file, the count and the worst kept for the report, the JSON Lines
+of every finding) streams over it. What a step keeps is per index, per type or per kind, never
+per finding: only the report's worst `--max-findings` are held.
+
 A platform brings its `Parts` for one scan: its join (its sorted streams and its checks, on the
 kernel's merge), its re-reads of the candidates in causal order, and its evidence (a change log,
 a retry queue, a reindex job, a restore). The engine owns the order, the verdicts, the state file
@@ -19,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from auditor.backends.protocols import State
 from auditor.core.classify import History, KafkaEvidence, classify, in_flight
@@ -28,6 +35,7 @@ from auditor.core.sanity import StoreSmaller, store_smaller
 from auditor.scan.finish import finish
 from auditor.scan.memory import record_trend, remember
 from auditor.scan.options import FindingsOut
+from auditor.scan.spill import Spill
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,12 @@ class Judging:
 
 class Parts:
     """What a platform brings to one scan. `join` is required; the rest default to a platform
-    with no re-reads and no evidence beyond time and history (each step's contract below)."""
+    with no re-reads and no evidence beyond time and history (each step's contract below).
+
+    Every step streams: the join adds its findings to the engine's sink (a spill on disk), the
+    re-reads take them back in urn order and give one `Seen` a batch, the platform's evidence
+    reads the verdicts as often as it needs to and gives them back as a stream; what a platform
+    keeps across the scan is per index or per type, never per finding."""
 
     # the trend key's platform (None: DataHub's keys, written before there was another)
     platform: str | None = None
@@ -94,30 +107,64 @@ class Parts:
         """The entity types this scan covers (the state forgets their findings not seen again)."""
         return selection.entity_types
 
-    def join(self, selection: Selection, progress: Any = None) -> Joined:
-        """The streaming comparison: every candidate finding, and what was read."""
+    def join(self, selection: Selection, progress: Any = None, sink: Sink | None = None) -> Joined:
+        """The streaming comparison: every candidate finding (added to `sink` when given, else in
+        `Joined.findings`), and what was read."""
         raise NotImplementedError
 
-    def reobserve(self, candidates: list[Finding]) -> Seen:
-        """Read each candidate again in causal order; by default none is read again. The list is
-        the platform's to take (the kernel's re-reads empty it as they go: memory)."""
-        return Seen(observed=[Observed(f) for f in candidates], candidates=len(candidates),
-                    entities=len({f.urn for f in candidates}))  # fmt: skip
+    def reobserve(self, candidates: Iterable[Finding]) -> Iterator[Seen]:
+        """Read the candidates again in causal order, a batch at a time (they come in urn order,
+        each urn's together); by default none is read again."""
+        batch: list[Finding] = []
+        for f in candidates:
+            batch.append(f)
+            if len(batch) >= REOBSERVE_BATCH:
+                yield _unread(batch)
+                batch = []
+        if batch:
+            yield _unread(batch)
 
     def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
         """The platform's evidence on the verdicts of the findings still wrong (a retry queue, a
-        federation's conflict); returns one verdict per pair, in order."""
+        federation's conflict), a batch at a time; returns one verdict per pair, in order."""
         return [c for _, c in judged]
 
-    def review(self, classified: list[Classified]) -> list[Classified]:
-        """The platform's evidence on the whole scan (a restore, a reindex job, a confirmation)."""
+    def gather(self, c: Classified) -> None:
+        """Each verdict as it is judged, before `review` (what the whole-scan evidence counts is
+        counted here: no pass over the verdicts for it)."""
+
+    def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
+        """The platform's evidence on the whole scan (a restore, a reindex job, a confirmation):
+        `classified` may be read more than once (a spill), `still` (the findings still wrong)
+        too; the verdicts given back are read once, as a stream."""
         return classified
 
-    def close(self, report: Report, classified: list[Classified]) -> None:
-        """Warnings and sections of the report, before the engine closes it."""
+    def tally(self, c: Classified) -> None:
+        """Each final verdict, as it is counted (a platform's sections gather from them)."""
+
+    def close(self, report: Report) -> None:
+        """Warnings and sections of the report, once every verdict has been counted."""
 
     def closed(self, report: Report) -> None:
         """After the report is closed (a verdict that depends on the report's sections)."""
+
+
+class Sink(Protocol):
+    """Where the join puts its candidates (the engine's spill, in urn order)."""
+
+    def append(self, f: Finding, /) -> None: ...
+
+    def extend(self, found: Iterable[Finding], /) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
+REOBSERVE_BATCH = 1000  # the default re-observation's batch (no re-reads: nothing is read)
+
+
+def _unread(batch: list[Finding]) -> Seen:
+    return Seen(observed=[Observed(f) for f in batch], candidates=len(batch),
+                entities=len({f.urn for f in batch}))  # fmt: skip
 
 
 Weigh = Callable[[list[tuple[Observed, Classified]]], list[Classified]]
@@ -166,28 +213,59 @@ def judge(seen: Seen, history: HistoryOf, judging: Judging, weigh: Weigh) -> lis
     return out
 
 
+class Account:
+    """The re-observation's account, summed over its batches: the report's `reobserved`, and the
+    orphaned documents still there per index (the store far smaller than the index)."""
+
+    def __init__(self) -> None:
+        self.candidates = self.entities = self.converged = self.unsettled = self.rounds = 0
+        self.seconds = 0.0
+        self.orphans: dict[str, int] = {}
+
+    def add(self, seen: Seen) -> None:
+        self.candidates += seen.candidates
+        self.entities += seen.entities
+        self.converged += len(seen.converged)
+        self.unsettled += len(seen.unsettled)
+        self.rounds += seen.rounds
+        self.seconds += seen.seconds
+        for f in seen.still:
+            if f.kind == Kind.ORPHAN_DOCUMENT and f.index:
+                self.orphans[f.index] = self.orphans.get(f.index, 0) + 1
+
+    def reobserved(self) -> dict[str, float]:
+        """The report's account of the re-observation."""
+        return {
+            "candidates": self.candidates,
+            "entities": self.entities,
+            "converged": self.converged,
+            "unsettled": self.unsettled,
+            "rounds": self.rounds,
+            "seconds": round(self.seconds, 3),
+        }
+
+
 def reobserved(seen: Seen) -> dict[str, float]:
-    """The report's account of the re-observation."""
-    return {
-        "candidates": seen.candidates,
-        "entities": seen.entities,
-        "converged": len(seen.converged),
-        "unsettled": len(seen.unsettled),
-        "rounds": seen.rounds,
-        "seconds": round(seen.seconds, 3),
-    }
+    """The report's account of one re-observation."""
+    account = Account()
+    account.add(seen)
+    return account.reobserved()
 
 
-def smaller(selection: Selection, report: Report, seen: Seen) -> StoreSmaller | None:
+def smaller(selection: Selection, report: Report, orphans: dict[str, int]) -> StoreSmaller | None:
     """The store far smaller than the index (core/sanity.py), judged on the orphaned documents
     still there after the re-reads; a scan of given urns or of recent writes says nothing of it."""
     if selection.urns or selection.since:
         return None
-    orphans: dict[str, int] = {}
-    for f in seen.still:
-        if f.kind == Kind.ORPHAN_DOCUMENT and f.index:
-            orphans[f.index] = orphans.get(f.index, 0) + 1
     return store_smaller(sum(report.entities.values()), report.documents, orphans)
+
+
+def by_urn(f: Finding) -> str:
+    return f.urn
+
+
+def by_verdict_urn(c: Classified) -> str:
+    return c.finding.urn
 
 
 def run(
@@ -199,31 +277,57 @@ def run(
     log: Callable[[str], None] | None = None,
 ) -> Report:
     """Scan `report.scope` with the platform's parts: the join's findings are candidates,
-    re-observed, judged by the kernel and the platform's evidence, remembered, reported."""
+    re-observed, judged by the kernel and the platform's evidence, remembered, reported. The
+    candidates, the verdicts and the findings still wrong each wait on disk (flat memory)."""
     selection = report.scope
-    joined = parts.join(selection, progress)
-    report.entities, report.documents = joined.entities, joined.documents
-    report.unknown = joined.unknown
-    report.warnings += joined.warnings
-    report.stores = joined.stores
-    report.read = joined.read if joined.read is not None else {
-        "rows": sum(joined.entities.values()), "documents": sum(joined.documents.values())
-    }  # fmt: skip
-    if log and joined.findings:
-        log(f"re-observing {len({f.urn for f in joined.findings})} entities in causal order")
-    candidates, joined.findings = joined.findings, []  # the re-observation takes them (memory)
-    seen = parts.reobserve(candidates)
-    report.reobserved = reobserved(seen)
-    report.store_smaller = smaller(selection, report, seen)
-    # the history of the findings still wrong, read chunk by chunk (a scan without state reads none)
-    classified = parts.review(judge(seen, state.history, judging, parts.weigh))
-    if judging.use_state:
-        remember(state, seen.still, report, parts.types(selection))
-    parts.close(report, classified)
+    with Spill(by_urn) as candidates, Spill(by_verdict_urn) as verdicts, Spill[Finding]() as still:
+        joined = parts.join(selection, progress, candidates)
+        candidates.extend(joined.findings)  # a platform that kept its own (few) findings
+        joined.findings = []
+        report.entities, report.documents = joined.entities, joined.documents
+        report.unknown = joined.unknown
+        report.warnings += joined.warnings
+        report.stores = joined.stores
+        report.read = joined.read if joined.read is not None else {
+            "rows": sum(joined.entities.values()), "documents": sum(joined.documents.values())
+        }  # fmt: skip
+        if log and candidates:
+            log(f"re-observing the {len(candidates)} findings' entities in causal order")
+        account = Account()
+        for seen in parts.reobserve(candidates):
+            account.add(seen)
+            still.extend(seen.still)
+            # the history of the findings still wrong, read chunk by chunk (none without state)
+            judged = judge(seen, state.history, judging, parts.weigh)
+            judged.sort(key=by_verdict_urn)  # a batch's verdicts in urn order, as the batches come
+            for c in judged:
+                parts.gather(c)
+                verdicts.append(c)
+        candidates.close()
+        report.reobserved = account.reobserved()
+        report.store_smaller = smaller(selection, report, account.orphans)
+        reviewed = parts.review(verdicts, still)
+        if judging.use_state:
+            remember(state, still, report, parts.types(selection))
+        _finish(parts, state, report, judging, reviewed)
+    return report
+
+
+def _finish(
+    parts: Parts, state: State, report: Report, judging: Judging, reviewed: Iterable[Classified]
+) -> None:
+    """Count every verdict (the platform tallies its sections), keep the worst, write every one
+    (`--findings-out`), close the report and its trend."""
     out = judging.findings_out(report) if judging.findings_out is not None else None
+
+    def tallied() -> Iterator[Classified]:
+        for c in reviewed:
+            parts.tally(c)
+            yield c
+
     try:
-        # counted one by one as the list is let go: only the worst --max-findings are kept
-        finish(report, _taken(classified), judging.max_findings, out.write if out else None)
+        finish(report, tallied(), judging.max_findings, out.write if out else None)
+        parts.close(report)
         parts.closed(report)
         if judging.use_state:
             record_trend(state, report, parts.platform)
@@ -232,11 +336,3 @@ def run(
     finally:
         if out is not None:
             out.discard()
-    return report
-
-
-def _taken(classified: list[Classified]) -> Iterator[Classified]:
-    """The verdicts, each let go once counted (the list is emptied from its end, in its order)."""
-    classified.reverse()
-    while classified:
-        yield classified.pop()

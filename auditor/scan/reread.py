@@ -22,7 +22,7 @@ this loop is the order, the rounds, the batches and the account (`Seen`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,29 @@ KeyedEvidence = dict[str, tuple[Any, Any]]  # finding key -> (position, change-l
 
 def _utc(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
+
+
+def _taken(findings: list[Finding]) -> Iterator[Finding]:
+    """The list's findings, in order, each let go as it is handed on."""
+    findings.reverse()
+    while findings:
+        yield findings.pop()
+
+
+def _grouped(candidates: Iterable[Finding], size: int) -> Iterator[dict[str, list[Finding]]]:
+    """The candidates by urn, `size` urns a group (0: all in one), each urn's findings together
+    (the spill gives them so: sorted by urn)."""
+    group: dict[str, list[Finding]] = {}
+    for f in candidates:
+        found = group.get(f.urn)
+        if found is None:
+            if size and len(group) >= size:
+                yield group
+                group = {}
+            group[f.urn] = found = []
+        found.append(f)
+    if group:
+        yield group
 
 
 def _by_urn(findings: Sequence[Finding]) -> dict[str, list[Finding]]:
@@ -113,26 +136,35 @@ class Rereader:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, candidates: list[Finding]) -> Seen:
-        """Re-read the candidates' entities, batch by batch. The candidates are taken: the list is
-        emptied once grouped by urn, and each batch's are let go once re-read (what is still wrong
-        was read again; what converged or stayed unsettled is kept in `Seen`), so the join's
-        findings and the re-read ones are not all held at once (a scan after a search restore has
-        millions)."""
-        began = self.clock()
-        by_urn = _by_urn(candidates)
-        out = Seen(candidates=len(candidates), entities=len(by_urn))
-        candidates.clear()
-        urns = sorted(by_urn)
-        size = self.batch or len(urns) or 1
-        for i in range(0, len(urns), size):
-            batch = urns[i : i + size]
-            self._batch(batch, by_urn, out)
-            for urn in batch:
-                del by_urn[urn]
-        if not urns:
-            self.idle()
-        out.seconds = self.clock() - began
+        """Re-read the candidates' entities, batch by batch, into one account (a triage, a
+        confirmation: a few). The list is taken: emptied as it is read."""
+        candidates.sort(key=lambda f: f.urn)  # stable: each urn's findings together, in order
+        out = Seen()
+        for seen in self.batches(_taken(candidates)):
+            out.observed += seen.observed
+            out.converged += seen.converged
+            out.unsettled += seen.unsettled
+            out.candidates += seen.candidates
+            out.entities += seen.entities
+            out.rounds += seen.rounds
+            out.seconds += seen.seconds
         return out
+
+    def batches(self, candidates: Iterable[Finding]) -> Iterator[Seen]:
+        """Re-read the candidates' entities a batch of `batch` urns at a time, one `Seen` each.
+        The candidates come in urn order, each urn's together (the engine's spill): a batch's are
+        let go once re-read, so the join's findings and the re-read ones are never all held at
+        once (a scan after a search restore has millions)."""
+        any_read = False
+        for by_urn in _grouped(candidates, self.batch):
+            began = self.clock()
+            any_read = True
+            out = Seen(candidates=sum(map(len, by_urn.values())), entities=len(by_urn))
+            self._batch(list(by_urn), by_urn, out)
+            out.seconds = self.clock() - began  # the re-reads' time, not the judging between batches
+            yield out
+        if not any_read:
+            self.idle()
 
     def _batch(self, urns: list[str], by_urn: dict[str, list[Finding]], out: Seen) -> None:
         pending = urns

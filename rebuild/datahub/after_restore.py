@@ -17,7 +17,8 @@ def window(
     """The evidence so far: the indices the scan found behind a restore, and the window to repair.
 
     The window starts at the earliest stale write of an index behind a restore (the scan's
-    restore detection); or, when the system-metadata index's newest `lastUpdated` is older than
+    restore detection, its `restores` section: over every finding, not only the worst the report
+    keeps in detail); or, when the system-metadata index's newest `lastUpdated` is older than
     the table's newest write, at that high-water mark: everything written since never reached it.
     """
     evidence = RestoreEvidence(
@@ -27,7 +28,11 @@ def window(
         system_metadata_last_update=system_metadata_last_update,
     )
     starts: list[datetime] = []
-    for c in report.findings:
+    lines = [line for line in report.sections.get("restores") or () if isinstance(line, dict)]
+    for line in lines:  # the scan's restore detection, per index: counted over every finding
+        evidence.behind[str(line["index"])] = int(line["behind"])
+        starts.append(datetime.fromisoformat(str(line["since"])))
+    for c in report.findings if not lines else ():  # a report from before the section: its detail
         if c.verdict == Verdict.DIVERGED and c.subkind == Cause.INDEX_BEHIND_RESTORE.value:
             index = c.finding.index or "?"
             evidence.behind[index] = evidence.behind.get(index, 0) + 1

@@ -13,7 +13,8 @@ returned.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +111,10 @@ class Reindexer:
                 self.checkpoint.count(f"skipped: no index {index}")
         return self._exists[index]
 
-    def run(self, urns: list[str]) -> Checkpoint:
-        """Rebuild every urn of the sorted list after the checkpoint's last one.
+    def run(self, urns: Iterable[str]) -> Checkpoint:
+        """Rebuild every urn after the checkpoint's last one: a list (sorted and made unique here)
+        or a stream already sorted and unique (the rows of a selection, read a page at a time: a
+        window of a million entities is never a list).
 
         Three batches are in hand at once: the next one's rows and stored entity docs are read
         while this one's docs are built and the previous one's bulk is written (the read and the
@@ -121,19 +124,23 @@ class Reindexer:
         An entity doc is written on condition that the stored one is still the one read (its
         kept fields came from it): one the consumer wrote meanwhile is read and built again."""
         ck = self.checkpoint
-        todo = [u for u in sorted(set(urns)) if ck.last_urn is None or u > ck.last_urn]
-        batches = [todo[i : i + self.batch] for i in range(0, len(todo), self.batch)]
-        reading = Ahead(self._read, batches[0], name="reindex-rows") if batches else None
+        ordered = sorted(set(urns)) if isinstance(urns, list | set | tuple) else urns
+        todo = (u for u in ordered if ck.last_urn is None or u > ck.last_urn)
+        batches = _chunks(todo, self.batch)
+        batch = next(batches, None)
+        reading = Ahead(self._read, batch, name="reindex-rows") if batch else None
         writing: tuple[list[str], dict[str, EntityRows], Ahead[list[BulkFailure]], int] | None = None
-        for i, batch in enumerate(batches):
+        while batch:
             assert reading is not None
             rows, stored = reading.result()
-            if i + 1 < len(batches):
-                reading = Ahead(self._read, batches[i + 1], name="reindex-rows")
+            following = next(batches, None)
+            if following:
+                reading = Ahead(self._read, following, name="reindex-rows")
             items = self._items(batch, rows, stored)
             if writing is not None:
                 self._passed(*writing)
             writing = (batch, rows, Ahead(self._send, items, name="reindex-bulk"), len(items))
+            batch = following
         if writing is not None:
             self._passed(*writing)
         ck.done = True
@@ -379,3 +386,9 @@ class Reindexer:
     def _target_of(self, urn: str) -> str:
         """Where the entity doc is written: the live index, or a full rebuild's new one."""
         return self.entity_indices.get(self._name_of(urn)) or self._index_of(urn)
+
+
+def _chunks(urns: Iterator[str], size: int) -> Iterator[list[str]]:
+    """The urns `size` at a time, as they come."""
+    while chunk := list(islice(urns, size)):
+        yield chunk

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -249,11 +250,11 @@ def _reindex(
     checkpoint: Checkpoint,
     path: Path,
 ) -> None:
-    urns: set[str] = set()
-    for selection in selections:
-        urns.update(selection.urns)
-        if not selection.urns:
-            urns.update(RowSource(backends.store, selection).urns())
+    # each selection's urns in order (given, or its rows' read a page at a time), merged as one
+    # sorted stream without repeats: a window of a million entities is never held as a list
+    store = backends.store
+    streams = [iter(sorted(set(s.urns))) if s.urns else RowSource(store, s).urns() for s in selections]
+    urns = _unique(heapq.merge(*streams))
     progress = _progress(request, "reindexed")
     writer = backends.open_writer()
     for needed in (Capability.BULK_WRITE, Capability.DELETE):
@@ -277,8 +278,17 @@ def _reindex(
         versions=deployment_versions(scan, registry, target),
         prefer_store=request.prefer_store,
     )
-    reindexer.run(sorted(urns))
+    reindexer.run(urns)
     reindexer.writer.refresh_written()
+
+
+def _unique(urns: Iterator[str]) -> Iterator[str]:
+    """A sorted stream without its repeats."""
+    last = None
+    for urn in urns:
+        if urn != last:
+            yield urn
+            last = urn
 
 
 def _verify(

@@ -162,6 +162,11 @@ def test_a_reindex_repairs_every_divergence_the_scan_reports(pair: str, tmp_path
         }
         if restored:  # the dataset index's stale docs changed since the restore point are its
             wanted = wanted - {"stale_fields", "soft_delete_mismatch"} | {"index_behind_restore"}
+            # said once for the index, counted over every finding, with its one repair
+            (line,) = before.sections["restores"]
+            behind = len(restored - broken)  # a restored entity hard-deleted since is an orphan
+            assert line["index"] == f"{world.prefix}_datasetindex_v2" and line["behind"] >= behind
+            assert line["entity_type"] == "dataset" and "after-restore" in line["repair"]
         assert wanted <= kinds, kinds
         replay = rebuild(
             world.settings(), RebuildRequest("replay", findings=before.findings, state_dir=tmp_path)

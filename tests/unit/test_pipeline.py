@@ -426,3 +426,54 @@ def test_a_v2_index_missing_where_the_v3_index_holds_the_type_is_a_notice_naming
     assert found[0].repairs == (RepairKind.RECREATE_INDEX,)
     [notice] = notices
     assert "ELASTICSEARCH_ENTITY_INDEX_V2_ENABLED=false" in notice and "primaryindex_v3" in notice
+
+
+def test_after_a_restore_the_window_is_the_restores_section_not_the_worst_kept() -> None:
+    """The report keeps the worst findings in detail only: the window of `rebuild after-restore`
+    comes from the scan's restores section, counted over every finding."""
+    from auditor.rebuild.datahub.after_restore import window
+
+    report = Report(started_at=T0)
+    report.findings = [  # the one kept in detail is not the earliest stale write
+        judged(
+            Kind.STALE_FIELDS,
+            Verdict.DIVERGED,
+            "urn:li:dataset:9",
+            "index_behind_restore",
+            changed_at=T0 + timedelta(minutes=9),
+        )  # fmt: skip
+    ]
+    since = T0 + timedelta(minutes=1)
+    report.sections["restores"] = [
+        {
+            "index": "datasetindex_v2",
+            "entity_type": "dataset",
+            "since": since.isoformat(),
+            "behind": 25_000,
+            "changed_since": 25_010,
+            "repair": "auditor rebuild after-restore --apply",
+            "reindex": "",
+        }  # fmt: skip
+    ]
+    evidence = window(report, T0 + timedelta(hours=1), None)
+    assert evidence.since == since and evidence.behind == {"datasetindex_v2": 25_000}
+
+
+def test_an_index_behind_a_restore_is_said_once_in_every_report_escaped() -> None:
+    report = Report(started_at=T0)
+    report.sections["restores"] = [
+        {
+            "index": "evil|`index",
+            "entity_type": "dataset",
+            "since": T0.isoformat(),
+            "behind": 1_200_000,
+            "changed_since": 1_200_010,
+            "repair": "auditor rebuild after-restore --apply",
+            "reindex": "",
+        }  # fmt: skip
+    ]
+    md = RENDERERS["markdown"](report)
+    assert md.count("holds the state of before") == 1 and "1,200,000 of the 1,200,010 entities" in md
+    assert "evil|`index" not in md  # the data escaped (a table or code span cannot be broken)
+    data = json.loads(RENDERERS["json"](report))
+    assert data["restores"][0]["behind"] == 1_200_000 and data["restores"][0]["index"] == "evil|`index"

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -303,6 +304,36 @@ def test_a_reindex_passes_each_batch_in_order_once_its_bulk_returned(tmp_path: P
     ck = _reindexer(store, writer, Checkpoint("reindex", "x"), tmp_path / "ck.json").run(urns)
     assert writer.bulks == [urns[0:2], urns[2:4], urns[4:5]]
     assert ck.done and ck.last_urn == urns[-1] and ck.counts["entities"] == 5 and ck.touched == urns
+
+
+def test_a_reindex_of_a_stream_of_urns_reads_it_as_it_goes(tmp_path: Path) -> None:
+    """A window's urns come from its rows a page at a time: the reindex takes them batch by batch
+    (a million entities are never a list), and a resumed one skips what the checkpoint passed."""
+    urns = [f"urn:li:dataset:{i}" for i in range(9)]
+    taken: list[str] = []
+    written_when: list[int] = []  # how many urns had been taken at each bulk
+
+    def stream() -> Iterator[str]:
+        for u in urns:
+            taken.append(u)
+            yield u
+
+    class Counting(FailingWriter):
+        def bulk(self, items: Any) -> Any:
+            written_when.append(len(taken))
+            return super().bulk(items)
+
+    store, writer = FakeStore([rows(u, tags("t")) for u in urns]), Counting()
+    ck = _reindexer(store, writer, Checkpoint("reindex", "x"), tmp_path / "ck.json").run(stream())
+    assert writer.bulks == [urns[0:2], urns[2:4], urns[4:6], urns[6:8], urns[8:9]]
+    assert written_when[0] <= 6  # the first batch was written with at most three batches taken
+    assert ck.done and ck.last_urn == urns[-1] and ck.counts["entities"] == 9
+    taken.clear()
+    resumed = Checkpoint("reindex", "x")
+    resumed.last_urn = urns[4]
+    again = FailingWriter()
+    _reindexer(store, again, resumed, tmp_path / "ck2.json").run(stream())
+    assert again.bulks == [urns[5:7], urns[7:9]]
 
 
 def test_a_reindex_whose_bulk_fails_keeps_the_checkpoint_before_that_batch(tmp_path: Path) -> None:

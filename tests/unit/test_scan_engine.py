@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -34,14 +34,18 @@ class Recording(Parts):
         self.found, self.seen = found, seen
         self.calls: list[str] = []
         self.weighed: list[str] | None = None  # None: never asked
+        self.tallied = 0
 
-    def join(self, selection: Selection, progress: Any = None) -> Joined:
+    def join(self, selection: Selection, progress: Any = None, sink: Any = None) -> Joined:
         self.calls.append("join")
         return Joined(list(self.found), {"thing": 3}, {"things": 2}, warnings=["joined"])
 
-    def reobserve(self, candidates: list[Finding]) -> Seen:
+    def reobserve(self, candidates: Iterable[Finding]) -> Iterator[Seen]:
         self.calls.append("reobserve")
-        return self.seen if self.seen is not None else super().reobserve(candidates)
+        if self.seen is None:
+            yield from super().reobserve(candidates)
+        else:
+            yield self.seen
 
     def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
         self.calls.append("weigh")
@@ -52,12 +56,15 @@ class Recording(Parts):
             for o, c in judged
         ]
 
-    def review(self, classified: list[Classified]) -> list[Classified]:
+    def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
         self.calls.append("review")
         return classified
 
-    def close(self, report: Report, classified: list[Classified]) -> None:
-        self.calls.append(f"close:{len(classified)}")
+    def tally(self, c: Classified) -> None:
+        self.tallied += 1
+
+    def close(self, report: Report) -> None:
+        self.calls.append(f"close:{self.tallied}")
 
     def closed(self, report: Report) -> None:
         self.calls.append(f"closed:{len(report.findings)}")

@@ -96,8 +96,8 @@ class ToyParts(Parts):
     def types(self, selection: Selection) -> tuple[str, ...]:
         return ("thing",)
 
-    def join(self, selection: Selection, progress: Any = None) -> Joined:
-        w = self.world
+    def join(self, selection: Selection, progress: Any = None, sink: Any = None) -> Joined:
+        w = self.world  # a few findings: returned in the result (the engine spills them)
         found = [
             f for i in sorted(set(w.rows) | set(w.docs)) if (f := check(i, w.rows.get(i), w.docs.get(i)))
         ]

@@ -28,6 +28,7 @@ from auditor.platforms.openmetadata.search import PAGE, OmSearch
 from auditor.platforms.openmetadata.spill import Keyed, RowFile, SortedDocs, Spilled
 from auditor.platforms.openmetadata.spill_apart import SpillsApart
 from auditor.platforms.openmetadata.store import OmStore
+from auditor.scan.engine import Sink
 
 Progress = Callable[[int], None]
 Item = OmRow | OmDoc | Spilled | Keyed
@@ -90,9 +91,13 @@ class OmScanner:
         ids: tuple[str, ...] = (),
         progress: Progress | None = None,
         names: dict[str, str] | None = None,
+        sink: Sink | None = None,
     ) -> OmJoinResult:
-        """`names`: entity type -> an index to read instead of the live one (a full rebuild's)."""
+        """`names`: entity type -> an index to read instead of the live one (a full rebuild's);
+        `sink`: where the findings go as they are made (the scan engine's spill), else the list."""
         out = OmJoinResult()
+        if sink is not None:
+            out.findings = sink  # type: ignore[assignment]
         self.seen = 0
         plans: list[tuple[OmEntity, str | None]] = []
         # every type's index or alias in one request (one a type was a round trip each)
@@ -164,7 +169,7 @@ class OmScanner:
                             break
                     docs: Iterable[Item] = spills[entity.entity_type].result() if name else []
                     keyed = (Keyed(row.id, row_key(row, entity.entity_type), row) for row in live)
-                    self._tally(out, entity, merge(chain(rows, keyed), docs), progress)
+                    self._tally(out, entity, merge(chain(rows, keyed), docs), progress, absent=not name)
                 finally:
                     ahead.close()  # the read thread stopped, the rows' cursor closed
                     rows.close()
@@ -187,10 +192,7 @@ class OmScanner:
         a missing document per row (nothing row by row repairs it: auditor/core/absence.py)."""
         gone = {e.entity_type for e in absent if out.entities.get(e.entity_type)}
         if not gone:
-            return
-        out.findings = [
-            f for f in out.findings if not (f.kind == Kind.MISSING_DOCUMENT and f.entity_type in gone)
-        ]
+            return  # (the join left out each of their rows' missing document: `_tally`)
         alias = self.search.cluster_alias
         out.absence += [
             missing_index(e, alias, out.entities[e.entity_type]) for e in absent if e.entity_type in gone
@@ -206,7 +208,10 @@ class OmScanner:
         entity: OmEntity,
         pairs: Iterable[tuple[Item | None, Item | None]],
         progress: Progress | None,
+        absent: bool = False,
     ) -> None:
+        """Join one type's rows and documents; `absent`: its index does not exist (a whole-table
+        scan says so as one finding: each row's missing document is left out)."""
         n_rows = n_docs = 0
         last: str | None = None
         name = out.names[entity.entity_type]
@@ -223,7 +228,7 @@ class OmScanner:
             finding = None
             if not _agree(row, doc):
                 finding = check(entity, name, _row(row), _doc(doc))
-                if finding is not None:
+                if finding is not None and not (absent and finding.kind == Kind.MISSING_DOCUMENT):
                     out.findings.append(finding)
             if row is not None and isinstance(doc, Spilled | OmDoc):
                 if prev_row is not None and prev_row.id == row.id and isinstance(prev_doc, Spilled | OmDoc):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from auditor.checks.openmetadata import check
 from auditor.core.model import Finding
@@ -27,7 +27,7 @@ CLOCK_SKEW_MS = 5_000
 
 
 def read_reindex(
-    scanner: OmScanner, entities: Mapping[str, OmEntity], findings: Sequence[Finding]
+    scanner: OmScanner, entities: Mapping[str, OmEntity], findings: Iterable[Finding]
 ) -> tuple[ReindexEvidence | None, list[str]]:
     """The evidence (None without the tables: OpenMetadata before 1.12) and warnings about reading it."""
     store, search = scanner.store, scanner.search
@@ -80,7 +80,7 @@ def read_reindex(
 def _place(
     scanner: OmScanner,
     entities: Mapping[str, OmEntity],
-    findings: Sequence[Finding],
+    findings: Iterable[Finding],
     evidence: ReindexEvidence,
     current: Mapping[str, ReindexJob | None],
 ) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 from auditor.backends.protocols import State
@@ -29,10 +30,14 @@ from auditor.platforms.openmetadata.reindex_rows import first_line
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
 from auditor.scan import engine
-from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
+from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen, Sink
 from auditor.scan.options import FindingsOut
 from auditor.scan.reread import Rereader
 
+NO_RETRY_QUEUE = "no search_index_retry_queue table (an older OpenMetadata): no retry evidence"
+# entities re-read together: the reads go 1,000 ids a query, and the visibility wait (when a
+# finding needs one) is paid once a batch; a batch's candidates are what the re-reads hold
+REOBSERVE_BATCH = 20_000
 NO_KAFKA = (
     "OpenMetadata writes search synchronously and has no change log: verdicts rest on time and "
     "history only (the state file) and on search_index_retry_queue"
@@ -92,9 +97,10 @@ class OmRereader(Rereader):
         visibility: float,
         rounds: int = 3,
         sleep: Callable[[float], None] | None = None,
+        batch: int = 0,
     ) -> None:
-        # every candidate in one batch: the reads go 1,000 ids a query, and the wait is paid once
-        super().__init__(visibility=visibility, batch=0, max_rounds=rounds, sleep=sleep)
+        # 0: every candidate in one batch (a triage's few); the scan's batches are REOBSERVE_BATCH
+        super().__init__(visibility=visibility, batch=batch, max_rounds=rounds, sleep=sleep)
         self.scanner, self.entities, self.names = scanner, entities, names
 
     @property
@@ -227,23 +233,25 @@ class OmParts(Parts):
         self.report = report
         self.options = options
         self.names: dict[str, str] = {}
-        self.seen = Seen()
         self.absence: list[Finding] = []  # findings on a whole index (auditor/core/absence.py)
         self.lag: float | None = None  # a replica's lag: a newer document younger than it is in flight
 
     def types(self, selection: Selection) -> tuple[str, ...]:
         return tuple(self.by_type)
 
-    def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
+    def join(
+        self, selection: Selection, progress: Progress | None = None, sink: Sink | None = None
+    ) -> Joined:
         self.lag = note(self.report, self.store.replica())
-        joined = self.scanner.run(self.entities, selection.urns, progress)
+        joined = self.scanner.run(self.entities, selection.urns, progress, sink=sink)
         self.names, self.absence = joined.names, joined.absence
-        return Joined(joined.findings, joined.entities, joined.documents, warnings=joined.warnings)
+        found = [] if sink is not None else joined.findings  # in the sink already
+        return Joined(found, joined.entities, joined.documents, warnings=joined.warnings)
 
-    def reobserve(self, candidates: list[Finding]) -> Seen:
-        self.seen = reobserve(self.scanner, self.by_type, self.names, candidates,
-                              visibility=self.options.visibility, rounds=self.options.rounds)  # fmt: skip
-        return self.seen
+    def reobserve(self, candidates: Iterable[Finding]) -> Iterator[Seen]:
+        reader = OmRereader(self.scanner, self.by_type, self.names, visibility=self.options.visibility,
+                            rounds=self.options.rounds, batch=REOBSERVE_BATCH)  # fmt: skip
+        return reader.batches(candidates)
 
     def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
         if self.lag is not None:  # the store a replica that says its lag: the kernel's rule with it
@@ -253,21 +261,19 @@ class OmParts(Parts):
             sorted({f.urn for f in findings}),
             sorted({str(f.details["fqn"]) for f in findings if f.details.get("fqn")}),
         )
-        if retries is None:
-            self.report.warnings.append(
-                "no search_index_retry_queue table (an older OpenMetadata): no retry evidence"
-            )
+        if retries is None and NO_RETRY_QUEUE not in self.report.warnings:  # said once, not a batch
+            self.report.warnings.append(NO_RETRY_QUEUE)
         return weigh_retries(judged, retries)
 
-    def review(self, classified: list[Classified]) -> list[Classified]:
-        reindex, said = read_reindex(self.scanner, self.by_type, self.seen.still)
+    def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
+        reindex, said = read_reindex(self.scanner, self.by_type, still)
         self.report.warnings += said
         whole = judged(lambda index: bool(self.scanner.search.search.names(index)), self.absence)
         if reindex is None:
-            return classified + whole
+            return chain(classified, whole)
         # OpenMetadata's own reindex (1.12+): its jobs and failure rows
         self.report.warnings += reindex.warnings(self.by_type, self.names)
-        return [reindex.judge(c) for c in classified] + whole
+        return chain(map(reindex.judge, classified), whole)
 
 
 def run_om_scan(

@@ -31,7 +31,7 @@ from auditor.platforms.datahub.scan.absence import Copy, Duplicate, fingerprint,
 from auditor.platforms.datahub.scan.federation import federate
 from auditor.platforms.datahub.urns import UrnError, entity_type
 from auditor.platforms.datahub.versions.view import IndexRules
-from auditor.scan.engine import Joined
+from auditor.scan.engine import Joined, Sink
 from auditor.scan.options import Progress
 
 
@@ -282,11 +282,12 @@ class Scanner:
             )
         return streams
 
-    def run(self, selection: Selection, progress: Progress | None = None) -> Joined:
-        """Stream the rows and every projection of `selection` at once, join them, run the checks."""
+    def run(self, selection: Selection, progress: Progress | None = None, sink: Sink | None = None) -> Joined:
+        """Stream the rows and every projection of `selection` at once, join them, run the checks
+        (the findings go to `sink` when given: the scan engine's spill)."""
         plan = self.plan(selection)
         streams = {"rows": self.row_stream(plan), **self.projection_streams(plan)}
-        return self.join(plan, streams, progress)
+        return self.join(plan, streams, progress, sink)
 
     def _duplicate(self, entity: JoinedEntity, copies: list[SearchDoc]) -> None:
         """Every copy of an entity's document, each judged against its rows (stale or current)."""
@@ -297,11 +298,17 @@ class Scanner:
         self.duplicated.append(Duplicate(entity.urn, entity.entity_type, copies[0].index, judged))
 
     def join(
-        self, plan: ScanPlan, streams: dict[str, Iterator[tuple[str, Any]]], progress: Progress | None = None
+        self,
+        plan: ScanPlan,
+        streams: dict[str, Iterator[tuple[str, Any]]],
+        progress: Progress | None = None,
+        sink: Sink | None = None,
     ) -> Joined:
-        """Merge-join the streams by urn and run the checks on every joined entity."""
+        """Merge-join the streams by urn and run the checks on every joined entity; its findings
+        go to `sink` as they are made (in urn order), or to the result's list."""
         selection, indices = plan.selection, plan.indices
         result = Joined(warnings=list(plan.warnings))
+        found: Sink = result.findings if sink is None else sink
         for name in indices.values():
             result.documents[name] = 0
         for store in getattr(self.store, "names", ()):  # a federation: every store, even empty
@@ -339,12 +346,13 @@ class Scanner:
                     self._duplicate(entity, copies)
             if entity.doc is not None:
                 result.documents[entity.doc.index] = result.documents.get(entity.doc.index, 0) + 1
-            start = len(result.findings)
+            mine: list[Finding] = []
             for check in checks:
-                result.findings.extend(check.run(entity, self.ctx))
+                mine.extend(check.run(entity, self.ctx))
             if result.stores:
-                federate(entity, result.findings, start, result.stores)
-            owned(result.findings, start)
+                federate(entity, mine, 0, result.stores)
+            owned(mine, 0)
+            found.extend(mine)
             seen += 1
             if progress is not None and seen % 1000 == 0:
                 progress(seen)

@@ -1,18 +1,21 @@
-"""DataHub's evidence on the engine's verdicts: store conflicts, restores recognised, in flight confirmed."""
+"""DataHub's evidence on the engine's verdicts: store conflicts, restores recognised, in flight confirmed
+(each over the verdicts as a stream: a scan after a restore judges millions)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from auditor.backends.protocols import Store
-from auditor.core.classify import mark_restores as relabel_restores
-from auditor.core.classify import restore_candidates
+from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restore_counts, restored_indices
 from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.errors import AuditorError
 from auditor.platforms.datahub.naming import entity_index
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.federation import conflict_verdict
 from auditor.platforms.datahub.scan.join import Scanner
+from auditor.platforms.datahub.sections import restore_lines, restores
 from auditor.scan.engine import Observed
 
 
@@ -26,10 +29,20 @@ def weigh(judged: list[tuple[Observed, Classified]]) -> list[Classified]:
 
 
 def mark_restores(
-    classified: list[Classified], store: Store, registry: Registry, index_prefix: str
-) -> list[Classified]:
-    """Re-label the diverged findings of an index that holds an older snapshot's state."""
-    candidates = restore_candidates(classified)
+    classified: Iterable[Classified],
+    store: Store,
+    registry: Registry,
+    index_prefix: str,
+    report: Report | None = None,
+    counted: dict[str, tuple[datetime, int]] | None = None,
+) -> Iterable[Classified]:
+    """Re-label the diverged findings of an index that holds an older snapshot's state (the
+    earliest stale write of each index and its entities: `counted`, gathered as the verdicts were
+    judged, or read from them; the verdicts then given back as a stream); each such index is said
+    once in the report's `restores` section, with its counts and its one repair."""
+    if counted is None:
+        counted = restore_counts(classified)
+    candidates = {index: t for index, (t, n) in counted.items() if n >= RESTORE_MIN_ENTITIES}
     if not candidates:
         return classified
     types = {entity_index(name, index_prefix): name for name in registry.entity_names}
@@ -37,27 +50,36 @@ def mark_restores(
         index: (instant, store.count_changed_since(types.get(index, ""), instant))
         for index, instant in candidates.items()
     }
-    return relabel_restores(classified, changed)
+    found = restored_indices(classified, changed, {index: counted[index][1] for index in candidates})
+    if report is not None:
+        restores(report).extend(restore_lines(found, types, index_prefix))
+    return relabel_restored(classified, found)
 
 
-def confirm(classified: list[Classified], wait: float, scanner: Scanner, report: Report) -> list[Classified]:
-    """Wait, then re-check the in-flight findings' entities: those now clean converged."""
-    pending = [c for c in classified if c.verdict == Verdict.IN_FLIGHT]
-    if not pending:
-        return classified
+CONFIRM_BATCH = 500  # in-flight urns checked again a join at a time
+
+
+def still_in_flight(urns: set[str], wait: float, scanner: Scanner) -> set[str] | None:
+    """After `wait`, the keys of the in-flight findings of `urns` still found (None: none was in
+    flight, or the re-check could not be made)."""
+    if not urns:
+        return None
     time.sleep(wait)
     still: set[str] = set()
-    urns = sorted({c.finding.urn for c in pending})
-    for i in range(0, len(urns), 500):
+    ordered = sorted(urns)
+    for i in range(0, len(ordered), CONFIRM_BATCH):
         try:
-            again = scanner.run(Selection(urns=tuple(urns[i : i + 500])))
+            again = scanner.run(Selection(urns=tuple(ordered[i : i + CONFIRM_BATCH])))
         except AuditorError:
-            return classified
+            return None
         still.update(f.key for f in again.findings)
-    out = []
+    return still
+
+
+def unconverged(classified: Iterable[Classified], still: set[str], report: Report) -> Iterator[Classified]:
+    """The verdicts but the in-flight ones the confirmation found converged (reported as such)."""
     for c in classified:
         if c.verdict == Verdict.IN_FLIGHT and c.finding.key not in still:
             report.converged.append(c.finding.key)
             continue
-        out.append(c)
-    return out
+        yield c

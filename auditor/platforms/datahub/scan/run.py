@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
+from itertools import chain
 
 from auditor.backends.protocols import State
 from auditor.backends.replica import note
 from auditor.core.absence import judged
-from auditor.core.model import Classified, Finding, Report, Selection
+from auditor.core.classify import RestoreCounter
+from auditor.core.model import Classified, Finding, Report, Selection, Verdict
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.absence import duplicate_documents, missing_indices
 from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.join import Progress, Scanner
-from auditor.platforms.datahub.scan.judge import confirm, mark_restores, weigh
+from auditor.platforms.datahub.scan.judge import mark_restores, still_in_flight, unconverged, weigh
 from auditor.platforms.datahub.scan.reindex import detect as detect_datahub_reindex
 from auditor.platforms.datahub.scan.reindex import hold_for_catch_up
 from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer
 from auditor.platforms.datahub.scan.target import ScanBackends, ScanTarget
 from auditor.platforms.datahub.scan.window import first_sample, open_window
-from auditor.platforms.datahub.sections import outdated, outdated_groups, reindexes
+from auditor.platforms.datahub.sections import OutdatedGroups, outdated, reindexes
 from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
 from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan import engine
-from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen
+from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen, Sink
 from auditor.scan.options import ScanOptions
 
 __all__ = ["DataHubParts", "ScanBackends", "ScanOptions", "ScanTarget", "run_scan", "scanner_for"]
@@ -63,8 +65,13 @@ class DataHubParts(Parts):
         self.kafka: KafkaSide | None = None
         self.scanner: Scanner | None = None
         self.absence: list[Finding] = []  # what search lacks or holds twice, as a whole (absence.py)
+        self.outdated = OutdatedGroups(self.target.index_prefix)  # the report's outdated section, gathered
+        self.restores = RestoreCounter()  # gathered as the verdicts are judged (no pass over them)
+        self.in_flight: set[str] = set()  # the in-flight urns a confirmation re-checks
 
-    def join(self, selection: Selection, progress: Progress | None = None) -> Joined:
+    def join(
+        self, selection: Selection, progress: Progress | None = None, sink: Sink | None = None
+    ) -> Joined:
         backends, report, target = self.backends, self.report, self.target
         at = len(report.warnings)  # the window's warning, if any, comes first (it opens first)
         # the window's first offset sample reads the broker while the release's rows and the join
@@ -73,7 +80,7 @@ class DataHubParts(Parts):
             events = backends.events
             first = pool.submit(first_sample, events, target) if events is not None else None
             try:
-                joined = self._read(selection, progress)
+                joined = self._read(selection, progress, sink)
             finally:
                 if first is not None:
                     wait([first])
@@ -83,7 +90,7 @@ class DataHubParts(Parts):
             report.warnings[at:at] = window
         return joined
 
-    def _read(self, selection: Selection, progress: Progress | None) -> Joined:
+    def _read(self, selection: Selection, progress: Progress | None, sink: Sink | None = None) -> Joined:
         """The release's rules, DataHub's own reindexes, then the join of the table and the indices."""
         backends, report, target = self.backends, self.report, self.target
         versions = deployment_rules(backends, self.registry, target, report)
@@ -91,7 +98,7 @@ class DataHubParts(Parts):
         scanner.ctx.store_lag = note_replica(report, backends)
         note_datahub_reindex(report, backends, scanner)
         rows, docs = backends.store.rows_read, backends.search.docs_read  # a repair's reads came before
-        joined = scanner.run(selection, progress)
+        joined = scanner.run(selection, progress, sink)
         self.absence = self._absence(scanner, joined)
         if newer := versions.newer_warning():
             joined.warnings.append(newer)
@@ -113,26 +120,41 @@ class DataHubParts(Parts):
             found += missing
         return found
 
-    def reobserve(self, candidates: list[Finding]) -> Seen:
+    def reobserve(self, candidates: Iterable[Finding]) -> Iterator[Seen]:
         assert self.scanner is not None  # the join came first
         visibility = self.target.visibility if self.options.visibility is None else self.options.visibility
         observer = Observer(self.scanner, self.kafka, visibility=visibility)
-        seen = observer.run(candidates)
+        yield from observer.batches(candidates)
         record_reobservation(self.report, observer, self.backends.state)
-        return seen
 
     def weigh(self, judged: list[tuple[Observed, Classified]]) -> list[Classified]:
         return weigh(judged)
 
-    def review(self, classified: list[Classified]) -> list[Classified]:
-        classified = mark_restores(classified, self.backends.store, self.registry, self.target.index_prefix)
-        if self.options.confirm > 0 and self.scanner is not None:
-            classified = confirm(classified, self.options.confirm, self.scanner, self.report)
-        return classified + judged(lambda index: bool(self.backends.search.names(index)), self.absence)
+    def gather(self, c: Classified) -> None:
+        self.restores.add(c)  # the earliest stale write of each index, and its entities
+        if c.verdict == Verdict.IN_FLIGHT and self.options.confirm > 0:
+            self.in_flight.add(c.finding.urn)  # re-checked after the confirmation's wait
 
-    def close(self, report: Report, classified: list[Classified]) -> None:
+    def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
+        # the in-flight re-checked (a restore re-labels none of them), then the verdicts read
+        # again as one stream, re-labelled, the converged left out
+        keys = None
+        if self.options.confirm > 0 and self.scanner is not None:
+            keys = still_in_flight(self.in_flight, self.options.confirm, self.scanner)
+        store, prefix = self.backends.store, self.target.index_prefix
+        counted = self.restores.counts()
+        classified = mark_restores(classified, store, self.registry, prefix, self.report, counted)
+        if keys is not None:
+            classified = unconverged(classified, keys, self.report)
+        whole = judged(lambda index: bool(self.backends.search.names(index)), self.absence)
+        return chain(classified, whole)
+
+    def tally(self, c: Classified) -> None:
+        self.outdated.add(c)
+
+    def close(self, report: Report) -> None:
         report.warnings += backend_warnings(self.backends)
-        outdated(report).extend(outdated_groups(classified, self.target.index_prefix))
+        outdated(report).extend(self.outdated.lines())
 
     def closed(self, report: Report) -> None:
         hold_for_catch_up(report)
