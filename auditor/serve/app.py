@@ -290,15 +290,18 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
             return 0, PAGE
         return page, size
 
+    async def run_of(request: Request) -> tuple[Any, int, int]:
+        """The journaled run the path names, read a page at a time (None: no such run)."""
+        run, (page, size) = request.path_params["run"], page_of(request)
+        if journals is None:
+            return None, page, size
+        return await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT), page, size
+
     async def journal_run(request: Request) -> Response:
         from auditor.serve.journal_pages import run_page
 
-        run, (page, size) = request.path_params["run"], page_of(request)
-        found = (
-            await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT)
-            if journals is not None
-            else None
-        )
+        run = request.path_params["run"]
+        found, page, size = await run_of(request)
         if found is None:
             why = "no journaled run of that id in the journal folder"
             return html(pages.error("no such run", why, "see /journal", None, about, console.paste_hint),
@@ -316,12 +319,7 @@ def build(console: Console, options: Options, watch: Any = None) -> Starlette:
 
         from auditor.serve.journal_pages import undo_commands
 
-        run, (page, size) = request.path_params["run"], page_of(request)
-        found = (
-            await in_thread(lambda: journals.run(run, page, size), JOURNAL_TIMEOUT)
-            if journals is not None
-            else None
-        )
+        found, page, size = await run_of(request)
         if found is None:
             return JSONResponse({"error": "no such run"}, status_code=404)
         changes = [{**asdict(c), "kind": c.kind} for c in found.changes]
