@@ -352,9 +352,9 @@ def restored_indices(
 ) -> dict[str, RestoredIndex]:
     """The indices whose stale diverged findings cover most of what changed since their earliest
     (`changed_since[index] = (instant, entities changed at or after it)`, computed by the caller
-    for the earliest change among the index's stale findings: see `restore_candidates`). One pass
+    for the earliest change among the index's stale findings: see `RestoreCounter`). One pass
     over the verdicts, each urn's together (a list, or the scan's spill), to count the entities
-    behind since each instant; none when the caller counted them (`behind`: `restore_counts`,
+    behind since each instant; none when the caller counted them (`behind`: `RestoreCounter`,
     whose instants are the earliest, so every stale entity counts)."""
     if behind is None:
         behind = {}
@@ -403,22 +403,9 @@ def mark_restores(
     return relabel_restored(classified, restored_indices(classified, changed_since))
 
 
-def restore_candidates(classified: Iterable[Classified]) -> dict[str, datetime]:
-    """Per index with enough stale diverged findings, the earliest change among them."""
-    return {i: t for i, (t, n) in restore_counts(classified).items() if n >= RESTORE_MIN_ENTITIES}
-
-
-def restore_counts(classified: Iterable[Classified]) -> dict[str, tuple[datetime, int]]:
-    """Per index with stale diverged findings, the earliest change among them and how many
-    entities they are (one pass; each urn's verdicts together, as the scan's spill gives them)."""
-    counter = RestoreCounter()
-    for c in classified:
-        counter.add(c)
-    return counter.counts()
-
-
 class RestoreCounter:
-    """`restore_counts` a verdict at a time, as a scan judges them (each urn's together)."""
+    """Per index with stale diverged findings, the earliest change among them and how many
+    entities they are, counted a verdict at a time as a scan judges them (each urn's together)."""
 
     def __init__(self) -> None:
         self.earliest: dict[str, datetime] = {}

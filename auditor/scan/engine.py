@@ -222,14 +222,15 @@ class Account:
         self.seconds = 0.0
         self.orphans: dict[str, int] = {}
 
-    def add(self, seen: Seen) -> None:
+    def add(self, seen: Seen, still: list[Finding]) -> None:
+        """One batch's account; `still`: its findings still wrong (`seen.still`, made once)."""
         self.candidates += seen.candidates
         self.entities += seen.entities
         self.converged += len(seen.converged)
         self.unsettled += len(seen.unsettled)
         self.rounds += seen.rounds
         self.seconds += seen.seconds
-        for f in seen.still:
+        for f in still:
             if f.kind == Kind.ORPHAN_DOCUMENT and f.index:
                 self.orphans[f.index] = self.orphans.get(f.index, 0) + 1
 
@@ -243,13 +244,6 @@ class Account:
             "rounds": self.rounds,
             "seconds": round(self.seconds, 3),
         }
-
-
-def reobserved(seen: Seen) -> dict[str, float]:
-    """The report's account of one re-observation."""
-    account = Account()
-    account.add(seen)
-    return account.reobserved()
 
 
 def smaller(selection: Selection, report: Report, orphans: dict[str, int]) -> StoreSmaller | None:
@@ -295,8 +289,9 @@ def run(
             log(f"re-observing the {len(candidates)} findings' entities in causal order")
         account = Account()
         for seen in parts.reobserve(candidates):
-            account.add(seen)
-            still.extend(seen.still)
+            wrong = seen.still
+            account.add(seen, wrong)
+            still.extend(wrong)
             # the history of the findings still wrong, read chunk by chunk (none without state)
             judged = judge(seen, state.history, judging, parts.weigh)
             judged.sort(key=by_verdict_urn)  # a batch's verdicts in urn order, as the batches come

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from auditor.backends.protocols import Store
-from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restore_counts, restored_indices
+from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restored_indices
 from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.errors import AuditorError
 from auditor.platforms.datahub.naming import entity_index
@@ -33,15 +33,13 @@ def mark_restores(
     store: Store,
     registry: Registry,
     index_prefix: str,
-    report: Report | None = None,
-    counted: dict[str, tuple[datetime, int]] | None = None,
+    report: Report,
+    counted: dict[str, tuple[datetime, int]],
 ) -> Iterable[Classified]:
     """Re-label the diverged findings of an index that holds an older snapshot's state (the
     earliest stale write of each index and its entities: `counted`, gathered as the verdicts were
-    judged, or read from them; the verdicts then given back as a stream); each such index is said
+    judged; the verdicts then given back as a stream); each such index is said
     once in the report's `restores` section, with its counts and its one repair."""
-    if counted is None:
-        counted = restore_counts(classified)
     candidates = {index: t for index, (t, n) in counted.items() if n >= RESTORE_MIN_ENTITIES}
     if not candidates:
         return classified
@@ -51,8 +49,7 @@ def mark_restores(
         for index, instant in candidates.items()
     }
     found = restored_indices(classified, changed, {index: counted[index][1] for index in candidates})
-    if report is not None:
-        restores(report).extend(restore_lines(found, types, index_prefix))
+    restores(report).extend(restore_lines(found, types, index_prefix))
     return relabel_restored(classified, found)
 
 
