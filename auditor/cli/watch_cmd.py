@@ -24,6 +24,9 @@ from auditor.cli.exits import exits
 from auditor.cli.options import DEBUG, SOURCES, settings_of, with_options
 from auditor.exit_codes import ExitCode
 
+HEAL_EVERY = 60.0  # seconds between heals, with --heal-policy
+HEAL_BATCH = 100  # late entities re-checked per heal
+
 CODES = {
     ExitCode.OK: "no burn-rate alert firing",
     ExitCode.PERSISTENT: "a burn-rate alert is firing",
@@ -101,13 +104,20 @@ def watch(
         ),
     ] = None,
     heal_every: Annotated[
-        float,
-        typer.Option(help="With --heal-policy: at most one heal (one re-check scan) per this many seconds."),
-    ] = 60.0,
+        float | None,
+        typer.Option(
+            help="With --heal-policy: at most one heal (one re-check scan) per this many seconds "
+            f"[default: {HEAL_EVERY:.0f}]."
+        ),
+    ] = None,
     heal_batch: Annotated[
-        int,
-        typer.Option(min=1, help="With --heal-policy: at most this many late entities re-checked per heal."),
-    ] = 100,
+        int | None,
+        typer.Option(
+            min=1,
+            help="With --heal-policy: at most this many late entities re-checked per heal "
+            f"[default: {HEAL_BATCH}].",
+        ),
+    ] = None,
     fmt: OutFormatOpt = OutFormat.console,
     json_lines: Annotated[
         bool, typer.Option("--json", help="The same as -f json: a JSON line per summary (schema watch/1).")
@@ -131,6 +141,7 @@ def watch(
     """
 
     def go() -> int:
+        _heal_knobs_need_policy(heal_policy, heal_every, heal_batch)
         from auditor.core.slo import GOOGLE_30D, scaled
         from auditor.core.watch_model import WatchConfig
         from auditor.reports.watch_console import render, summary
@@ -208,7 +219,21 @@ def watch(
     run(opts["debug"], go, json_errors=json_on_stdout(fmt, json_lines))
 
 
-def _heal_queue(settings: Any, policy: Path | None, every: float, batch: int, give_up: float) -> Any:
+def _heal_knobs_need_policy(policy: Path | None, every: float | None, batch: int | None) -> None:
+    """--heal-every and --heal-batch without --heal-policy would be accepted and do nothing: refused."""
+    given = [name for name, v in (("--heal-every", every), ("--heal-batch", batch)) if v is not None]
+    if policy is None and given:
+        from auditor.errors import ConfigError
+
+        raise ConfigError(
+            f"{' and '.join(given)} without --heal-policy: the watch heals nothing without a policy",
+            hint="add --heal-policy FILE (docs/heal.md), or leave the heal options out",
+        )
+
+
+def _heal_queue(
+    settings: Any, policy: Path | None, every: float | None, batch: int | None, give_up: float
+) -> Any:
     """The heal queue of --heal-policy (None: not asked). A policy that enables no healing is
     refused: the watch would queue and re-scan entities only to leave every one of them."""
     if policy is None:
@@ -229,5 +254,11 @@ def _heal_queue(settings: Any, policy: Path | None, every: float, batch: int, gi
 
     state_dir = Path(settings.state_file).parent
     return HealQueue(
-        settings, parsed, every=every, batch=batch, give_up=give_up, state_dir=state_dir, log=say
+        settings,
+        parsed,
+        every=HEAL_EVERY if every is None else every,
+        batch=HEAL_BATCH if batch is None else batch,
+        give_up=give_up,
+        state_dir=state_dir,
+        log=say,
     )

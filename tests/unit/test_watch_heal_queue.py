@@ -9,8 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from auditor.core.model import Classified, Evidence, Finding, Kind, Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome, RepairPlan
+from auditor.exit_codes import ExitCode
 from auditor.heal import guards
 from auditor.heal.guards import Refusal
 from auditor.heal.loop import HealOutcome, Left, _choose
@@ -164,3 +167,24 @@ def test_the_watch_refuses_a_heal_policy_that_enables_no_healing(tmp_path: Path)
     bad.write_text(POLICY.replace('after = "5m"', 'after = "soon"'), encoding="utf-8")
     done = CliRunner().invoke(app, ["watch", "--heal-policy", str(bad), "--duration", "1"], env=env)
     assert done.exit_code == 2 and "line 12: after is a duration" in done.output, done.output
+
+
+@pytest.mark.parametrize(
+    "knobs", [("--heal-every", "5"), ("--heal-batch", "10"), ("--heal-every", "5", "--heal-batch", "10")]
+)
+def test_heal_knobs_without_a_policy_are_refused_not_ignored(tmp_path: Path, knobs: tuple[str, ...]) -> None:
+    """--heal-every / --heal-batch alone would start a watch that heals nothing: a usage error,
+    before any server is asked."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "auditor.cli", "watch", "--duration", "1", *knobs],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == ExitCode.USAGE, (done.stdout, done.stderr)
+    assert "without --heal-policy" in done.stderr and "Traceback" not in done.stderr
+    for knob in knobs[::2]:
+        assert knob in done.stderr
