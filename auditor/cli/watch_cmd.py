@@ -73,7 +73,11 @@ def watch(
         ),
     ] = 0,
     give_up: Annotated[
-        float, typer.Option(help="Seconds a late event is still followed for its latency.")
+        float,
+        typer.Option(
+            help="Seconds a late event is still followed for its latency; with --heal-policy, also "
+            "how long a queued entity is re-checked (from its first re-check) before it is given up."
+        ),
     ] = 3600.0,
     window_scale: Annotated[
         float,
