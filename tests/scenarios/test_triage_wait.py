@@ -26,6 +26,7 @@ from sandbox.topics import admin_client
 pytestmark = pytest.mark.integration
 
 VISIBILITY = 3.0
+LONG_VISIBILITY = 30.0
 
 
 def partitions(world: World) -> int:
@@ -99,4 +100,38 @@ def test_an_orphans_triage_behind_a_busy_consumer_waits_only_for_its_own_events(
             triage(settings, orphan, settle=0)
         assert len(slept) == 1 and 0 < slept[0] <= VISIBILITY, slept
     finally:
+        world.close()
+
+
+def test_a_change_younger_than_the_visibility_delay_is_waited_for_whatever_the_commit_log_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write the consumer applied and committed a moment ago may not be searchable yet: its
+    entity is read again after the wait even when the broker's log of commits (here made to say
+    nothing was consumed lately) would clear it; without the wait the consumer's own write was
+    called consumed but not applied (a repair's verification under live writes said so)."""
+    world = World("postgres", "opensearch", tmp_path, n=30)
+    indices = world.search.list_indices(f"{world.prefix}_*")
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the wait recorded; the index's refresh is what it waits for
+        slept.append(seconds)
+        world.refresh()
+
+    monkeypatch.setattr(scan_run, "Observer", functools.partial(Observer, sleep=sleep))
+    monkeypatch.setattr(Observer, "_consumed_lately", lambda self, urns: set())
+    try:
+        # a delay longer than this machine may take between the write and the triage's sample
+        settings = world.settings(index_visibility_seconds=LONG_VISIBILITY)
+        urn = world.of_type("dataset")[0].urn
+        for index in indices:  # the consumer's writes stay unsearchable until a refresh
+            world.search.client.indices.put_settings(index=index, body={"index": {"refresh_interval": "-1"}})
+        world.writer.write(urn, "globalTags", _tags("fresh"))
+        assert world.consumer.drain(30)  # applied and committed, not yet searchable
+        out = triage(settings, urn, settle=0)
+        assert len(slept) == 1 and 0 < slept[0] <= LONG_VISIBILITY + COMMIT_CLOCK_MARGIN, slept
+        assert out.verdict != "diverged", [str(c) for c in out.findings]
+    finally:
+        for index in indices:
+            world.search.client.indices.put_settings(index=index, body={"index": {"refresh_interval": "1s"}})
         world.close()
