@@ -11,7 +11,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from faults import _tags, hard_delete
@@ -74,10 +73,18 @@ def busy(world: World, urns: list[str]) -> Iterator[None]:
     assert world.consumer.drain(60)
 
 
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    w = World("postgres", "opensearch", tmp_path_factory.mktemp("triage-wait"), n=30)
+    try:
+        yield w
+    finally:
+        w.close()
+
+
 def test_an_orphans_triage_behind_a_busy_consumer_waits_only_for_its_own_events(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = World("postgres", "opensearch", tmp_path, n=30)
     slept: list[float] = []
     monkeypatch.setattr(scan_run, "Observer", functools.partial(Observer, sleep=slept.append))
     try:
@@ -100,17 +107,16 @@ def test_an_orphans_triage_behind_a_busy_consumer_waits_only_for_its_own_events(
             triage(settings, orphan, settle=0)
         assert len(slept) == 1 and 0 < slept[0] <= VISIBILITY, slept
     finally:
-        world.close()
+        world.consumer.drain(60)
 
 
 def test_a_change_younger_than_the_visibility_delay_is_waited_for_whatever_the_commit_log_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write the consumer applied and committed a moment ago may not be searchable yet: its
     entity is read again after the wait even when the broker's log of commits (here made to say
     nothing was consumed lately) would clear it; without the wait the consumer's own write was
     called consumed but not applied (a repair's verification under live writes said so)."""
-    world = World("postgres", "opensearch", tmp_path, n=30)
     indices = world.search.list_indices(f"{world.prefix}_*")
     slept: list[float] = []
 
@@ -123,7 +129,7 @@ def test_a_change_younger_than_the_visibility_delay_is_waited_for_whatever_the_c
     try:
         # a delay longer than this machine may take between the write and the triage's sample
         settings = world.settings(index_visibility_seconds=LONG_VISIBILITY)
-        urn = world.of_type("dataset")[0].urn
+        urn = world.of_type("dataset")[0].urn  # not the orphan the test above makes (the third)
         for index in indices:  # the consumer's writes stay unsearchable until a refresh
             world.search.client.indices.put_settings(index=index, body={"index": {"refresh_interval": "-1"}})
         world.writer.write(urn, "globalTags", _tags("fresh"))
@@ -134,4 +140,3 @@ def test_a_change_younger_than_the_visibility_delay_is_waited_for_whatever_the_c
     finally:
         for index in indices:
             world.search.client.indices.put_settings(index=index, body={"index": {"refresh_interval": "1s"}})
-        world.close()
