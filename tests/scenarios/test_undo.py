@@ -3,6 +3,7 @@ written since refused by name, an undo run twice or resumed after a kill writing
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,10 +140,125 @@ def test_an_undo_of_a_full_rebuild_moves_the_alias_back_and_puts_back_what_it_wr
     assert done.restored and {t.index for t in done.restored} <= shared  # what it rewrote beside
     assert again.exit_code == 0 and not again.restored and again.undo_run is None
     assert [t.action for t in again.aliases] == ["already as before"]
-    assert concrete.exit_code == ExitCode.UNDO_PARTIAL
-    assert [t.why for t in concrete.aliases] == [
-        "it was a concrete index the swap removed: nothing to point it back at"
-    ]
+    # the first one's fresh index, served again by the second's undo, was written since it settled
+    assert concrete.exit_code == ExitCode.UNDO_PARTIAL and len(concrete.aliases) == 1
+    assert concrete.aliases[0].action == "refused" and "written since the rebuild" in concrete.aliases[0].why
+
+
+def _served(raw: dict[tuple[str, str], bytes], index: str, name: str) -> dict[tuple[str, str], bytes]:
+    """`raw` with the documents of `index` filed under `name`, the name readers use."""
+    return {(name if i == index else i, d): b for (i, d), b in raw.items()}
+
+
+def _full_over_concrete(world: World, tmp_path: Path) -> RebuildRequest:
+    from auditor.core.model import Selection
+
+    selection = Selection(entity_types=("dataset",))
+    return RebuildRequest(
+        "reindex", selection=selection, apply=True, full=True, state_dir=tmp_path, replace_concrete=True
+    )
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch", "mariadb/elasticsearch"])
+def test_an_undo_of_a_first_full_over_a_concrete_index_serves_its_kept_copy_byte_for_byte(
+    pair: str, tmp_path: Path
+) -> None:
+    """The first --full removes the concrete live index in its swap; the copy it kept just before
+    is what its undo moves the live name onto (then an alias): every document read through the
+    live name, and those it rewrote in the shared indices, byte for byte as before the repair."""
+    from undo_checks import _http
+
+    from sandbox.naming import graph_index, system_metadata_index
+
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, directory = world.endpoints.search_url(world.search_name).rstrip("/"), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    names = ",".join((live, system_metadata_index(world.prefix), graph_index(world.prefix)))
+    try:
+        _lose_index_writes(world, _datasets(world, 2)[1:])
+        stale_field(world)
+        was = list(json.loads(_http(f"{url}/{live}/_alias")))
+        before = raw_sources(url, names)
+        first = rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        assert first.exit_code == 0 and first.journal, first.failed
+        rebuilt = raw_sources(url, names)
+        done = _undo(world, directory, first.journal)
+        serving = sorted(json.loads(_http(f"{url}/{live}/_alias")))
+        after = raw_sources(url, names)
+        again = _undo(world, directory, first.journal)
+    finally:
+        world.close()
+    assert was == [live], "the live name was not a concrete index"
+    assert changed(before, rebuilt), "the rebuild changed nothing to take back"
+    assert len(serving) == 1 and serving[0].startswith(f"{live}_kept_")  # an alias over the copy
+    assert _served(after, serving[0], live) == before, sorted(
+        changed(before, _served(after, serving[0], live))
+    )[:5]
+    assert done.exit_code == 0 and [(t.index, t.action) for t in done.aliases] == [(live, "put back")]
+    assert "is now an alias over it, no longer a concrete index" in done.aliases[0].why
+    assert again.exit_code == 0 and not again.restored and again.undo_run is None
+    assert [t.action for t in again.aliases] == ["already as before"]
+
+
+def test_an_undo_of_a_first_full_is_refused_when_the_index_it_served_was_written_since(
+    tmp_path: Path,
+) -> None:
+    """A write through the live name after the first --full's swap went to the fresh index: moving
+    the name onto the kept copy would hide it. Refused, nothing moved."""
+    from undo_checks import _http
+
+    world = World("mariadb", "opensearch", tmp_path, n=12)
+    url, directory = world.endpoints.search_url(world.search_name).rstrip("/"), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    try:
+        first = rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        assert first.exit_code == 0 and first.journal, first.failed
+        serving = sorted(json.loads(_http(f"{url}/{live}/_alias")))
+        urn = _datasets(world, 1)[0]
+        world.search.upsert(live, entity_doc_id(urn), {"name": "written after the rebuild"})
+        theirs = raw_sources(url, live)
+        done = _undo(world, directory, first.journal)
+        untouched = raw_sources(url, live)
+        still = sorted(json.loads(_http(f"{url}/{live}/_alias")))
+    finally:
+        world.close()
+    assert done.exit_code == ExitCode.UNDO_PARTIAL and [t.action for t in done.aliases] == ["refused"]
+    assert "written since the rebuild" in done.aliases[0].why, done.aliases
+    assert still == serving and not serving[0].startswith(f"{live}_kept_") and untouched == theirs
+
+
+def test_a_first_full_with_no_room_for_the_copy_is_refused_before_anything_is_removed(tmp_path: Path) -> None:
+    """The cluster refuses the copy's writes (a block, as the flood-stage disk watermark sets one;
+    here an index template blocks writes to the copy's name): the --full stops before the load,
+    deletes what it created, and the concrete live index is left as it was."""
+    import uuid
+
+    from undo_checks import _http
+
+    from auditor.errors import AuditorError
+    from auditor.exit_codes import ExitCode as Codes
+
+    world = World("postgres", "opensearch", tmp_path, n=12)
+    url = world.endpoints.search_url(world.search_name).rstrip("/")
+    live = entity_index("dataset", world.prefix)
+    template = f"tnocopy-{uuid.uuid4().hex[:8]}"
+    blocked = {
+        "index_patterns": [f"{live}_kept_*"],
+        "priority": 901,
+        "template": {"settings": {"index.blocks.write": True}},
+    }
+    try:
+        before = raw_sources(url, live)
+        _http(f"{url}/_index_template/{template}", "PUT", blocked)
+        with pytest.raises(AuditorError) as refused:
+            rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        left = sorted(json.loads(_http(f"{url}/{live}*/_alias")))
+        after = raw_sources(url, live)
+    finally:
+        _http(f"{url}/_index_template/{template}", "DELETE")
+        world.close()
+    assert refused.value.exit_code == Codes.INCOMPLETE and "could not be made" in str(refused.value)
+    assert left == [live] and after == before  # still the concrete index, nothing else created left
 
 
 @pytest.mark.parametrize("pair", ["mariadb/opensearch"])

@@ -42,7 +42,7 @@ class Writer:
     def refresh(self, *indices: str) -> None:
         self.calls.append(("refresh", indices))
 
-    def swap(self, actions: list[dict[str, Any]]) -> None:
+    def swap(self, actions: list[dict[str, Any]], kept: dict[str, str] | None = None) -> None:
         self.calls.append(("swap", actions))
 
     def delete_index(self, index: str) -> None:
