@@ -61,7 +61,8 @@ class NotPromoted(AuditorError):
 
 REPLACE_CONCRETE_HINT = (
     "rerun with --replace-concrete-index (it is deleted in the same _aliases request that adds the "
-    "alias, as DataHub's BuildIndices and OpenMetadata's recreateIndex do; take a snapshot first)"
+    "alias, as DataHub's BuildIndices and OpenMetadata's recreateIndex do, a copy of it kept for the "
+    "undo: the cluster needs room for it)"
 )
 
 
