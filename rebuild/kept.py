@@ -17,7 +17,10 @@ above the last pass's mark. A pass that finds the marks unmoved has nothing left
 document deleted meanwhile is not found by `_seq_no` (a delete leaves no document), so the copy
 then holds at least every id of the live index, and equal counts mean equal ids: where the copy
 holds more, the ids the live index no longer has are deleted from it and the passes go on. The
-swap is sent at once after a pass that found nothing (the caller's next request).
+swap is sent at once after a pass that found nothing (the caller's next request). A live index
+written during each of `PASSES` passes (a busy consumer never leaves it quiet for a pass's
+length) is taken as the last pass left it, deleted ids dropped as above: the writes after that
+pass's marks are then covered as the window below is, over a pass's length instead of a request's.
 
 What a write landing in the milliseconds between that last pass and the swap means: the swap
 removes the index it went to, so the copy never holds it, and nothing can read it afterwards.
@@ -37,6 +40,7 @@ not covered: the copy keeps the older document, which a scan after an undo repor
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -45,7 +49,8 @@ from auditor.backends.raw_sources import read_versioned
 from auditor.errors import AuditorError
 from auditor.exit_codes import ExitCode
 
-PASSES = 30  # a live index written faster than a pass can copy is refused after this many
+PASSES = 10  # passes that look for a quiet moment (a pass that finds nothing new)
+log = logging.getLogger(__name__)
 PAGE = 1000  # ids a scroll page, and documents a multi-get and a bulk
 
 
@@ -80,7 +85,7 @@ class KeptCopy:
         self.copied = 0  # documents copied, all passes
         self.passes = 0
         self.began: datetime | None = None  # the first marks: every write before is in the copy
-        self.quiet_at: datetime | None = None  # the last marks found unmoved: the swap follows
+        self.quiet_at: datetime | None = None  # the copy is whole up to this instant
 
     def start(self) -> None:
         """Create the copy and copy every document; refused (NotKept) when it cannot be made
@@ -98,26 +103,36 @@ class KeptCopy:
 
     def settle(self) -> None:
         """Copy what was written since, pass after pass, until a pass finds nothing new and the
-        copy holds the live index's ids exactly (module docstring); the swap is to follow at once."""
+        copy holds the live index's ids exactly (module docstring); the swap is to follow at once.
+        A live index never quiet for a pass's length (a busy consumer) is taken as its last pass
+        left it: what was written after that pass's marks is for rows changed since, which the
+        caller writes into the copy after the swap (`since()`), as for the window before a swap."""
         try:
             for _ in range(PASSES):
-                self.quiet_at = datetime.now(UTC)
+                at = datetime.now(UTC)
                 if self.writer.max_seq_nos(self.live) != self.marks:
                     self._pass()
                     continue
+                self.quiet_at = at  # nothing written since the marks: the copy is whole up to now
                 self.writer.refresh(self.live, self.name)
-                if self.writer.documents(self.name) == self.writer.documents(self.live):
-                    if self.writer.max_seq_nos(self.live) == self.marks:
-                        return
-                    continue
+                more = self._more_in_copy()
+                if more is None and self.writer.max_seq_nos(self.live) == self.marks:
+                    return
+                if more:
+                    self._drop_gone()
+            if self._more_in_copy():
                 self._drop_gone()
         except AuditorError as exc:
             raise self._refused(exc) from None
-        raise NotKept(
-            f"{self.live} was written faster than its copy {self.name} could follow ({PASSES} passes): not "
-            "swapped, nothing removed (the staged index and the copy deleted)",
-            hint="run again at a calmer moment",
+        log.info(
+            "%s was written during each of %d passes: its copy as the last one left it", self.live, PASSES
         )
+
+    def _more_in_copy(self) -> bool | None:
+        """None: the copy counts as many documents as the live index; True: more (documents
+        deleted from the live index since they were copied); False: fewer (written since)."""
+        copy, live = self.writer.documents(self.name), self.writer.documents(self.live)
+        return None if copy == live else copy > live
 
     def since(self, skew: timedelta) -> datetime:
         """The rows changed since this instant may have been written to the live index after the
@@ -127,10 +142,13 @@ class KeptCopy:
 
     def _pass(self) -> None:
         """One pass: the marks noted, then every document written above the last ones copied."""
-        self.began = self.began or datetime.now(UTC)
+        at = datetime.now(UTC)
+        self.began = self.began or at
         marks = self.writer.max_seq_nos(self.live)
         self.writer.refresh(self.live)
-        since = min(self.marks.values(), default=-1)  # the lowest shard's: more is copied again, never less
+        # the lowest shard's mark (`_seq_no` counts per shard): more is copied again, never less;
+        # a shard still empty (-1) makes each pass copy the whole index again, slower, not wrong
+        since = min(self.marks.values(), default=-1)
         query = {"range": {"_seq_no": {"gt": since}}} if since >= 0 else {"match_all": {}}
         ids: list[str] = []
         for hit in self._ids(self.live, query):
@@ -139,7 +157,7 @@ class KeptCopy:
                 self._copy(ids)
                 ids = []
         self._copy(ids)
-        self.marks = marks
+        self.marks, self.quiet_at = marks, at  # whole up to the marks
         self.passes += 1
 
     def _ids(self, index: str, query: dict[str, Any]) -> Any:
