@@ -291,7 +291,7 @@ def _undo_alias(
         taken.action, taken.why = "put back", f"{', '.join(added)} -> {', '.join(targets)}"
         if not before:
             taken.why += (
-                f" (the copy of the concrete index {alias} kept before the swap: {alias} is now an "
+                f" (the copy of the concrete index {alias} kept before the swap: {alias} becomes an "
                 "alias over it, no longer a concrete index)"
             )
         back = [{"remove": {"index": i, "alias": alias}} for i in added]

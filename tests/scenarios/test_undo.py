@@ -3,6 +3,7 @@ written since refused by name, an undo run twice or resumed after a kill writing
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -186,8 +187,16 @@ def test_an_undo_of_a_first_full_over_a_concrete_index_serves_its_kept_copy_byte
         serving = sorted(json.loads(_http(f"{url}/{live}/_alias")))
         after = raw_sources(url, names)
         again = _undo(world, directory, first.journal)
+        # a later --full: the copy is the old index behind the alias, kept as any is
+        later = rebuild(
+            world.settings(),
+            dataclasses.replace(_full_over_concrete(world, tmp_path), replace_concrete=False),
+        )
     finally:
         world.close()
+    assert later.exit_code == 0 and any(f"the old index {serving[0]} is kept" in n for n in later.notes), (
+        later.notes
+    )
     assert was == [live], "the live name was not a concrete index"
     assert changed(before, rebuilt), "the rebuild changed nothing to take back"
     assert len(serving) == 1 and serving[0].startswith(f"{live}_kept_")  # an alias over the copy
@@ -195,7 +204,7 @@ def test_an_undo_of_a_first_full_over_a_concrete_index_serves_its_kept_copy_byte
         changed(before, _served(after, serving[0], live))
     )[:5]
     assert done.exit_code == 0 and [(t.index, t.action) for t in done.aliases] == [(live, "put back")]
-    assert "is now an alias over it, no longer a concrete index" in done.aliases[0].why
+    assert "becomes an alias over it, no longer a concrete index" in done.aliases[0].why
     assert again.exit_code == 0 and not again.restored and again.undo_run is None
     assert [t.action for t in again.aliases] == ["already as before"]
 
