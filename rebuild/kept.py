@@ -3,7 +3,7 @@ can be undone (`rebuild undo` moves the live name, then an alias, onto the copy)
 
 An alias cannot share a name with an index: the first swap over a concrete live index (a fresh
 install's) removes it in the same `_aliases` request that adds the alias. Before that request,
-the index is copied into `<live>_kept_<ms>`, with its mappings and settings (`create_like`), each
+the index is copied into `<live>_kept-<ms>`, with its mappings and settings (`create_like`), each
 document's `_source` as the bytes the cluster holds (a real-time multi-get's, written back as they
 are), read through a scroll of ids and nothing else. The client copies, not `_reindex`: the reindex
 module is not in every distribution (the stack's Elasticsearch 9 and OpenSearch 3 answer 405).
@@ -49,8 +49,8 @@ from auditor.backends.raw_sources import read_versioned
 from auditor.errors import AuditorError
 from auditor.exit_codes import ExitCode
 
-PASSES = 10  # passes that look for a quiet moment (a pass that finds nothing new)
 log = logging.getLogger(__name__)
+PASSES = 10  # passes that look for a quiet moment (a pass that finds nothing new)
 PAGE = 1000  # ids a scroll page, and documents a multi-get and a bulk
 
 
@@ -61,10 +61,11 @@ class NotKept(AuditorError):
 
 
 def kept_name(live: str, fresh: str) -> str:
-    """`<live>_kept_<the fresh index's epoch ms>`: beside its run's fresh index, never a name
-    DataHub's zero-downtime reindex uses (`<alias>_<version>_<ms>` ends in the ms) nor one
-    OpenMetadata's OrphanedIndexCleaner takes (`_rebuild_`)."""
-    return f"{live}_kept_{fresh.rsplit('_', 1)[-1]}"
+    """`<live>_kept-<the fresh index's epoch ms>`: beside its run's fresh index. Not the shape of
+    DataHub's zero-downtime reindex's next index (`<alias>_<version>_<ms>`, which the scan finds by
+    name: a copy so named would read as a reindex in progress, and refuse the next `--full`),
+    nor a name OpenMetadata's OrphanedIndexCleaner takes (`_rebuild_`)."""
+    return f"{live}_kept-{fresh.rsplit('_', 1)[-1]}"
 
 
 def kept_note(live: str, kept: str) -> str:
@@ -120,6 +121,7 @@ class KeptCopy:
                     return
                 if more:
                     self._drop_gone()
+            self.writer.refresh(self.live, self.name)
             if self._more_in_copy():
                 self._drop_gone()
         except AuditorError as exc:

@@ -12,7 +12,7 @@ Both platforms' full rebuilds (`rebuild reindex --full`) are this one sequence, 
 5. swap in one `_aliases` request (every reader moves at once);
 6. catch up once more on what was written since the mark (it went to the old index).
 
-A live name that is a concrete index is copied first (rebuild/kept.py: `<live>_kept_<ms>`,
+A live name that is a concrete index is copied first (rebuild/kept.py: `<live>_kept-<ms>`,
 before the fresh index is created, so a cluster without room for it refuses before the load),
 the copy brought up to date just before the swap, and the entities of step 6 written into it
 too: the swap's undo moves the live name onto the copy. No copy, no swap.

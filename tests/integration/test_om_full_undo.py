@@ -76,7 +76,7 @@ def test_an_undo_of_an_openmetadata_full_rebuild_moves_every_alias_back(tmp_path
     # the first undo: every document read through the live name and its parent alias as the
     # concrete index held it, now from its copy
     copies = {t.why.split(" -> ")[1].split(" ")[0] for t in onto_copy.aliases if t.action == "put back"}
-    assert len(copies) == 1 and next(iter(copies)).startswith(f"{live}_kept_"), onto_copy.aliases
+    assert len(copies) == 1 and next(iter(copies)).startswith(f"{live}_kept-"), onto_copy.aliases
     copy = next(iter(copies))
     assert onto_copy.exit_code == 0 and {live, f"{w.alias}_all"} <= {t.index for t in onto_copy.aliases}
     assert {(live if i == copy else i, d): b for (i, d), b in served.items()} == concrete

@@ -299,7 +299,7 @@ def test_full_keeps_a_concrete_live_index_unless_told_and_carries_an_unreadable_
     assert "--replace-concrete-index" in (refused.value.hint or "")
     assert world.search.list_indices(f"{live}*") == [live]  # left alone, no staged index made
     first = rebuild(world.settings(), dataclasses.replace(request, replace_concrete=True))
-    (copy,) = world.search.list_indices(f"{live}_kept_*")  # the concrete index, kept for the undo
+    (copy,) = world.search.list_indices(f"{live}_kept-*")  # the concrete index, kept for the undo
     (fresh,) = set(world.search.list_indices(f"{live}*")) - {copy}
     second = rebuild(world.settings(), request)
     found = world.search.client.indices.get_alias(name=live)

@@ -677,7 +677,7 @@ def test_a_plugins_field_survives_a_reindex_and_a_malformed_row_holds_no_full_re
         (bad, Verdict.INVALID)
     ], full.still_wrong
     # the promoted index, and the copy of the concrete one its swap removed (kept for the undo)
-    (copy,) = {i for i in staged if i.startswith(f"{index}_kept_")}
+    (copy,) = {i for i in staged if i.startswith(f"{index}_kept-")}
     assert staged == {fresh, copy} and after_refused == served and fresh in served, (
         staged,
         served,

@@ -199,7 +199,7 @@ def test_an_undo_of_a_first_full_over_a_concrete_index_serves_its_kept_copy_byte
     )
     assert was == [live], "the live name was not a concrete index"
     assert changed(before, rebuilt), "the rebuild changed nothing to take back"
-    assert len(serving) == 1 and serving[0].startswith(f"{live}_kept_")  # an alias over the copy
+    assert len(serving) == 1 and serving[0].startswith(f"{live}_kept-")  # an alias over the copy
     assert _served(after, serving[0], live) == before, sorted(
         changed(before, _served(after, serving[0], live))
     )[:5]
@@ -233,7 +233,7 @@ def test_an_undo_of_a_first_full_is_refused_when_the_index_it_served_was_written
         world.close()
     assert done.exit_code == ExitCode.UNDO_PARTIAL and [t.action for t in done.aliases] == ["refused"]
     assert "written since the rebuild" in done.aliases[0].why, done.aliases
-    assert still == serving and not serving[0].startswith(f"{live}_kept_") and untouched == theirs
+    assert still == serving and not serving[0].startswith(f"{live}_kept-") and untouched == theirs
 
 
 def test_a_first_full_with_no_room_for_the_copy_is_refused_before_anything_is_removed(tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ def test_a_first_full_with_no_room_for_the_copy_is_refused_before_anything_is_re
     live = entity_index("dataset", world.prefix)
     template = f"tnocopy-{uuid.uuid4().hex[:8]}"
     blocked = {
-        "index_patterns": [f"{live}_kept_*"],
+        "index_patterns": [f"{live}_kept-*"],
         "priority": 901,
         "template": {"settings": {"index.blocks.write": True}},
     }
