@@ -234,7 +234,10 @@ def ledger_of(state_dir: Path, live: str) -> Path:
 
 
 def cleared_note(cleared: str) -> str:
-    return f"deleted {cleared} first: the staged index of an earlier --full that was stopped before its swap"
+    return (
+        f"deleted {cleared} first: what an earlier --full that was stopped before its swap left (its staged "
+        "index, and its copy of a concrete live index)"
+    )
 
 
 def _record(ledger: Path | None, staged: str | None, kept: str | None = None) -> None:
