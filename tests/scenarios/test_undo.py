@@ -365,3 +365,44 @@ def test_a_repair_killed_mid_bulk_is_undone_from_its_torn_journal_by_the_cli(tmp
     assert said["torn"].startswith("line 3 is torn") and not said["ended"]
     assert [(t["doc_id"], t["action"]) for t in said["restored"]] == [("a", "put back")]
     assert now == original  # byte for byte, its spelling (spaces, an escaped é) kept
+
+
+def test_a_write_in_the_last_moment_before_the_swap_is_not_served_older_after_the_undo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The platform writes an entity's document to the concrete index after the copy's last pass,
+    just before the swap removes that index (here: inside the swap call, before its request). The
+    copy never saw that write; the entity's row changed with it, so the rebuild writes the entity
+    into the copy from its row after the swap, as into the fresh index. After the undo the live
+    name serves it as the fresh index did, not as it was before the write; the other documents
+    byte for byte as the concrete index held them."""
+    world = World("postgres", "opensearch", tmp_path, n=12)
+    url, directory = world.endpoints.search_url(world.search_name).rstrip("/"), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    late = _datasets(world, 1)[0]
+    swap = IndexWriter.swap
+
+    def written_just_before(self: IndexWriter, actions: list, kept: dict | None = None) -> None:
+        if kept:  # the first --full's swap, the concrete index still in place
+            world.writer.write(late, "globalTags", _tags("in-the-last-moment"))
+            assert world.consumer.drain(60)
+        swap(self, actions, kept=kept)
+
+    try:
+        before = raw_sources(url, live)
+        monkeypatch.setattr(IndexWriter, "swap", written_just_before)
+        first = rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        monkeypatch.setattr(IndexWriter, "swap", swap)
+        assert first.exit_code == 0 and first.journal, first.failed
+        rebuilt = {d: b for (_, d), b in raw_sources(url, live).items()}
+        done = _undo(world, directory, first.journal)
+        after = {d: b for (_, d), b in raw_sources(url, live).items()}
+    finally:
+        world.close()
+    doc = entity_doc_id(late)
+    assert [t.action for t in done.aliases] == ["put back"], done.aliases
+    # the write also changed the entity's edges and system metadata in the shared indices after the
+    # rebuild had written them: those are someone else's since, refused by the document undo
+    assert all(t.index != live and "since the repair" in t.why for t in done.refused), done.refused
+    assert b"in-the-last-moment" in after[doc] and after[doc] == rebuilt[doc]
+    assert {d: b for d, b in after.items() if d != doc} == {d: b for (_, d), b in before.items() if d != doc}
