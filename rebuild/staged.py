@@ -12,6 +12,11 @@ Both platforms' full rebuilds (`rebuild reindex --full`) are this one sequence, 
 5. swap in one `_aliases` request (every reader moves at once);
 6. catch up once more on what was written since the mark (it went to the old index).
 
+A live name that is a concrete index is copied first (rebuild/kept.py: `<live>_kept-<ms>`,
+before the fresh index is created, so a cluster without room for it refuses before the load),
+the copy brought up to date just before the swap, and the entities of step 6 written into it
+too: the swap's undo moves the live name onto the copy. No copy, no swap.
+
 A row no index write can fix (malformed: reported `invalid`) never blocks the promotion: the
 stage leaves it out of what is still wrong, carries its old document over and reports it. A
 fresh index that is not swapped in is deleted, whatever stopped it (never a whole copy of the
@@ -20,7 +25,7 @@ beside the state, written before the index is created, and the next run deletes 
 
 One rule for the live name on both platforms, as `--help` says: an alias moves and the old
 index is kept (`old_kept` says how to drop it or roll back); a concrete index can only be
-replaced (removed in the swap), which needs `--replace-concrete-index`.
+replaced (removed in the swap, its copy kept), which needs `--replace-concrete-index`.
 
 What differs between platforms is a `Stage`: how the fresh index is named, how entities are
 written and checked, and which aliases move.
@@ -41,6 +46,7 @@ from auditor.backends.protocols import Capability, require
 from auditor.core.sanity import refuse
 from auditor.errors import AuditorError
 from auditor.exit_codes import ExitCode
+from auditor.rebuild.kept import KeptCopy, kept_name
 
 log = logging.getLogger(__name__)
 ROUNDS = 3
@@ -55,7 +61,8 @@ class NotPromoted(AuditorError):
 
 REPLACE_CONCRETE_HINT = (
     "rerun with --replace-concrete-index (it is deleted in the same _aliases request that adds the "
-    "alias, as DataHub's BuildIndices and OpenMetadata's recreateIndex do; take a snapshot first)"
+    "alias, as DataHub's BuildIndices and OpenMetadata's recreateIndex do, a copy of it kept for the "
+    "undo: the cluster needs room for it)"
 )
 
 
@@ -87,6 +94,7 @@ class Staged:
     caught_up: int = 0
     rounds: int = 0
     cleared: str | None = None  # the staged index a killed earlier attempt left, deleted first
+    kept: str | None = None  # the copy of the concrete live index the swap removed
 
 
 class Stage(Protocol):
@@ -128,11 +136,17 @@ def promote(
         require(writer, needed, "a staged reindex (--full)")
     old, is_alias = stage.locate(writer)
     out = Staged(stage.live, stage.fresh_name(), old, is_alias)
-    out.cleared = _clear_left(writer, ledger, old)
-    _record(ledger, out.fresh)
-    settings = writer.create_like(old[0], out.fresh)
-    started = datetime.now(UTC)
+    out.cleared = _clear_left(writer, ledger, old, is_alias)
+    copy = None if is_alias else KeptCopy(writer, stage.live, kept_name(stage.live, out.fresh))
+    _record(ledger, out.fresh, copy.name if copy is not None else None)
+    made: list[str] = []  # what to delete if the swap is not reached
     try:
+        if copy is not None:  # first: a cluster without room for it refuses before the load
+            made.append(copy.name)
+            copy.start()
+        made.append(out.fresh)
+        settings = writer.create_like(old[0], out.fresh)
+        started = datetime.now(UTC)
         out.loaded = stage.load(out.fresh)
         restored = {
             "number_of_replicas": settings.get("number_of_replicas", "1"),
@@ -145,14 +159,25 @@ def promote(
         _refuse_shrink(writer, stage.live, old, out.fresh, allow_delete)  # before a verification passes it
         out.rounds = _verify(writer, stage, out.fresh, mark - SKEW)
         stage.check(out.fresh)
+        if copy is not None:
+            copy.settle()  # up to date: the swap follows at once (rebuild/kept.py)
     except BaseException:
-        _drop(writer, out.fresh)  # whatever stopped it: never a copy of the index left per attempt
+        for index in made:  # whatever stopped it: never a copy of the index left per attempt
+            _drop(writer, index)
         _record(ledger, None)
         raise
-    writer.swap(stage.swap_actions(out.fresh, old, is_alias))
+    kept = {stage.live: copy.name} if copy is not None else None
+    writer.swap(stage.swap_actions(out.fresh, old, is_alias), kept=kept)
     _record(ledger, None)  # served now: no longer a staged index to clear
+    out.kept = copy.name if copy is not None else None
     # the writes since the mark went to the old index: again, into the one now served
     out.caught_up += stage.load(out.fresh, since=mark - SKEW)
+    if copy is not None:
+        # and into the copy, the entities changed since its last pass: a write of theirs that
+        # reached the concrete index after that pass went with it, and an undo must not serve
+        # them older than the swap served them; the rows' current state is not older (kept.py)
+        stage.load(copy.name, since=copy.since(SKEW))
+        writer.refresh(copy.name)
     writer.refresh(out.fresh)
     writer.settled(out.fresh)  # its undo refuses to move the aliases back over later writes
     return out
@@ -209,11 +234,15 @@ def ledger_of(state_dir: Path, live: str) -> Path:
 
 
 def cleared_note(cleared: str) -> str:
-    return f"deleted {cleared} first: the staged index of an earlier --full that was stopped before its swap"
+    return (
+        f"deleted {cleared} first: what an earlier --full that was stopped before its swap left (its staged "
+        "index, and its copy of a concrete live index)"
+    )
 
 
-def _record(ledger: Path | None, staged: str | None) -> None:
-    """The ledger names `staged` (None: no staged index is left to clear)."""
+def _record(ledger: Path | None, staged: str | None, kept: str | None = None) -> None:
+    """The ledger names `staged` and the copy of a concrete live index being `kept` (None: no
+    staged index is left to clear)."""
     if ledger is None:
         return
     if staged is None:
@@ -221,26 +250,35 @@ def _record(ledger: Path | None, staged: str | None) -> None:
         return
     ledger.parent.mkdir(parents=True, exist_ok=True)
     tmp = ledger.with_name(ledger.name + ".tmp")
-    tmp.write_text(json.dumps({"staged": staged}), encoding="utf-8")
+    tmp.write_text(json.dumps({"staged": staged, "kept": kept}), encoding="utf-8")
     os.replace(tmp, ledger)
 
 
-def _clear_left(writer: IndexWriter, ledger: Path | None, serving: list[str]) -> str | None:
+def _clear_left(writer: IndexWriter, ledger: Path | None, serving: list[str], is_alias: bool) -> str | None:
     """Delete the staged index a killed attempt named in the ledger: an index still there and not
-    serving the live name (a run killed after its swap left the one now served: kept)."""
+    serving the live name (a run killed after its swap left the one now served: kept); and its
+    copy of the concrete live index while that is still concrete (after the swap, the copy is
+    what the swap's undo moves the live name onto: kept)."""
     if ledger is None or not ledger.exists():
         return None
     try:
-        staged = json.loads(ledger.read_text(encoding="utf-8")).get("staged")
+        left = json.loads(ledger.read_text(encoding="utf-8"))
+        staged, kept = left.get("staged"), left.get("kept")
     except (ValueError, AttributeError):
-        staged = None
-    if not isinstance(staged, str) or staged in serving:
-        return None
-    found, is_alias = writer.concrete(staged)
-    if found != [staged] or is_alias:
-        return None
-    writer.delete_index(staged)
-    return staged
+        staged = kept = None
+    left_over = (staged, None if is_alias else kept)
+    cleared = [i for i in left_over if isinstance(i, str) and _left_alone(writer, i, serving)]
+    for index in cleared:
+        writer.delete_index(index)
+    return ", ".join(cleared) or None
+
+
+def _left_alone(writer: IndexWriter, index: str, serving: list[str]) -> bool:
+    """`index` is an index of its own, serving nothing."""
+    if index in serving:
+        return False
+    found, is_alias = writer.concrete(index)
+    return found == [index] and not is_alias
 
 
 def _drop(writer: IndexWriter, index: str) -> None:

@@ -10,7 +10,8 @@ bulk) is taken back only if the document holds exactly the bytes that write sent
 
 A full rebuild's swap is taken back by moving each alias back to the indices it pointed at,
 when they still exist and the alias still points where the swap put it (the fresh index is
-kept: the undo can itself be undone). The undo's own writes are journaled as a run of their own.
+kept: the undo can itself be undone); a concrete index the swap removed, onto the copy of it
+kept before the swap (rebuild/kept.py). The undo's own writes are journaled as a run of their own.
 """
 
 from __future__ import annotations
@@ -248,7 +249,7 @@ def _undo_aliases(writer: IndexWriter, read: journal.JournalRead, out: UndoOutco
     for entry in reversed(swaps):
         taken, actions = [], []
         for alias, before in sorted(entry["before"].items()):
-            item, undoing = _undo_alias(writer, entry["actions"], alias, before)
+            item, undoing = _undo_alias(writer, entry["actions"], alias, before, entry.get("kept", {}))
             taken.append(item)
             actions += undoing
         why = next((f"{t.index}: {t.why}" for t in taken if t.action == "refused"), None)
@@ -263,29 +264,38 @@ def _undo_aliases(writer: IndexWriter, read: journal.JournalRead, out: UndoOutco
 
 
 def _undo_alias(
-    writer: IndexWriter, actions: list[dict[str, Any]], alias: str, before: list[str]
+    writer: IndexWriter, actions: list[dict[str, Any]], alias: str, before: list[str], kept: dict[str, str]
 ) -> tuple[Taken, list[dict[str, Any]]]:
-    """One alias of a swap: what to say, and the actions that move it back."""
+    """One alias of a swap: what to say, and the actions that move it back. A concrete index the
+    swap removed is pointed back at as the copy of it kept before the swap (`kept`): the live name
+    that was that index becomes an alias over the copy, another alias it had is put on the copy."""
     dropped = {a["remove_index"]["index"] for a in actions if "remove_index" in a}  # and its aliases
     taken_off = {a["remove"]["index"] for a in actions if "remove" in a and a["remove"]["alias"] == alias}
     removed = sorted(taken_off | (dropped & set(before)))
     added = sorted(a["add"]["index"] for a in actions if "add" in a and a["add"]["alias"] == alias)
     after = sorted((set(before) - set(removed)) | set(added))
+    targets = [kept[alias]] if not before and alias in kept else sorted(kept.get(i, i) for i in removed)
+    wanted = sorted((set(before) - set(removed)) | set(targets))  # where the undo leaves it
     taken = Taken(alias, "", "", "refused")
     now, is_alias = writer.concrete(alias)
     now = sorted(now) if is_alias else []
-    if now == sorted(before):
+    if now == wanted:
         taken.action = "already as before"
-    elif not before:
-        taken.why = "it was a concrete index the swap removed: nothing to point it back at"
+    elif not before and alias not in kept:
+        taken.why = "it was a concrete index the swap removed, with no copy kept: nothing to point it back at"
     elif now != after:
         taken.why = f"moved since by someone else (now on {', '.join(now) or 'nothing'})"
-    elif gone := [i for i in removed if not writer.concrete(i)[0]]:
+    elif gone := [i for i in targets if not writer.concrete(i)[0]]:
         taken.why = f"the index it pointed at ({', '.join(gone)}) no longer exists"
     else:
-        taken.action, taken.why = "put back", f"{', '.join(added)} -> {', '.join(removed)}"
+        taken.action, taken.why = "put back", f"{', '.join(added)} -> {', '.join(targets)}"
+        if not before:
+            taken.why += (
+                f" (the copy of the concrete index {alias} kept before the swap: {alias} becomes an "
+                "alias over it, no longer a concrete index)"
+            )
         back = [{"remove": {"index": i, "alias": alias}} for i in added]
-        return taken, back + [{"add": {"index": i, "alias": alias}} for i in removed]
+        return taken, back + [{"add": {"index": i, "alias": alias}} for i in targets]
     return taken, []
 
 

@@ -261,10 +261,11 @@ class IndexWriter:
         except Exception as exc:
             raise self._search._fail(f"deleting {index}", exc) from None
 
-    def swap(self, actions: list[dict[str, Any]]) -> None:
-        """One atomic `_aliases` request; an error (or an unacknowledged answer) is raised."""
+    def swap(self, actions: list[dict[str, Any]], kept: dict[str, str] | None = None) -> None:
+        """One atomic `_aliases` request; an error (or an unacknowledged answer) is raised. `kept`:
+        the copy kept of each concrete index the request removes (journaled with it, for the undo)."""
         if self.journal is not None:
-            self.journal.aliases_moved(actions, self.aliases_of(actions))
+            self.journal.aliases_moved(actions, self.aliases_of(actions), kept)
         try:
             if self.elastic:
                 done = self.client.indices.update_aliases(actions=actions)

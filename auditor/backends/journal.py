@@ -12,7 +12,9 @@ the reader returns what came before it and says so. The entries:
   `_seq_no`/`_primary_term`, and for each item the op and a digest of the bytes it writes;
 - `after`: the `_seq_no`/`_primary_term` each write got (an item that failed has none);
 - `created`, `aliases`, `dropped`: a full rebuild's fresh index, the aliases its swap moved
-  (with where each pointed before) and an index deleted.
+  (with where each pointed before; `kept`: for a concrete index the swap removed, the copy of it
+  kept before the swap, `{removed index: copy}`, which its undo moves the name onto) and an
+  index deleted.
 - `lock`: the target's lock the repair held (its undo takes it too);
 - `settled`: a full rebuild's fresh index once served and caught up, each primary shard's max
   `_seq_no` (a write since, anyone's, moves it: its undo then refuses to move the aliases back);
@@ -174,9 +176,15 @@ class Journal:
         self.created.add(index)
         self.append({"t": "created", "i": index, "like": like})
 
-    def aliases_moved(self, actions: list[dict[str, Any]], before: dict[str, list[str]]) -> None:
-        """A swap: its actions and, for each alias it names, the indices it pointed at before."""
-        self.append({"t": "aliases", "actions": actions, "before": before})
+    def aliases_moved(
+        self, actions: list[dict[str, Any]], before: dict[str, list[str]], kept: dict[str, str] | None = None
+    ) -> None:
+        """A swap: its actions and, for each alias it names, the indices it pointed at before;
+        `kept`: for each concrete index it removes, the copy kept of it (rebuild/kept.py)."""
+        entry: dict[str, Any] = {"t": "aliases", "actions": actions, "before": before}
+        if kept:
+            entry["kept"] = kept
+        self.append(entry)
 
     def locked(self, directory: str, key: str) -> None:
         """The target's lock the run held (rebuild/guard.py): its undo holds it too."""

@@ -351,7 +351,8 @@ def reindex_cmd(
         bool,
         typer.Option(
             help="--full: a live index that is not an alias (as a fresh install creates them) is removed "
-            "in the swap (snapshot first); without it, such an index is left alone and --full refused."
+            "in the swap, a copy of it kept first for `rebuild undo` (room for it needed); without it, "
+            "such an index is left alone and --full refused."
         ),
     ] = False,
     leave_out_invalid: Annotated[

@@ -11,7 +11,7 @@ the old values of what its row cannot give, and it is reported `invalid` beside 
 index is kept when the live name was an alias (how to drop it or roll back is said); a new index
 that was not promoted is deleted. A live name that is a concrete index can only be replaced
 (removed in the same request, as DataHub's own BuildIndices does): that needs
-`--replace-concrete-index`.
+`--replace-concrete-index`, and a copy of it is kept for the undo (rebuild/kept.py).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from auditor.rebuild.datahub.documents import KEPT
 from auditor.rebuild.datahub.newer import behind_note
 from auditor.rebuild.datahub.reindex import Reindexer, deployment_versions
 from auditor.rebuild.datahub.rows import RowSource
+from auditor.rebuild.kept import kept_note
 from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
 
 
@@ -100,6 +101,8 @@ class FullRebuild:
             )
         if done.is_alias:
             out.notes.append(old_kept(done.old, done.live))
+        if done.kept is not None:
+            out.notes.append(kept_note(done.live, done.kept))
         return out
 
 

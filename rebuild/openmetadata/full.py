@@ -11,7 +11,8 @@ since the check began is written again after it. A staged index that is not swap
 
 The live name follows the engine's one rule, as `--help` says: behind an alias (any run after the
 first), the old index is kept (how to drop it or roll back is said); a concrete index (as a fresh
-install creates them) is replaced, removed in the swap, only with `--replace-concrete-index`.
+install creates them) is replaced, removed in the swap, only with `--replace-concrete-index`,
+and a copy of it kept for the undo (rebuild/kept.py).
 A row that cannot be read (malformed JSON) holds no promotion: its document is carried over from
 the live index as it is, and the row is reported `invalid`, as the scan reports it."""
 
@@ -30,6 +31,7 @@ from auditor.platforms.openmetadata.naming import OmEntity
 from auditor.platforms.openmetadata.scan import reobserve
 from auditor.platforms.openmetadata.search import OmSearch
 from auditor.platforms.openmetadata.store import OmStore
+from auditor.rebuild.kept import kept_note
 from auditor.rebuild.openmetadata import OmRepair
 from auditor.rebuild.staged import NotPromoted, cleared_note, ledger_of, old_kept, promote, refuse_concrete
 
@@ -93,6 +95,8 @@ class FullRebuild:
             self.notes += [moved, old_kept(done.old, done.live)]
         else:
             self.notes.append(f"{moved}; removed {', '.join(done.old)} (--replace-concrete-index)")
+        if done.kept is not None:
+            self.notes.append(f"{entity.entity_type}: {kept_note(done.live, done.kept)}")
         if stage.carried:
             self.notes.append(
                 f"{entity.entity_type}: {len(stage.carried)} documents of rows that cannot be read carried "

@@ -299,13 +299,14 @@ def test_full_keeps_a_concrete_live_index_unless_told_and_carries_an_unreadable_
     assert "--replace-concrete-index" in (refused.value.hint or "")
     assert world.search.list_indices(f"{live}*") == [live]  # left alone, no staged index made
     first = rebuild(world.settings(), dataclasses.replace(request, replace_concrete=True))
-    (fresh,) = world.search.list_indices(f"{live}*")
+    (copy,) = world.search.list_indices(f"{live}_kept-*")  # the concrete index, kept for the undo
+    (fresh,) = set(world.search.list_indices(f"{live}*")) - {copy}
     second = rebuild(world.settings(), request)
     found = world.search.client.indices.get_alias(name=live)
     (newer,) = found.body if hasattr(found, "body") else found
     kept = set(world.search.list_indices(f"{live}*"))
     world.refresh()
-    assert fresh != live and newer != fresh and kept == {fresh, newer}, kept
+    assert fresh != live and newer != fresh and kept == {copy, fresh, newer}, kept
     assert any(f"removed {live}" in n for n in first.notes) and not any("removed" in n for n in second.notes)
     assert any(f"the old index {fresh} is kept" in n for n in second.notes), second.notes
     assert world.search.client.count(index=live)["count"] == tables

@@ -3,6 +3,8 @@ written since refused by name, an undo run twice or resumed after a kill writing
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -139,10 +141,133 @@ def test_an_undo_of_a_full_rebuild_moves_the_alias_back_and_puts_back_what_it_wr
     assert done.restored and {t.index for t in done.restored} <= shared  # what it rewrote beside
     assert again.exit_code == 0 and not again.restored and again.undo_run is None
     assert [t.action for t in again.aliases] == ["already as before"]
-    assert concrete.exit_code == ExitCode.UNDO_PARTIAL
-    assert [t.why for t in concrete.aliases] == [
-        "it was a concrete index the swap removed: nothing to point it back at"
-    ]
+    # the first one's fresh index, served again by the second's undo, was written since it settled
+    assert concrete.exit_code == ExitCode.UNDO_PARTIAL and len(concrete.aliases) == 1
+    assert concrete.aliases[0].action == "refused" and "written since the rebuild" in concrete.aliases[0].why
+
+
+def _served(raw: dict[tuple[str, str], bytes], index: str, name: str) -> dict[tuple[str, str], bytes]:
+    """`raw` with the documents of `index` filed under `name`, the name readers use."""
+    return {(name if i == index else i, d): b for (i, d), b in raw.items()}
+
+
+def _full_over_concrete(world: World, tmp_path: Path) -> RebuildRequest:
+    from auditor.core.model import Selection
+
+    selection = Selection(entity_types=("dataset",))
+    return RebuildRequest(
+        "reindex", selection=selection, apply=True, full=True, state_dir=tmp_path, replace_concrete=True
+    )
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch", "mariadb/elasticsearch"])
+def test_an_undo_of_a_first_full_over_a_concrete_index_serves_its_kept_copy_byte_for_byte(
+    pair: str, tmp_path: Path
+) -> None:
+    """The first --full removes the concrete live index in its swap; the copy it kept just before
+    is what its undo moves the live name onto (then an alias): every document read through the
+    live name, and those it rewrote in the shared indices, byte for byte as before the repair."""
+    from undo_checks import _http
+
+    from sandbox.naming import graph_index, system_metadata_index
+
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, directory = world.endpoints.search_url(world.search_name).rstrip("/"), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    names = ",".join((live, system_metadata_index(world.prefix), graph_index(world.prefix)))
+    try:
+        _lose_index_writes(world, _datasets(world, 2)[1:])
+        stale_field(world)
+        was = list(json.loads(_http(f"{url}/{live}/_alias")))
+        before = raw_sources(url, names)
+        first = rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        assert first.exit_code == 0 and first.journal, first.failed
+        rebuilt = raw_sources(url, names)
+        done = _undo(world, directory, first.journal)
+        serving = sorted(json.loads(_http(f"{url}/{live}/_alias")))
+        after = raw_sources(url, names)
+        again = _undo(world, directory, first.journal)
+        # a later --full: the copy is the old index behind the alias, kept as any is
+        later = rebuild(
+            world.settings(),
+            dataclasses.replace(_full_over_concrete(world, tmp_path), replace_concrete=False),
+        )
+    finally:
+        world.close()
+    assert later.exit_code == 0 and any(f"the old index {serving[0]} is kept" in n for n in later.notes), (
+        later.notes
+    )
+    assert was == [live], "the live name was not a concrete index"
+    assert changed(before, rebuilt), "the rebuild changed nothing to take back"
+    assert len(serving) == 1 and serving[0].startswith(f"{live}_kept-")  # an alias over the copy
+    assert _served(after, serving[0], live) == before, sorted(
+        changed(before, _served(after, serving[0], live))
+    )[:5]
+    assert done.exit_code == 0 and [(t.index, t.action) for t in done.aliases] == [(live, "put back")]
+    assert "becomes an alias over it, no longer a concrete index" in done.aliases[0].why
+    assert again.exit_code == 0 and not again.restored and again.undo_run is None
+    assert [t.action for t in again.aliases] == ["already as before"]
+
+
+def test_an_undo_of_a_first_full_is_refused_when_the_index_it_served_was_written_since(
+    tmp_path: Path,
+) -> None:
+    """A write through the live name after the first --full's swap went to the fresh index: moving
+    the name onto the kept copy would hide it. Refused, nothing moved."""
+    from undo_checks import _http
+
+    world = World("mariadb", "opensearch", tmp_path, n=12)
+    url, directory = world.endpoints.search_url(world.search_name).rstrip("/"), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    try:
+        first = rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        assert first.exit_code == 0 and first.journal, first.failed
+        serving = sorted(json.loads(_http(f"{url}/{live}/_alias")))
+        urn = _datasets(world, 1)[0]
+        world.search.upsert(live, entity_doc_id(urn), {"name": "written after the rebuild"})
+        theirs = raw_sources(url, live)
+        done = _undo(world, directory, first.journal)
+        untouched = raw_sources(url, live)
+        still = sorted(json.loads(_http(f"{url}/{live}/_alias")))
+    finally:
+        world.close()
+    assert done.exit_code == ExitCode.UNDO_PARTIAL and [t.action for t in done.aliases] == ["refused"]
+    assert "written since the rebuild" in done.aliases[0].why, done.aliases
+    assert still == serving and not serving[0].startswith(f"{live}_kept-") and untouched == theirs
+
+
+def test_a_first_full_with_no_room_for_the_copy_is_refused_before_anything_is_removed(tmp_path: Path) -> None:
+    """The cluster refuses the copy's writes (a block, as the flood-stage disk watermark sets one;
+    here an index template blocks writes to the copy's name): the --full stops before the load,
+    deletes what it created, and the concrete live index is left as it was."""
+    import uuid
+
+    from undo_checks import _http
+
+    from auditor.errors import AuditorError
+    from auditor.exit_codes import ExitCode as Codes
+
+    world = World("postgres", "opensearch", tmp_path, n=12)
+    url = world.endpoints.search_url(world.search_name).rstrip("/")
+    live = entity_index("dataset", world.prefix)
+    template = f"tnocopy-{uuid.uuid4().hex[:8]}"
+    blocked = {
+        "index_patterns": [f"{live}_kept-*"],
+        "priority": 901,
+        "template": {"settings": {"index.blocks.write": True}},
+    }
+    try:
+        before = raw_sources(url, live)
+        _http(f"{url}/_index_template/{template}", "PUT", blocked)
+        with pytest.raises(AuditorError) as refused:
+            rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        left = sorted(json.loads(_http(f"{url}/{live}*/_alias")))
+        after = raw_sources(url, live)
+    finally:
+        _http(f"{url}/_index_template/{template}", "DELETE")
+        world.close()
+    assert refused.value.exit_code == Codes.INCOMPLETE and "could not be made" in str(refused.value)
+    assert left == [live] and after == before  # still the concrete index, nothing else created left
 
 
 @pytest.mark.parametrize("pair", ["mariadb/opensearch"])
@@ -240,3 +365,44 @@ def test_a_repair_killed_mid_bulk_is_undone_from_its_torn_journal_by_the_cli(tmp
     assert said["torn"].startswith("line 3 is torn") and not said["ended"]
     assert [(t["doc_id"], t["action"]) for t in said["restored"]] == [("a", "put back")]
     assert now == original  # byte for byte, its spelling (spaces, an escaped é) kept
+
+
+def test_a_write_in_the_last_moment_before_the_swap_is_not_served_older_after_the_undo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The platform writes an entity's document to the concrete index after the copy's last pass,
+    just before the swap removes that index (here: inside the swap call, before its request). The
+    copy never saw that write; the entity's row changed with it, so the rebuild writes the entity
+    into the copy from its row after the swap, as into the fresh index. After the undo the live
+    name serves it as the fresh index did, not as it was before the write; the other documents
+    byte for byte as the concrete index held them."""
+    world = World("postgres", "opensearch", tmp_path, n=12)
+    url, directory = world.endpoints.search_url(world.search_name).rstrip("/"), tmp_path / "journal"
+    live = entity_index("dataset", world.prefix)
+    late = _datasets(world, 1)[0]
+    swap = IndexWriter.swap
+
+    def written_just_before(self: IndexWriter, actions: list, kept: dict | None = None) -> None:
+        if kept:  # the first --full's swap, the concrete index still in place
+            world.writer.write(late, "globalTags", _tags("in-the-last-moment"))
+            assert world.consumer.drain(60)
+        swap(self, actions, kept=kept)
+
+    try:
+        before = raw_sources(url, live)
+        monkeypatch.setattr(IndexWriter, "swap", written_just_before)
+        first = rebuild(world.settings(), _full_over_concrete(world, tmp_path))
+        monkeypatch.setattr(IndexWriter, "swap", swap)
+        assert first.exit_code == 0 and first.journal, first.failed
+        rebuilt = {d: b for (_, d), b in raw_sources(url, live).items()}
+        done = _undo(world, directory, first.journal)
+        after = {d: b for (_, d), b in raw_sources(url, live).items()}
+    finally:
+        world.close()
+    doc = entity_doc_id(late)
+    assert [t.action for t in done.aliases] == ["put back"], done.aliases
+    # the write also changed the entity's edges and system metadata in the shared indices after the
+    # rebuild had written them: those are someone else's since, refused by the document undo
+    assert all(t.index != live and "since the repair" in t.why for t in done.refused), done.refused
+    assert b"in-the-last-moment" in after[doc] and after[doc] == rebuilt[doc]
+    assert {d: b for d, b in after.items() if d != doc} == {d: b for (_, d), b in before.items() if d != doc}

@@ -42,7 +42,7 @@ class Writer:
     def refresh(self, *indices: str) -> None:
         self.calls.append(("refresh", indices))
 
-    def swap(self, actions: list[dict[str, Any]]) -> None:
+    def swap(self, actions: list[dict[str, Any]], kept: dict[str, str] | None = None) -> None:
         self.calls.append(("swap", actions))
 
     def delete_index(self, index: str) -> None:
@@ -191,3 +191,23 @@ def test_a_staged_index_a_killed_run_left_is_deleted_by_the_next_run_and_a_serve
     with pytest.raises(NotPromoted):
         promote(Writer(), Stage([["u1"]] * ROUNDS), ledger)  # type: ignore[arg-type]
     assert not ledger.exists()
+
+
+def test_the_copy_of_a_concrete_index_a_killed_run_left_is_deleted_only_while_the_index_is_concrete(
+    tmp_path: Path,
+) -> None:
+    """A run killed before its swap leaves its copy of the concrete live index named in the ledger
+    beside its staged index: the next run deletes both while the live name is still that concrete
+    index. Once the live name is an alias (the run was killed after its swap), the copy is what the
+    swap's undo moves the name onto: kept."""
+    from auditor.rebuild.staged import _clear_left
+
+    ledger = tmp_path / "staged.json"
+    left = {"staged": "things_1", "kept": "things_kept_1"}
+    for is_alias, deleted in ((False, ["things_1", "things_kept_1"]), (True, ["things_1"])):
+        ledger.write_text(json.dumps(left))
+        writer = Writer()
+        writer.existing = {"things", "things_1", "things_kept_1"}
+        cleared = _clear_left(writer, ledger, ["things"], is_alias)  # type: ignore[arg-type]
+        assert cleared == ", ".join(deleted)
+        assert [i for name, i in writer.calls if name == "delete_index"] == deleted
