@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from auditor.core.classify import History
-from auditor.core.model import Finding, RunSummary
-from auditor.core.records import CommitRun, EntityRows, MclHit, OffsetSample, RowsDigest
 from auditor.errors import ConfigError
+
+if TYPE_CHECKING:  # names in signatures only: a reader process imports this module, not the model
+    from auditor.core.classify import History
+    from auditor.core.model import Finding, RunSummary
+    from auditor.core.records import CommitRun, EntityRows, MclHit, OffsetSample, RowsDigest
 
 
 class Capability(StrEnum):

@@ -3,9 +3,10 @@ entity types, a LIKE pattern as a keyword wildcard, listed urns, a shard's urn r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from auditor.core.model import Selection
+if TYPE_CHECKING:  # a signature's only: a reader process imports this module, not the model
+    from auditor.core.model import Selection
 
 
 def like_to_wildcard(pattern: str) -> str:

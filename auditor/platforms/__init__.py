@@ -13,7 +13,6 @@ refused then (`base.proof`), not when a user reaches it.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -43,6 +42,8 @@ class Entry:
 def installed() -> dict[str, list[Entry]]:
     """Name -> the entry points of that name in every installed distribution (read once; more
     than one is refused when the name is asked for, never settled silently)."""
+    import importlib.metadata  # here: every process imports this package, few ask the registry
+
     out: dict[str, list[Entry]] = {}
     for point in importlib.metadata.entry_points(group=GROUP):
         dist = point.dist.name if point.dist is not None else "?"

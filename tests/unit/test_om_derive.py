@@ -70,3 +70,38 @@ def test_json_deeper_than_any_decoder_is_an_unreadable_row_not_a_crash(depth: in
     assert loads(lone)["s"] == "\ud800"
     with pytest.raises(ValueError):
         loads("{")
+
+
+def _chain(levels: int) -> dict:
+    """A column with `levels` nested children below it, each tagged with its depth."""
+    column: dict = {"name": f"c{levels}", "tags": [{"tagFQN": f"T.{levels}"}]}
+    for depth in reversed(range(levels)):
+        column = {"name": f"c{depth}", "tags": [{"tagFQN": f"T.{depth}"}], "children": [column]}
+    return column
+
+
+def test_the_childrens_inline_labels_and_hashes_are_walked_as_openmetadata_nests_them() -> None:
+    """The scan gathers every row's children's inline labels and hashes with its own walkers:
+    nested columns and schema fields down to 64 levels below the first, tasks and an ML
+    feature's sources one level only (their hashes: the features' own), a name holding a dot
+    quoted in its hash, what is not an object passed over."""
+    from auditor.platforms.openmetadata.derive import child_hashes, inline_child_labels, part_hash
+
+    entity = {
+        "columns": [_chain(70), "not a child"],
+        "tasks": [{"name": "t", "tags": [{"tagFQN": "Task.T"}], "children": [_chain(1)]}],
+        "messageSchema": {"schemaFields": [{"name": "f.x", "tags": ["bare", {"tagFQN": "F.X"}]}]},
+        "mlFeatures": [{"name": "m", "tags": [{"tagFQN": "M.M"}], "featureSources": [_chain(1)]}],
+    }
+    fqns = [label["tagFQN"] for label in inline_child_labels(entity)]
+    assert fqns == [f"T.{d}" for d in range(65)] + ["Task.T", "F.X", "M.M", "T.0"]
+    hashes = child_hashes(entity, "own")
+    column = "own"
+    for depth in range(65):
+        column = f"{column}.{part_hash(f'c{depth}')}"
+        assert hashes[depth] == column
+    assert hashes[65:] == [
+        f"own.{part_hash('t')}",
+        f"own.{part_hash(chr(34) + 'f.x' + chr(34))}",
+        f"own.{part_hash('m')}",
+    ]

@@ -81,6 +81,50 @@ def test_rows_come_back_whole_in_the_order_written() -> None:
         rows.close()
 
 
+def test_a_decoded_row_is_put_aside_as_its_text_and_checked_the_same_when_read_back() -> None:
+    """A row whose JSON was decoded (its children's tags looked up) carries the text it was read as;
+    put aside, the text is what is written (no pickling of the decoded entity), and a pair that
+    differs is checked on the row read back exactly as on the row itself."""
+    text = json.dumps(ENTITY)
+    decoded = OmRow(ID, json.loads(text), 5, False, ROW.owners, ROW.tags, (), "own-hash", (), text)
+    assert decoded == OmRow(ID, json.loads(text), 5, False, ROW.owners, ROW.tags, (), "own-hash")
+    rows = RowFile()
+    try:
+        rows.add(decoded, row_key(decoded, "table"))
+        (back,) = list(rows)
+        again = back.row()
+        assert again.json == text and back.key == row_key(decoded, "table") == row_key(again, "table")
+        stale = OmDoc(ID, "i", {**SOURCE, "description": "stale"})
+        for doc in (OmDoc(ID, "i", SOURCE), stale, None):
+            assert check(TABLE, "i", again, doc) == check(TABLE, "i", decoded, doc)
+        assert check(TABLE, "i", again, stale) is not None
+    finally:
+        rows.close()
+
+
+def test_many_items_come_back_across_blocks(monkeypatch) -> None:
+    """Runs and the row file are written and read a block of items at a time: a run or a file
+    that ends mid-block, or on a block's edge, comes back whole."""
+    monkeypatch.setattr(spill, "BLOCK", 4)
+    monkeypatch.setattr(spill, "RUN", 10)
+    for n in (0, 3, 4, 8, 10, 23):
+        ids = [f"{i:04d}" for i in range(n)]
+        docs, rows = SortedDocs(), RowFile()
+        try:
+            for i in reversed(ids):
+                docs.add(i, "idx", (i.encode(), (None, None)), {"id": i})
+            for i in ids:
+                rows.add(OmRow(i, {"id": i}, None, None), None)
+            got = list(docs.sort())
+            assert [(d.id, d.key, d.doc().source) for d in got] == [
+                (i, (i.encode(), (None, None)), {"id": i}) for i in ids
+            ]
+            assert [r.row().json for r in rows] == [{"id": i} for i in ids]
+        finally:
+            docs.close()
+            rows.close()
+
+
 def _nested(levels: int) -> list[object]:
     """A list `levels` deep, built without recursion."""
     value: list[object] = []

@@ -72,11 +72,12 @@ def _attach(page: Sequence[OmRow], lookup: Lookup) -> list[OmRow]:
 def _with(
     row: OmRow, data: dict[str, Any], labels: list[dict[str, Any]] | None, own_hash: str | None
 ) -> OmRow:
-    """`dataclasses.replace(row, json=data, tags=..., own_hash=own_hash)`, made directly (replace
-    looks the fields up again for every row of the scan)."""
+    """`dataclasses.replace(row, json=data, tags=..., own_hash=own_hash, text=<the JSON's text>)`,
+    made directly (replace looks the fields up again for every row of the scan)."""
     tags = (*row.tags, *labels) if labels else row.tags
+    text = row.json if isinstance(row.json, str | bytes) else None  # (bytearray: not kept)
     return OmRow(
-        row.id, data, row.updated_at, row.deleted, row.owners, tags, row.domains, own_hash, row.links
+        row.id, data, row.updated_at, row.deleted, row.owners, tags, row.domains, own_hash, row.links, text
     )
 
 

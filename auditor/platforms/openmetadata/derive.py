@@ -71,38 +71,23 @@ def part_hash(part: str) -> str:
     return hashlib.md5(part.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def _nested(items: Any, into: list[Mapping[str, Any]], depth: int = 0) -> None:
-    """Children and their children (columns, schema fields), depth-first; bounded depth."""
+def _tagged(items: Any, into: list[Mapping[str, Any]], depth: int = 0, nested: bool = True) -> None:
+    """The inline tag labels of these children and (`nested`) of their children, depth-first;
+    bounded depth. Only the labels are gathered: the scan walks every row's children."""
     if not isinstance(items, list):
         return
     for item in items:
         if isinstance(item, MAPPING):
-            into.append(item)
-            children = item.get("children")
-            if children and depth < 64:
-                _nested(children, into, depth + 1)
+            tags = item.get("tags")
+            if tags:
+                into += _dicts(tags)
+            if nested:
+                children = item.get("children")
+                if children and depth < 64:
+                    _tagged(children, into, depth + 1)
 
 
-_CHILD_KEYS = ("columns", "tasks", "messageSchema", "dataModel", "mlFeatures", "fields")  # `_children`'s
-
-
-def _children(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The entity's children in the order OpenMetadata merges their tags (a list, not a chain of
-    generators: the scan walks every row's)."""
-    out: list[Mapping[str, Any]] = []
-    _nested(entity.get("columns"), out)
-    out += _dicts(entity.get("tasks"))
-    schema = entity.get("messageSchema")
-    if isinstance(schema, MAPPING):
-        _nested(schema.get("schemaFields"), out)
-    model = entity.get("dataModel")
-    if isinstance(model, MAPPING):
-        _nested(model.get("columns"), out)
-    for feature in _dicts(entity.get("mlFeatures")):
-        out.append(feature)
-        out += _dicts(feature.get("featureSources"))
-    _nested(entity.get("fields"), out)
-    return out
+_CHILD_KEYS = ("columns", "tasks", "messageSchema", "dataModel", "mlFeatures", "fields")  # `_tagged`'s
 
 
 def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
@@ -113,8 +98,8 @@ def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
 
     def walk(items: Any, parent: str, depth: int) -> None:
         for item in _dicts(items):
-            name = quote_name(str(item.get("name") or ""))
-            mine = f"{parent}.{part_hash(name)}"
+            name = item.get("name")
+            mine = parent + (_child_part(name) if type(name) is str else _child_part(str(name or "")))
             out.append(mine)
             children = item.get("children")
             if children and depth < 64:
@@ -133,12 +118,31 @@ def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=4096)  # a table's columns are named alike from row to row
+def _child_part(name: str) -> str:
+    """A child's part of its FQN hash: a dot and the MD5 of its quoted name."""
+    return "." + part_hash(quote_name(name))
+
+
 def inline_child_labels(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Tag labels a writer kept inline on the entity's children (OpenMetadata itself keeps
     them in tag_usage); they count among the document's tags as the children's do."""
     if not any(key in entity for key in _CHILD_KEYS):
         return []  # most entities have no children to walk (the scan asks for every row)
-    return [label for child in _children(entity) if child.get("tags") for label in _dicts(child["tags"])]
+    out: list[Mapping[str, Any]] = []
+    _tagged(entity.get("columns"), out)
+    _tagged(entity.get("tasks"), out, nested=False)
+    schema = entity.get("messageSchema")
+    if isinstance(schema, MAPPING):
+        _tagged(schema.get("schemaFields"), out)
+    model = entity.get("dataModel")
+    if isinstance(model, MAPPING):
+        _tagged(model.get("columns"), out)
+    for feature in _dicts(entity.get("mlFeatures")):
+        _tagged([feature], out, nested=False)
+        _tagged(feature.get("featureSources"), out, nested=False)
+    _tagged(entity.get("fields"), out)
+    return out
 
 
 def quote_name(name: str) -> str:

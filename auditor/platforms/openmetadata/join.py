@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import attrgetter
 
 from auditor.backends import search_readers
 from auditor.checks.openmetadata import PLATFORM, check, doc_key, keys_agree, row_key
@@ -58,8 +59,7 @@ def merge(rows: Iterable[Item], docs: Iterable[Item]) -> Iterator[tuple[Item | N
     return outer_pairs(by_row, by_doc, _id, _id)
 
 
-def _id(item: Item) -> str:
-    return item.id
+_id: Callable[[Item], str] = attrgetter("id")  # an item's id (in C: the join asks it of every item)
 
 
 def _agree(row: Item | None, doc: Item | None) -> bool:

@@ -22,6 +22,10 @@ class OmRow:
     # entity_relationship rows to the entity a document derives from besides owners and domains
     # (auditor/platforms/openmetadata/relations.py): {"r": relation, "id", "type", "json"}
     links: tuple[dict[str, Any], ...] = ()
+    # the JSON's text as read, kept beside `json` once that holds it decoded: a row put aside
+    # while its documents are read (spill.RowFile) is written as this text, a copy of bytes,
+    # where pickling the decoded entity cost 7 us a row; read back only if its pair differs
+    text: str | bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def fingerprint(self) -> tuple[Any, ...]:

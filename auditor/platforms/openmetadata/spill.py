@@ -19,8 +19,8 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from auditor.backends.bulk_json import dumps as json_dumps
@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 
 RUN = 5000  # documents sorted in memory at a time (a few MB)
 FAN_IN = 128  # runs merged at once (an open file each); more are merged first, 128 at a time
+# items pickled together, one `dump` and one `load` for them all: a call per item cost more than
+# the pickling of its few fields (a run read back holds one block a run in memory: FAN_IN x 256)
+BLOCK = 256
 PROTOCOL = pickle.HIGHEST_PROTOCOL
+_BY_ID = itemgetter(0, 1)  # an item's (id, index): the order of the runs and of their merge
 
 
 class _Deep:
@@ -71,14 +75,18 @@ def decode(data: bytes) -> Any:
     return record
 
 
-@dataclass(frozen=True, slots=True)
 class Spilled:
-    """One item read back: its id, its index (a doc's), its key and its record, still encoded."""
+    """One item read back: its id, its index (a doc's), its key and its record, still encoded.
+    A plain class, not a frozen dataclass: one is made for every document and every row put
+    aside, and a frozen dataclass's `__init__` sets each field through `object.__setattr__`."""
 
-    id: str
-    index: str
-    key: Key | None
-    record: bytes
+    __slots__ = ("id", "index", "key", "record")
+
+    def __init__(self, id: str, index: str, key: Key | None, record: bytes) -> None:  # noqa: A002
+        self.id, self.index, self.key, self.record = id, index, key, record
+
+    def __repr__(self) -> str:
+        return f"Spilled(id={self.id!r}, index={self.index!r}, key={self.key!r})"
 
     def row(self) -> OmRow:
         return OmRow(*decode(self.record))
@@ -87,13 +95,13 @@ class Spilled:
         return OmDoc(self.id, self.index, decode(self.record))
 
 
-@dataclass(frozen=True, slots=True)
 class Keyed:
     """A row read while its documents were ready: its key, the row itself (nothing put aside)."""
 
-    id: str
-    key: Key | None
-    item: OmRow
+    __slots__ = ("id", "key", "item")
+
+    def __init__(self, id: str, key: Key | None, item: OmRow) -> None:  # noqa: A002
+        self.id, self.key, self.item = id, key, item
 
     def row(self) -> OmRow:
         return self.item
@@ -181,10 +189,9 @@ class SortedDocs:
 
     def flush(self) -> None:
         if self.batch:
-            self.batch.sort(key=lambda d: (d[0], d[1]))  # str order: the code points', UTF-8's bytes'
+            self.batch.sort(key=_BY_ID)  # str order: the code points', UTF-8's bytes'
             self.runs.append((self.out.tell(), len(self.batch)))
-            for item in self.batch:
-                pickle.dump(item, self.out, PROTOCOL)
+            _write_blocks(self.out, self.batch)
             self.batch.clear()
 
     def sort(self) -> SortedDocs:
@@ -192,27 +199,32 @@ class SortedDocs:
         while len(self.runs) > FAN_IN:  # a merge holds every run open: so many files at most
             self.out.flush()
             merged, self.runs = self.runs[:FAN_IN], self.runs[FAN_IN:]
-            offset, count = self.out.tell(), 0
-            for doc in self._merged(merged):
-                pickle.dump((doc.id, doc.index, doc.key, doc.record), self.out, PROTOCOL)
-                count += 1
+            offset, count, block = self.out.tell(), 0, []
+            for item in self._merged(merged):
+                block.append(item)
+                if len(block) >= BLOCK:
+                    count += _write_blocks(self.out, block)
+                    block = []
+            count += _write_blocks(self.out, block)
             self.runs.append((offset, count))
         self.out.close()
         return self
 
-    def _run(self, offset: int, count: int) -> Iterator[Spilled]:
+    def _run(self, offset: int, count: int) -> Iterator[tuple[str, str, Key | None, bytes]]:
         with open(self.path, "rb") as run:
             run.seek(offset)
-            for _ in range(count):
-                doc_id, index, key, src = pickle.load(run)  # noqa: S301 (our own file)
-                yield Spilled(doc_id, index, key, src)
+            while count > 0:
+                block = pickle.load(run)  # noqa: S301 (our own file)
+                count -= len(block)
+                yield from block
 
-    def _merged(self, runs: list[tuple[int, int]]) -> Iterator[Spilled]:
+    def _merged(self, runs: list[tuple[int, int]]) -> Iterator[tuple[str, str, Key | None, bytes]]:
         readers = [self._run(offset, count) for offset, count in runs]
-        return heapq.merge(*readers, key=lambda d: (d.id, d.index)) if len(readers) > 1 else chain(*readers)
+        return heapq.merge(*readers, key=_BY_ID) if len(readers) > 1 else chain(*readers)
 
     def __iter__(self) -> Iterator[Spilled]:
-        yield from self._merged(self.runs)
+        for item in self._merged(self.runs):
+            yield Spilled(*item)
 
     def close(self) -> None:
         if self.out is not None:
@@ -221,18 +233,26 @@ class SortedDocs:
             os.unlink(self.path)
 
 
+def _write_blocks(out: Any, items: list[Any]) -> int:
+    """`items` pickled BLOCK at a time (a block read back is a list of them); how many."""
+    for at in range(0, len(items), BLOCK):
+        pickle.dump(items[at : at + BLOCK], out, PROTOCOL)
+    return len(items)
+
+
 class RowFile:
-    """Rows written in id order, read back in that order."""
+    """Rows written in id order, read back in that order (BLOCK at a time, as the runs are)."""
 
     def __init__(self, directory: str | None = None) -> None:
         self.path = temp_file("rows", ".pickle", directory)
         self.out: Any = open(self.path, "wb")  # noqa: SIM115 (closed by close)
         self.count = 0
+        self.block: list[tuple[str, Key | None, bytes]] = []
 
     def add(self, row: OmRow, key: Key | None) -> None:
         record = (
             row.id,
-            row.json,
+            row.json if row.text is None else row.text,  # the text: decoded again only if read back
             row.updated_at,
             row.deleted,
             row.owners,
@@ -241,15 +261,23 @@ class RowFile:
             row.own_hash,
             row.links,
         )
-        pickle.dump((row.id, key, encode(record)), self.out, PROTOCOL)
+        self.block.append((row.id, key, encode(record)))
         self.count += 1
+        if len(self.block) >= BLOCK:
+            _write_blocks(self.out, self.block)
+            self.block = []
 
     def __iter__(self) -> Iterator[Spilled]:
+        _write_blocks(self.out, self.block)
+        self.block = []
         self.out.close()
+        left = self.count
         with open(self.path, "rb") as lines:
-            for _ in range(self.count):
-                row_id, key, record = pickle.load(lines)  # noqa: S301 (our own file)
-                yield Spilled(row_id, "", key, record)
+            while left > 0:
+                block = pickle.load(lines)  # noqa: S301 (our own file)
+                left -= len(block)
+                for row_id, key, record in block:
+                    yield Spilled(row_id, "", key, record)
 
     def close(self) -> None:
         self.out.close()

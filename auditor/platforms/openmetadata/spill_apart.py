@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.backends.search_readers import messages
-from auditor.checks.openmetadata import doc_key
-from auditor.platforms.openmetadata.fields import DOC_SOURCE
+from auditor.platforms.openmetadata.fields import DOC_SOURCE, doc_values, key_of
 from auditor.platforms.openmetadata.spill import SortedDocs, temp_file
 
 
@@ -38,7 +37,7 @@ class SpillJob:
             read = om.docs_read
             docs = SortedDocs(path=path)
             for doc_id, index, src in om._scroll(name, DOC_SOURCE, name in self.few):
-                docs.add(doc_id, index, doc_key(src), src)
+                docs.add(doc_id, index, key_of(doc_values(src)), src)  # checks' doc_key
             docs.sort()
             send(("spilled", entity_type, docs.runs, docs.count, om.docs_read - read))
 
