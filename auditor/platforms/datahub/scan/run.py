@@ -254,6 +254,7 @@ def scanner_for(
         readers=target.readers,
         type_field=target.type_field,
         versions=versions,
+        witness=None if target.type_field else backends.witness,  # V2's reads: the walk shows V2
     )
 
 
