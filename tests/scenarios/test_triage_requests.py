@@ -1,7 +1,9 @@
 """What a DataHub triage reads of its urn, against the real stack: its walk shows the rows and the
 documents the scan's join (or the re-observation's last round) judged, and reads none of them
 again after the verdict; each read of the urn's documents, system metadata and edges is one
-`_msearch` (a request each, a round trip each over a network)."""
+`_msearch`; DataHub's upgrade rows are read once (the release and DataHub's own reindexes are
+told from the same rows), the table's collation asked in one statement (a request each, a round
+trip each over a network)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from faults import hard_delete
 from world import World
 
 from auditor.api import triage
+from auditor.backends.dbapi import DirectConnection
 from auditor.backends.search import SearchIndex
 from auditor.platforms.datahub.backends.store import MetadataStore
 
@@ -31,7 +34,9 @@ class Reads:
         self.rows: list[bool] = []  # per read of the urn's rows: was it after the scan?
         self.streams: list[tuple[str, bool]] = []  # (index, after the scan?)
         self.requests: list[str] = []  # the search requests, by the client's method
+        self.statements: list[str] = []  # the store's statements
         stream_entities, stream, call = MetadataStore.stream_entities, SearchIndex.stream, SearchIndex._call
+        execute = DirectConnection.execute
         scan = walk_module.scan_with_v3
 
         def rows(store: MetadataStore, *args: Any, **kwargs: Any) -> Any:
@@ -48,6 +53,10 @@ class Reads:
             self.requests.append(getattr(fn, "__name__", str(fn)))
             return call(search, fn, *args, **kwargs)
 
+        def statement(conn: DirectConnection, sql: str, *args: Any, **kwargs: Any) -> Any:
+            self.statements.append(" ".join(str(sql).split()))
+            return execute(conn, sql, *args, **kwargs)
+
         def scanned(*args: Any, **kwargs: Any) -> Any:
             try:
                 return scan(*args, **kwargs)
@@ -57,6 +66,7 @@ class Reads:
         monkeypatch.setattr(MetadataStore, "stream_entities", rows)
         monkeypatch.setattr(SearchIndex, "stream", docs)
         monkeypatch.setattr(SearchIndex, "_call", request)
+        monkeypatch.setattr(DirectConnection, "execute", statement)
         monkeypatch.setattr(walk_module, "scan_with_v3", scanned)
 
     def of(self, index: str) -> int:
@@ -88,6 +98,10 @@ def test_a_triage_shows_what_its_scan_read_and_reads_nothing_again(
         for index in {i for i, _ in reads.streams}:  # the entity doc, system metadata, edges: once
             assert reads.of(index) == 1, reads.streams
         assert reads.requests.count("msearch") == 1 and "search" not in reads.requests, reads.requests
+        # the collation (one statement), the upgrade rows (once), whether a replica, the urn's rows,
+        # its aspects' versions (the MCL boundary)
+        assert len(reads.statements) == 5, reads.statements
+        assert sum("dataHubUpgrade" in st for st in reads.statements) == 1, reads.statements
 
         with monkeypatch.context() as m:
             reads = Reads(m, orphan)
