@@ -65,7 +65,7 @@ def _unbuilt(value: dict[str, Any]) -> dict[str, Any]:
 def _compiled_when_run(plan: _AspectPlan) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The aspect's code generated and compiled when it first projects a value, then in its
     plan's place. An entity plan knows every aspect of its type (44 for a dataset) while one
-    entity's rows hold a few: a triage compiled all of them (a fifth of its own CPU, profiled)."""
+    entity's rows hold a few: a triage compiled all of them (0.27 s of a 2.5 s profiled run)."""
 
     def first(value: dict[str, Any]) -> dict[str, Any]:
         built = _AspectCodegen(plan.spec).build()
