@@ -33,6 +33,22 @@ from auditor.redact import redact_url
 log = logging.getLogger(__name__)
 
 
+def _stream_body(
+    sort: Sequence[str],
+    query: dict[str, Any] | None,
+    source: Sequence[str] | bool,
+    page: int,
+    from_sort: bool,
+) -> dict[str, Any]:
+    """A sorted page's search body, as `stream` and `first_pages` send it."""
+    return {
+        "size": page,
+        "sort": [{f: {"order": "asc"}} for f in sort],
+        "query": query or {"match_all": {}},
+        "_source": False if from_sort else source if isinstance(source, bool) else list(source),
+    }
+
+
 def _source_of(hit: dict[str, Any]) -> dict[str, Any]:
     return hit.get("_source") or {}
 
@@ -313,6 +329,7 @@ class SearchIndex:
         page: int = 2000,
         few: bool = False,
         from_sort: bool = False,
+        answered: list[dict[str, Any]] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """`(_id, _source)` of every matching doc, ordered by the keyword fields in `sort`.
 
@@ -323,19 +340,18 @@ class SearchIndex:
         A point in time + search_after gives one consistent view; a cluster without PIT is
         read with a sorted scroll instead. `few` (the query names a handful of urns): one
         plain search first, which is the whole answer (and one view) when it fits in a page;
-        only a full page goes on to the point in time (3 requests an index become 1).
+        only a full page goes on to the point in time (3 requests an index become 1). `answered`:
+        that first search's hits, already asked with others in one request (`first_pages`).
         """
-        body: dict[str, Any] = {
-            "size": page,
-            "sort": [{f: {"order": "asc"}} for f in sort],
-            "query": query or {"match_all": {}},
-            "_source": False if from_sort else source if isinstance(source, bool) else list(source),
-        }
+        body = _stream_body(sort, query, source, page, from_sort)
         shape = functools.partial(_from_sort, list(sort)) if from_sort else _source_of
         try:
             if few:
                 body["track_total_hits"] = False
-                hits = self._call(self.client.search, index=index, body=body)["hits"]["hits"]
+                if answered is not None:
+                    hits = answered
+                else:
+                    hits = self._call(self.client.search, index=index, body=body)["hits"]["hits"]
                 if len(hits) < page:
                     self.docs_read += len(hits)
                     for hit in hits:
@@ -358,6 +374,30 @@ class SearchIndex:
                     f"{', '.join(sort)} is not a keyword field there (not DataHub's mapping?)"
                 ) from None
             raise self._fail(f"reading {index}", exc) from None
+
+    def first_pages(self, specs: Sequence[Any]) -> list[list[dict[str, Any]] | None]:
+        """The first search of several `few` streams (`index`, `sort`, `query`, `source`, `page`,
+        `from_sort` each, as `stream` takes them) in one `_msearch`: a triage's entity document,
+        system metadata and edges in one round trip, not three. Per stream its hits, or None where
+        the cluster answered that search with an error (the stream then asks on its own, and says
+        the error as it would have) or refused the `_msearch` as a whole."""
+        lines: list[dict[str, Any]] = []
+        for s in specs:
+            body = _stream_body(s.sort, s.query, s.source, s.page, s.from_sort)
+            body["track_total_hits"] = False
+            lines += [{"index": s.index}, body]
+        try:
+            answers = self._call(self.client.msearch, body=lines)["responses"]
+        except Exception as exc:
+            log.debug("search cluster: _msearch not answered (%s): each stream asks on its own", exc)
+            return [None] * len(specs)
+        out: list[list[dict[str, Any]] | None] = []
+        for answer in answers:
+            if "error" in answer or "hits" not in answer:
+                out.append(None)
+                continue
+            out.append(answer["hits"]["hits"])
+        return out + [None] * (len(specs) - len(out))
 
     def _pit_pages(
         self, pit: str, body: dict[str, Any], page: int, shape: Callable[[dict[str, Any]], dict[str, Any]]

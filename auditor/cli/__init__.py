@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any
 
 import typer
@@ -49,13 +50,32 @@ def main() -> None:
     # each thread's Python stack, instead of a bare "Segmentation fault"
     faulthandler.enable()
     try:
-        app()
+        asked(app, sys.argv[1:2])()
     finally:  # what was printed is out before the interpreter's teardown, whatever happens in it
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):  # a closed pipe: nothing left to save
                 pass
+
+
+def asked(whole: typer.Typer, first: list[str]) -> typer.Typer:
+    """The app with only the command `first` names (the app itself for anything else: a group,
+    an option, a mistyped name, --help). Typer builds every command's parameters from its
+    function's signature before it runs one: 19 commands, 0.04-0.18 s of a cold `auditor
+    triage` measured, where the one asked for takes a few milliseconds."""
+    from typer.main import get_command_name
+
+    chosen = [
+        c
+        for c in whole.registered_commands
+        if c.callback is not None and first and (c.name or get_command_name(c.callback.__name__)) == first[0]
+    ]
+    if len(chosen) != 1:
+        return whole
+    solo = copy.copy(whole)
+    solo.registered_commands, solo.registered_groups = chosen, []
+    return solo
 
 
 def _log_unraisable(unraisable: Any) -> None:

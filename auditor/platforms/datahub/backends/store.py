@@ -113,25 +113,37 @@ class MetadataStore(RepairReads):
         return self._sorts_as_bytes
 
     def _probe_collation(self) -> bool:
-        columns = self.sql(
-            "SELECT c.collname FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation "
-            "WHERE a.attrelid = to_regclass(:table) AND a.attname IN ('urn', 'aspect')"
-        )
-        database = self.sql("SELECT datcollate FROM pg_database WHERE datname = current_database()")
         values = ", ".join(f"(:p{i})" for i in range(len(COLLATION_PROBE)))
         params = {f"p{i}": v for i, v in enumerate(COLLATION_PROBE)}
+
+        def probe(name: str) -> str:
+            own, byte = f'ORDER BY x COLLATE "{name}"', 'ORDER BY x COLLATE "C"'
+            return f"SELECT array_agg(x {own}) = array_agg(x {byte}) FROM (VALUES {values}) v(x)"
+
+        # the columns' collations, the database's default and the probe of the default collation
+        # (the columns' usual one) in one statement: one round trip
+        columns = self.sql(
+            f"SELECT c.collname, d.datcollate, ({probe('default')}) FROM pg_attribute a "
+            "JOIN pg_collation c ON c.oid = a.attcollation "
+            "CROSS JOIN (SELECT datcollate FROM pg_database WHERE datname = current_database()) d "
+            "WHERE a.attrelid = to_regclass(:table) AND a.attname IN ('urn', 'aspect')"
+        )
         try:
             with self.engine.connect() as conn:
-                used = {str(name) for (name,) in conn.execute(columns, {"table": self.table})}
+                found = list(conn.execute(columns, {"table": self.table, **params}))
+                used = {str(name) for name, _, _ in found}
                 if not used:
                     return False
-                default = str(conn.execute(database).scalar()) if "default" in used else None
+                default, default_as_bytes = str(found[0][1]), bool(found[0][2])
                 for name in used:
                     if (default if name == "default" else name) not in BYTE_ORDER_COLLATIONS or '"' in name:
                         return False
-                    own, byte = f'ORDER BY x COLLATE "{name}"', 'ORDER BY x COLLATE "C"'
-                    probe = f"SELECT array_agg(x {own}) = array_agg(x {byte}) FROM (VALUES {values}) v(x)"
-                    if not conn.execute(self.sql(probe), params).scalar():
+                    same = (
+                        default_as_bytes
+                        if name == "default"
+                        else conn.execute(self.sql(probe(name)), params).scalar()
+                    )
+                    if not same:
                         return False
                 return True
         except self.errors:

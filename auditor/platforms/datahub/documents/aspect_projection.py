@@ -26,10 +26,11 @@ class ProjectionError(Exception):
         return (ProjectionError, (self.urn, self.aspect, self.reason))
 
 
-@dataclass(frozen=True)
+@dataclass
 class _AspectPlan:
     spec: AspectSpec
-    run: Callable[[dict[str, Any]], dict[str, Any]]  # generated: value -> written fields
+    # generated: value -> written fields; compiled on its first value (`_compiled_when_run`)
+    run: Callable[[dict[str, Any]], dict[str, Any]]
     relationships: tuple[tuple[RelationshipSpec, Callable[[Any], list[Any]]], ...]
     fields: frozenset[str]  # every doc field this aspect writes
 
@@ -52,7 +53,26 @@ def _reference_run(spec: AspectSpec) -> Callable[[dict[str, Any]], dict[str, Any
 def _compile_aspect(spec: AspectSpec) -> _AspectPlan:
     relationships = tuple((r, _compile_extractor(r, "string")) for r in spec.relationships)
     fields = frozenset(name for name, _ in _aspect_fields(spec))
-    return _AspectPlan(spec, _AspectCodegen(spec).build(), relationships, fields)
+    plan = _AspectPlan(spec, _unbuilt, relationships, fields)
+    plan.run = _compiled_when_run(plan)
+    return plan
+
+
+def _unbuilt(value: dict[str, Any]) -> dict[str, Any]:
+    raise AssertionError("an aspect plan's code is set when the plan is made")
+
+
+def _compiled_when_run(plan: _AspectPlan) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The aspect's code generated and compiled when it first projects a value, then in its
+    plan's place. An entity plan knows every aspect of its type (44 for a dataset) while one
+    entity's rows hold a few: a triage compiled all of them (0.27 s of a 2.5 s profiled run)."""
+
+    def first(value: dict[str, Any]) -> dict[str, Any]:
+        built = _AspectCodegen(plan.spec).build()
+        plan.run = built  # every later value: the compiled code, no step between
+        return built(value)
+
+    return first
 
 
 _ASPECT_PLANS: dict[int, _AspectPlan] = {}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -81,24 +81,35 @@ class IndexReindex:
         )
 
 
-def _states(store: Any) -> Iterable[tuple[str, dict[str, str]]]:
-    """(upgrade urn, its result map) per BuildIndicesIncremental upgrade in the table."""
-    stream = getattr(store, "stream_entities", None)
-    if stream is None:
-        return
-    # by the type's urn range, which the primary key serves (a LIKE scans the whole table on
-    # PostgreSQL: 0.45 s of every scan and triage on a 100k catalog's 786,812 rows)
-    for entity in stream((UPGRADE_TYPE,)):
-        row = entity.rows.get(STATE_ASPECT)
-        if row is None:
+def _states(
+    store: Any, upgrades: Sequence[tuple[str, str, Any]] | None = None
+) -> Iterable[tuple[str, dict[str, str]]]:
+    """(upgrade urn, its result map) per BuildIndicesIncremental upgrade in the table; from
+    `upgrades` (the `dataHubUpgradeResult` rows a scan's release detection read: `upgrade_rows`)
+    when given, else read."""
+    if upgrades is not None:
+        metadata: Iterable[tuple[str, str]] = ((urn, value) for urn, value, _ in upgrades)
+    else:
+        stream = getattr(store, "stream_entities", None)
+        if stream is None:
+            return
+        # by the type's urn range, which the primary key serves (a LIKE scans the whole table on
+        # PostgreSQL: 0.45 s of every scan and triage on a 100k catalog's 786,812 rows)
+        metadata = (
+            (e.urn, row.metadata)
+            for e in stream((UPGRADE_TYPE,))
+            if (row := e.rows.get(STATE_ASPECT)) is not None
+        )
+    for urn, text in metadata:
+        if not urn.startswith(f"urn:li:{UPGRADE_TYPE}:"):
             continue
         try:
-            value = json.loads(row.metadata)
+            value = json.loads(text)
         except ValueError:
             continue
         result = value.get("result") if isinstance(value, dict) else None
         if isinstance(result, dict):
-            yield entity.urn, {str(k): str(v) for k, v in result.items()}
+            yield urn, {str(k): str(v) for k, v in result.items()}
 
 
 def _int(value: str | None) -> int | None:
@@ -108,8 +119,15 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def detect(store: Any, search: Any, index_prefix: str, aliases: Iterable[str]) -> list[IndexReindex]:
-    """DataHub reindexes of `aliases` (the live entity index names) in progress or swapped."""
+def detect(
+    store: Any,
+    search: Any,
+    index_prefix: str,
+    aliases: Iterable[str],
+    upgrades: Sequence[tuple[str, str, Any]] | None = None,
+) -> list[IndexReindex]:
+    """DataHub reindexes of `aliases` (the live entity index names) in progress or swapped
+    (`upgrades`: the upgrade rows already read, see `_states`)."""
     wanted = set(aliases)
     meta_of = getattr(search, "index_meta", None)
     if meta_of is None or not wanted:
@@ -123,7 +141,7 @@ def detect(store: Any, search: Any, index_prefix: str, aliases: Iterable[str]) -
 
     found: dict[str, IndexReindex] = {}
     latest: dict[str, int] = {}
-    states = list(_states(store))
+    states = list(_states(store, upgrades))
     catch_ups = {u[len(CATCH_UP) :]: r for u, r in states if u.startswith(CATCH_UP)}
     for urn, result in states:
         if not urn.startswith(PHASE1):

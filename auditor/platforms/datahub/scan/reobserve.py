@@ -198,6 +198,8 @@ class Observer(Rereader):
         rows: dict[str, EntityRows],
         docs: dict[str, list[tuple[str, Any]]],
     ) -> list[Finding]:
+        if self.scanner.witness is not None:  # a triage shows the settled urn as judged here
+            self.scanner.witness.judging(batch, settled)
         streams: dict[str, Iterator[tuple[str, Any]]] = {
             "rows": iter([(u, r) for u, r in rows.items() if u in settled]),
             **{name: iter([(u, v) for u, v in items if u in settled]) for name, items in docs.items()},

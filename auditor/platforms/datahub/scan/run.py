@@ -204,7 +204,10 @@ def note_replica(report: Report, backends: ScanBackends) -> float | None:
 def note_datahub_reindex(report: Report, backends: ScanBackends, scanner: Scanner) -> None:
     """DataHub's own reindexes of the scanned indices: a notice each (the alias is what is audited)."""
     aliases = [scanner.index_of(t) for t in scanner.entity_types(report.scope)]
-    for found in detect_datahub_reindex(backends.store, backends.search, scanner.index_prefix, aliases):
+    upgrades = backends.versions.upgrade_rows if backends.versions is not None else None  # read once
+    for found in detect_datahub_reindex(
+        backends.store, backends.search, scanner.index_prefix, aliases, upgrades
+    ):
         reindexes(report).append(found.to_json())
         report.warnings.append(found.notice())
 
@@ -254,6 +257,7 @@ def scanner_for(
         readers=target.readers,
         type_field=target.type_field,
         versions=versions,
+        witness=None if target.type_field else backends.witness,  # V2's reads: the walk shows V2
     )
 
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from auditor.backends.protocols import Events, Search, State, Store
 from auditor.platforms.datahub.naming import MAE_CONSUMER_GROUP, MCL_TIMESERIES_TOPIC, MCL_VERSIONED_TOPIC
 from auditor.platforms.datahub.versions.view import IndexRules
+
+if TYPE_CHECKING:
+    from auditor.platforms.datahub.scan.join import Witness
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,5 @@ class ScanBackends:
     # the release and mappings the last scan over these backends judged by (a triage's walk
     # shows the document by the same rules)
     versions: IndexRules | None = None
+    # a triage's urn: what the scan's joins read of it, kept for the walk to show (join.Witness)
+    witness: Witness | None = None

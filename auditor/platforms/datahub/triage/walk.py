@@ -4,7 +4,9 @@ The verdict is the scan's (the same join, re-observation and classification over
 of one urn, with a short adaptive sampling window); the boundaries explain it: the rows, the
 MCL of each aspect's latest change, the MAE group's position on the urn's partition, the
 entity document field by field, its system-metadata docs and its edges. The first broken
-boundary is where a finding is placed (`auditor.core.triage.boundary_of`).
+boundary is where a finding is placed (`auditor.core.triage.boundary_of`). The rows and the
+documents shown are the ones the verdict was judged on (the join's, or the re-observation's last
+round: `join.Witness`), not read again after it; only an urn no round could settle is read anew.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.core.model import Kind, Report, Selection
-from auditor.core.records import SearchDoc
+from auditor.core.records import EntityRows, SearchDoc
 from auditor.core.triage import Boundary, Status, Step, TriageResult
 from auditor.errors import ConfigError
 from auditor.platforms.datahub.naming import document_id
 from auditor.platforms.datahub.registry.registry import Registry
+from auditor.platforms.datahub.scan.join import Scanner, ScanPlan, Witness
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanOptions, ScanTarget, scanner_for
 from auditor.platforms.datahub.triage.boundaries import (
     consumed_step,
@@ -68,17 +71,17 @@ def walk(
     options = ScanOptions(
         grace=grace, settle=settle, sample_window=0, use_state=False, max_window=MAX_WINDOW_SECONDS
     )
-    report = scan_with_v3(backends, registry, report, options, target)  # V3's document too, if any
+    backends.witness = witness = Witness(frozenset({urn}))
+    try:
+        report = scan_with_v3(backends, registry, report, options, target)  # V3's document too, if any
+    finally:
+        backends.witness = None
     # the urn's own findings, and those on its index as a whole (missing, an alias over copies)
     out.findings = [c for c in report.findings if c.finding.urn == urn or c.finding.kind in WHOLE_INDEX]
     out.warnings = list(report.warnings)
 
     scanner = scanner_for(backends, registry, target, versions=backends.versions)  # the scan's rules
-    plan = scanner.plan(selection)
-    rows = dict(scanner.row_stream(plan)).get(urn)
-    seen: dict[str, dict[str, Any]] = {
-        name: dict(stream) for name, stream in scanner.projection_streams(plan).items()
-    }
+    plan, rows, seen = _as_judged(witness, urn) or _read_again(scanner, selection, urn)
     doc: SearchDoc | None = seen.get("doc", {}).get(urn)
     index = plan.indices.get(etype) or scanner.index_of(etype)
 
@@ -106,6 +109,35 @@ def walk(
     out.steps.append(edges_step(plan.graph, seen.get("edges", {}).get(urn, [])))
     place(out)
     return _finish(out, began)
+
+
+Seen = dict[str, dict[str, Any]]  # projection -> urn -> what was read (the doc, sysmeta, edges)
+
+
+def _as_judged(witness: Witness, urn: str) -> tuple[ScanPlan, EntityRows | None, Seen] | None:
+    """The urn's rows and projections as the scan last judged them: the join's, or a later round of
+    the re-observation's (read in causal order, rows unchanged around the documents); None when
+    no join settled the urn (its rows changed in every round): then it is read again."""
+    plan = witness.plan
+    if plan is None or urn not in witness.entities:
+        return None
+    entity = witness.entities[urn]
+    if entity is None:  # judged, nothing read: no rows, no document
+        return plan, None, {}
+    seen: Seen = {
+        "doc": {urn: entity.doc} if entity.doc is not None else {},
+        "sysmeta": {urn: entity.system_metadata} if entity.system_metadata else {},
+        "edges": {urn: entity.edges} if entity.edges else {},
+    }
+    return plan, entity.rows, seen
+
+
+def _read_again(scanner: Scanner, selection: Selection, urn: str) -> tuple[ScanPlan, EntityRows | None, Seen]:
+    """The urn's rows and projections read now, by the scan's rules."""
+    plan = scanner.plan(selection)
+    rows = dict(scanner.row_stream(plan)).get(urn)
+    seen: Seen = {name: dict(stream) for name, stream in scanner.projection_streams(plan).items()}
+    return plan, rows, seen
 
 
 def _finish(out: TriageResult, began: float) -> TriageResult:

@@ -33,10 +33,11 @@ def index_rules(
     """
     known = catalog()
     rows: list[Any] = []
+    as_read: list[Any] | None = None  # the rows as read (None: not read)
     reader = getattr(store, "upgrade_rows", None)  # a federation or a fake may not have it
     if reader is not None:
         try:
-            rows = reader()
+            rows = as_read = list(reader())
         except BackendUnavailable as exc:
             warnings.append(f"the upgrade rows could not be read ({exc}): the release is not known from them")
     gms = from_gms(gms_url) if gms_url else None
@@ -66,5 +67,5 @@ def index_rules(
 
     mappings: dict[str, frozenset[str] | None] = dict(read(pattern))
     rules = IndexRules(registry, choice.rules, known, mappings, read_mapping=read, since=since,
-                       upgrade_steps=finished_steps(rows))  # fmt: skip
+                       upgrade_steps=finished_steps(rows), upgrade_rows=as_read)  # fmt: skip
     return rules, choice

@@ -41,6 +41,9 @@ class IndexRules:
     since: datetime | None = None
     # the ids of the upgrade steps the deployment finished (a backfill's runId: documents/behind.py)
     upgrade_steps: frozenset[str] = frozenset()
+    # the upgrade rows these rules were chosen from, as read (None: not read); DataHub's own
+    # reindexes are told from the same rows (scan/reindex.py), not read again
+    upgrade_rows: list[tuple[str, str, datetime | None]] | None = None
     # (entity type, field) -> documents holding a field the judged release does not write
     newer_fields: Counter[tuple[str, str]] = field(default_factory=Counter)
     _withheld: dict[tuple[str, str | None], tuple[frozenset[str], frozenset[str]]] = field(
