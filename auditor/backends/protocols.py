@@ -87,6 +87,7 @@ class Search(Protocol):
         page: int = 2000,
         few: bool = False,
         from_sort: bool = False,  # the doc as its sort keys hold it (no `_source` read)
+        answered: list[dict[str, Any]] | None = None,  # the hits an `_msearch` already returned
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
     def get_many(self, index: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...

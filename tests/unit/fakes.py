@@ -155,6 +155,7 @@ class FakeSearch:
         page: int = 2000,
         few: bool = False,
         from_sort: bool = False,
+        answered: list[dict[str, Any]] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         self.log.append(f"docs {index}")
         items = sorted(self.docs.get(index, {}).items(), key=lambda kv: str(_field(kv[1], sort[0]) or ""))

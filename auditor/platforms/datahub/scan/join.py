@@ -152,7 +152,7 @@ class Scanner:
                 source=s.source,
                 few=few,
                 from_sort=s.from_sort,
-                **({"answered": answered} if answered is not None else {}),
+                answered=answered,
             ):
                 yield n, doc_id, source
 
