@@ -70,12 +70,12 @@ def test_the_collector_is_off_during_the_imports_then_on_with_them_frozen() -> N
     code = """
 import gc, time
 from auditor.backends.lean import quick_start
-quick_start(collector_after=0.3)
+quick_start(collector_after=3.0)  # long enough for the import below on a loaded machine
 off = not gc.isenabled()
 before = sum(g["collections"] for g in gc.get_stats())
 import sqlalchemy  # what a cold start imports: never traversed by the collector meanwhile
 collections = sum(g["collections"] for g in gc.get_stats()) - before
-time.sleep(1.0)
+time.sleep(3.5)
 print(off, gc.isenabled(), gc.get_freeze_count() > 10000, collections, gc.get_threshold()[0])
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
