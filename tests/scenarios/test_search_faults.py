@@ -130,7 +130,7 @@ def test_the_node_lost_mid_verification_keeps_the_checkpoint_and_resume_verifies
     def die_after_the_bulk(n: int, method: str, path: str) -> str | None:
         if "_bulk" in path:
             wrote.append(n)
-        elif wrote and not killed and "_search" in path:
+        elif wrote and not killed and ("_search" in path or "_msearch" in path):  # a few urns: one _msearch
             killed.append(n)
             return DIE
         return None
