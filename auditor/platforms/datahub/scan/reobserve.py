@@ -164,7 +164,9 @@ class Observer(Rereader):
 
     def prepare(self, candidates: dict[str, list[Finding]]) -> ScanPlan:
         self._writers = writers([f for found in candidates.values() for f in found])
-        self._changed = {}
+        # an earlier round's findings of these urns kept (their rows may be newer than the join's);
+        # another batch's dropped: bounded by the batch
+        self._changed = {u: t for u, t in self._changed.items() if u in candidates}
         self._note_changes(f for found in candidates.values() for f in found)
         types = tuple(sorted({f.entity_type for found in candidates.values() for f in found}))
         return self.scanner.plan(Selection(entity_types=types, urns=tuple(candidates)))
