@@ -5,14 +5,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.journal import active
 from auditor.backends.protocols import Capability, require
-from auditor.core.model import Classified, RepairKind, Report, Selection
+from auditor.core.model import Classified, RepairKind, Selection
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.repairs import Executors, Mode
 from auditor.errors import ConfigError
@@ -20,7 +19,7 @@ from auditor.platforms.datahub.backends.producer import MclProducer
 from auditor.platforms.datahub.backends.store import MetadataStore
 from auditor.platforms.datahub.naming import entity_index
 from auditor.platforms.datahub.registry.registry import Registry
-from auditor.platforms.datahub.scan.hook_groups import with_hook_group
+from auditor.platforms.datahub.scan.hook_groups import hook_group
 from auditor.platforms.datahub.scan.reindex import refuse_full, reindex_mirrors
 from auditor.platforms.datahub.scan.run import ScanBackends, ScanTarget
 from auditor.platforms.datahub.urns import entity_type
@@ -174,7 +173,7 @@ def _refuse_unless_consuming(backends: RebuildBackends, target: ScanTarget) -> N
     events = backends.scan.events
     if events is None or backends.open_producer is None:
         return  # no change log: `_replay` refuses with what to pass
-    group = with_hook_group(events, target, Report(datetime.now(UTC))).group  # the one feeding the index
+    group = hook_group(events, target)[0].group  # the one feeding the index
     refuse_unless_consuming(events, target.versioned_topic, group)
 
 
@@ -303,7 +302,7 @@ def _verify(
     events = backends.scan.events
     if request.mode == "replay" and events is not None and checkpoint.produced:
         progress = _progress(request, "partitions the consumer has passed")
-        group = with_hook_group(events, target, Report(datetime.now(UTC))).group  # the one feeding the index
+        group = hook_group(events, target)[0].group  # the one feeding the index
         outcome.consumer_caught_up = wait_for_consumer(
             events, target.versioned_topic, group, checkpoint.produced, request.wait_seconds, progress
         )

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from auditor.core.model import Report
-from auditor.platforms.datahub.scan.hook_groups import with_hook_group
+from auditor.platforms.datahub.scan.hook_groups import hook_group
 from auditor.platforms.datahub.scan.run import ScanTarget
 from auditor.settings import load_settings
 
@@ -39,17 +37,18 @@ class Events:
 
 
 def test_an_idle_base_group_gives_way_to_the_one_hook_group_that_consumes() -> None:
-    report = Report(datetime.now(UTC))
     hook = f"{BASE}-updateIndices"
     events = Events({hook}, [BASE, hook, f"{BASE}-idle"])
-    assert with_hook_group(events, ScanTarget(), report).group == hook
-    assert report.consumer_group == hook and hook in report.warnings[0]
+    chosen, notes = hook_group(events, ScanTarget())
+    assert chosen.group == hook and len(notes) == 1 and hook in notes[0]
     busy = Events({BASE, hook}, [BASE, hook])
-    assert with_hook_group(busy, ScanTarget(), Report(datetime.now(UTC))).group == BASE
+    assert hook_group(busy, ScanTarget()) == (ScanTarget(), [])
+    # the configured group's sample, already taken for the window, is not taken again
+    assert hook_group(events, ScanTarget(), [Sample(7)]) == (ScanTarget(), [])
+    assert hook_group(events, ScanTarget(), [Sample(None)])[0].group == hook
 
 
 def test_two_consuming_hook_groups_are_named_not_guessed() -> None:
-    report = Report(datetime.now(UTC))
     events = Events({f"{BASE}-a", f"{BASE}-b"}, [f"{BASE}-a", f"{BASE}-b"])
-    assert with_hook_group(events, ScanTarget(), report).group == BASE
-    assert f"{BASE}-a, {BASE}-b" in report.warnings[0]
+    chosen, notes = hook_group(events, ScanTarget())
+    assert chosen.group == BASE and f"{BASE}-a, {BASE}-b" in notes[0]

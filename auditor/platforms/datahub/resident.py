@@ -4,6 +4,7 @@ the registry; a triage is `auditor triage`'s walk on them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from typing import Any
 
@@ -19,15 +20,35 @@ class DataHubResident(Resident):
     def __init__(self, settings: Settings, registry: Any) -> None:
         super().__init__()
         self.settings, self.registry = settings, registry
+        self.events = None
         try:
             self.store = self.opened.enter_context(closing(open_store(settings)))
-            self.search = self.opened.enter_context(closing(open_search(settings)))
-            self.events = open_events(settings, self.warnings)
+            if settings.transport == "pgqueue" or not settings.kafka_bootstrap:
+                self.search = self.opened.enter_context(closing(open_search(settings)))
+                self.events = open_events(settings, self.warnings)
+            else:
+                self.search, self.events = self._beside(settings)
             if self.events is not None:
                 self.opened.callback(self.events.close)
         except BaseException:
             self.close()
             raise
+
+    def _beside(self, settings: Settings) -> tuple[Any, Any]:
+        """The search client and the event log, the broker's round trips (its metadata, the topics)
+        taken beside the search client's start. What the thread imports is imported here first:
+        two threads importing at once can deadlock on a cycle between their modules."""
+        import confluent_kafka.admin  # noqa: F401
+
+        with ThreadPoolExecutor(1, thread_name_prefix="kafka-open") as pool:
+            events = pool.submit(open_events, settings, self.warnings)
+            try:
+                search = self.opened.enter_context(closing(open_search(settings)))
+            except BaseException:
+                if events.exception() is None and events.result() is not None:
+                    events.result().close()  # its clients destroyed now, the search's error raised
+                raise
+            return search, events.result()
 
     @property
     def degraded(self) -> bool:

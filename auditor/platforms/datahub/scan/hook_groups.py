@@ -12,43 +12,45 @@ configured one and names them (only the deployment knows which suffix UpdateIndi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from auditor.core.model import Report
 from auditor.errors import BackendUnavailable
 
 
-def _committed(events: Any, topics: list[str], group: str) -> bool:
-    return any(s.committed is not None for s in events.sample(topics, group))
+def _committed(samples: Sequence[Any]) -> bool:
+    return any(s.committed is not None for s in samples)
 
 
-def with_hook_group(events: Any, target: Any, report: Report) -> Any:
+def hook_group(events: Any, target: Any, configured: Sequence[Any] | None = None) -> tuple[Any, list[str]]:
     """The target with the group that feeds the index (the configured one unless it is idle and
-    exactly one per-hook group `<group>-<suffix>` consumes the topics)."""
+    exactly one per-hook group `<group>-<suffix>` consumes the topics), and what to warn of.
+
+    `configured`: the configured group's offset sample of the change-log topics, if already
+    taken (the scan's window opens with it: one sample of the broker, not two)."""
     groups = getattr(events, "groups", None)
     if events is None or groups is None:
-        return target
+        return target, []
     topics = [target.versioned_topic, target.timeseries_topic]
     try:
-        if _committed(events, topics, target.group):
-            return target
-        candidates = [g for g in groups(f"{target.group}-") if _committed(events, topics, g)]
+        if _committed(events.sample(topics, target.group) if configured is None else configured):
+            return target, []
+        candidates = [g for g in groups(f"{target.group}-") if _committed(events.sample(topics, g))]
     except BackendUnavailable:
-        return target  # the window's own sample reports it
+        return target, []  # the window's own sample reports it
     if len(candidates) == 1:
         chosen = candidates[0]
-        report.consumer_group = chosen
-        report.warnings.append(
+        note = (
             f"the MAE group {target.group} has committed nothing on {', '.join(topics)}; {chosen} (a "
             "per-hook group, DataHub's consumerGroupSuffix) has: the evidence uses it "
             "(set UPDATE_INDICES_CONSUMER_GROUP_SUFFIX or --consumer-group to say so)"
         )
-        return replace(target, group=chosen)
+        return replace(target, group=chosen), [note]
     if candidates:
-        report.warnings.append(
+        return target, [
             f"the MAE group {target.group} has committed nothing on {', '.join(topics)}; per-hook groups "
             f"{', '.join(sorted(candidates))} have: which one runs UpdateIndicesHook is the deployment's "
             "UPDATE_INDICES_CONSUMER_GROUP_SUFFIX (pass --consumer-group)"
-        )
-    return target
+        ]
+    return target, []

@@ -14,14 +14,13 @@ from auditor.core.classify import RestoreCounter
 from auditor.core.model import Classified, Finding, Report, Selection, Verdict
 from auditor.platforms.datahub.registry.registry import Registry
 from auditor.platforms.datahub.scan.absence import duplicate_documents, missing_indices
-from auditor.platforms.datahub.scan.hook_groups import with_hook_group
 from auditor.platforms.datahub.scan.join import Progress, Scanner
 from auditor.platforms.datahub.scan.judge import mark_restores, still_in_flight, unconverged, weigh
 from auditor.platforms.datahub.scan.reindex import detect as detect_datahub_reindex
 from auditor.platforms.datahub.scan.reindex import hold_for_catch_up
 from auditor.platforms.datahub.scan.reobserve import KafkaSide, Observer
 from auditor.platforms.datahub.scan.target import ScanBackends, ScanTarget
-from auditor.platforms.datahub.scan.window import first_sample, open_window
+from auditor.platforms.datahub.scan.window import open_group, open_window
 from auditor.platforms.datahub.sections import OutdatedGroups, outdated, reindexes
 from auditor.platforms.datahub.versions.deployment import index_rules
 from auditor.platforms.datahub.versions.detect import Choice
@@ -61,7 +60,7 @@ class DataHubParts(Parts):
     def __init__(self, backends: ScanBackends, registry: Registry, report: Report, options: ScanOptions,
                  target: ScanTarget) -> None:  # fmt: skip
         self.backends, self.registry, self.report, self.options = backends, registry, report, options
-        self.target = with_hook_group(backends.events, target, report)
+        self.target = target  # its group: the one that feeds the index, chosen beside the join
         self.kafka: KafkaSide | None = None
         self.scanner: Scanner | None = None
         self.absence: list[Finding] = []  # what search lacks or holds twice, as a whole (absence.py)
@@ -74,11 +73,12 @@ class DataHubParts(Parts):
     ) -> Joined:
         backends, report, target = self.backends, self.report, self.target
         at = len(report.warnings)  # the window's warning, if any, comes first (it opens first)
-        # the window's first offset sample reads the broker while the release's rows and the join
-        # read the table and the indices (a triage's cold start pays the broker's round trips once)
+        # the group feeding the index is chosen, and the window's first offset sample taken, on the
+        # broker while the release's rows and the join read the table and the indices (a triage's
+        # cold start pays the broker's round trips beside the others')
         with ThreadPoolExecutor(1, thread_name_prefix="kafka-window") as pool:
             events = backends.events
-            first = pool.submit(first_sample, events, target) if events is not None else None
+            first = pool.submit(open_group, events, target) if events is not None else None
             try:
                 joined = self._read(selection, progress, sink)
             finally:
@@ -86,8 +86,14 @@ class DataHubParts(Parts):
                     wait([first])
         if first is not None:
             window: list[str] = []
+            chosen, notes = target, list[str]()
+            if first.exception() is None:  # else the window says the broker failed
+                chosen, notes, _ = first.result()
+            if chosen.group != target.group:
+                self.target = target = chosen
+                report.consumer_group = chosen.group
             self.kafka = open_window(backends, self.options, target, window, selection.urns, first)
-            report.warnings[at:at] = window
+            report.warnings[at:at] = notes + window
         return joined
 
     def _read(self, selection: Selection, progress: Progress | None, sink: Sink | None = None) -> Joined:
