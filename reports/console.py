@@ -204,8 +204,8 @@ def render(report: Report, console: Console, limit: int = 15) -> None:
         console.print("[bold]Worst offenders:[/]")
         for urn, n in offenders:
             _say(console, f"  {n:4d}  {urn}")
-    if report.converged:
-        console.print(f"[green]{len(report.converged)} in-flight findings converged during --confirm[/]")
+    if report.converged_total:
+        console.print(f"[green]{report.converged_total} in-flight findings converged during --confirm[/]")
     if outdated := outdated_lines(report):
         console.print(_outdated_table(outdated))
     for restored in restore_lines(report):  # once per index, however many findings it holds

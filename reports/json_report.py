@@ -97,6 +97,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "unknown": report.unknown,
         "warnings": report.warnings,
         "converged": report.converged,
+        "converged_total": report.converged_total,
         "reobserved": report.reobserved,
         "read": report.read,
         "stores": report.stores,

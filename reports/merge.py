@@ -66,6 +66,7 @@ def from_dict(data: dict[str, Any]) -> Report:
         warnings=list(data.get("warnings") or []),
         unknown=dict(data.get("unknown") or {}),
         converged=list(data.get("converged") or []),
+        converged_total=int(data.get("converged_total", len(data.get("converged") or []))),
         reobserved=dict(data.get("reobserved") or {}),
         read={str(k): int(v) for k, v in (data.get("read") or {}).items()},
         complete=bool(data.get("complete", True)),
@@ -220,7 +221,7 @@ def merge(reports: Iterable[Report]) -> Report:
                 into_store[column] = into_store.get(column, 0) + n
         out.findings.extend(r.findings)
         out.findings_dropped += r.findings_dropped
-        out.converged.extend(r.converged)
+        out.add_converged(r.converged, r.converged_total)
         out.warnings.extend(w for w in r.warnings if w not in out.warnings)
         for name, value in r.sections.items():
             section = declared.get(name)

@@ -349,6 +349,9 @@ class Section:
     merge: Callable[[Any, Any], Any]
 
 
+CONVERGED_LISTED = 10_000  # converged finding keys a report names (it counts them all)
+
+
 @dataclass
 class Report:
     """The result of a scan: data only; rendering lives in reports/."""
@@ -368,7 +371,9 @@ class Report:
     kafka_available: bool = False
     warnings: list[str] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=dict)  # "type" / "type.aspect" -> rows
-    converged: list[str] = field(default_factory=list)  # finding keys that converged (--confirm)
+    # finding keys that converged (--confirm): the first CONVERGED_LISTED of them, and how many
+    converged: list[str] = field(default_factory=list)
+    converged_total: int = 0
     # the causal re-observation of the join's candidates: counts, rounds and seconds
     reobserved: dict[str, float] = field(default_factory=dict)
     # what the join fetched: version-0 rows and documents (a shard of a plan, its share only)
@@ -386,6 +391,12 @@ class Report:
 
     def total(self, verdict: Verdict) -> int:
         return sum(n for (_, v, _), n in self.counts.items() if v == verdict.value)
+
+    def add_converged(self, keys: list[str], total: int | None = None) -> None:
+        """Findings `--confirm` found converged (`total`: how many `keys` stand for, if more):
+        all counted, the first CONVERGED_LISTED named."""
+        self.converged_total += len(keys) if total is None else total
+        self.converged.extend(keys[: max(0, CONVERGED_LISTED - len(self.converged))])
 
     @property
     def exit_code(self) -> ExitCode:

@@ -45,8 +45,9 @@ class DataHubResident(Resident):
             try:
                 search = self.opened.enter_context(closing(open_search(settings)))
             except BaseException:
-                if events.exception() is None and events.result() is not None:
-                    events.result().close()  # its clients destroyed now, the search's error raised
+                opened = events.result() if events.exception() is None else None
+                if opened is not None:
+                    opened.close()  # its clients destroyed now, the search's error raised
                 raise
             return search, events.result()
 

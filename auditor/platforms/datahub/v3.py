@@ -142,6 +142,7 @@ def merge(report: Report, v3: Report, indices: dict[str, str], max_findings: int
     for what, n in v3.read.items():
         report.read[what] = report.read.get(what, 0) + n
     report.warnings += [w for w in v3.warnings if w not in report.warnings]
+    report.add_converged(v3.converged, v3.converged_total)
     if "reindex" in v3.sections:
         report.sections["reindex"] = merge_reindex(reindexes(report), v3.sections["reindex"])
     if v3.sections.get("outdated"):

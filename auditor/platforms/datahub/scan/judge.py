@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from itertools import chain
+from operator import itemgetter
 
 from auditor.backends.protocols import Store
 from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restored_indices
@@ -17,6 +19,7 @@ from auditor.platforms.datahub.scan.federation import conflict_verdict
 from auditor.platforms.datahub.scan.join import Scanner
 from auditor.platforms.datahub.sections import restore_lines, restores
 from auditor.scan.engine import Observed
+from auditor.scan.spill import Spill
 
 
 def weigh(judged: list[tuple[Observed, Classified]]) -> list[Classified]:
@@ -55,28 +58,66 @@ def mark_restores(
 
 CONFIRM_BATCH = 500  # in-flight urns checked again a join at a time
 
+Still = Spill[tuple[str, str]]  # (urn, finding key) of the findings a confirmation still found
 
-def still_in_flight(urns: set[str], wait: float, scanner: Scanner) -> set[str] | None:
-    """After `wait`, the keys of the in-flight findings of `urns` still found (None: none was in
-    flight, or the re-check could not be made)."""
-    if not urns:
+
+def still_in_flight(urns: Iterable[str], wait: float, scanner: Scanner) -> Still | None:
+    """After `wait`, the in-flight findings of `urns` (in urn order; a urn may come more than once)
+    still found, as (urn, key) in urn order, on disk: memory flat in the findings. None: none was
+    in flight, or the re-check could not be made."""
+    ordered = _once(urns)
+    first = next(ordered, None)
+    if first is None:
         return None
     time.sleep(wait)
-    still: set[str] = set()
-    ordered = sorted(urns)
-    for i in range(0, len(ordered), CONFIRM_BATCH):
-        try:
-            again = scanner.run(Selection(urns=tuple(ordered[i : i + CONFIRM_BATCH])))
-        except AuditorError:
-            return None
-        still.update(f.key for f in again.findings)
+    still: Still = Spill(key=itemgetter(0))
+    batch = [first]
+    for urn in chain(ordered, [None]):
+        if urn is not None:
+            batch.append(urn)
+        if batch and (urn is None or len(batch) >= CONFIRM_BATCH):
+            try:
+                again = scanner.run(Selection(urns=tuple(batch)))
+            except AuditorError:
+                still.close()
+                return None
+            still.extend(sorted((f.urn, f.key) for f in again.findings))
+            batch = []
     return still
 
 
-def unconverged(classified: Iterable[Classified], still: set[str], report: Report) -> Iterator[Classified]:
-    """The verdicts but the in-flight ones the confirmation found converged (reported as such)."""
+def _once(urns: Iterable[str]) -> Iterator[str]:
+    last = None
+    for urn in urns:
+        if urn != last:
+            yield urn
+        last = urn
+
+
+def unconverged(
+    classified: Iterable[Classified], still: Iterable[tuple[str, str]], report: Report
+) -> Iterator[Classified]:
+    """The verdicts but the in-flight ones the confirmation found converged (reported as such).
+    Both streams in urn order, merged: for each in-flight urn, the keys still found of that urn
+    alone are held. An in-flight verdict out of urn order is kept (never taken for converged on
+    a look-up that could miss)."""
+    pending = iter(still)
+    head = next(pending, None)
+    at: str | None = None  # the in-flight urn whose keys `keys` holds
+    keys: set[str] = set()
     for c in classified:
-        if c.verdict == Verdict.IN_FLIGHT and c.finding.key not in still:
-            report.converged.append(c.finding.key)
+        urn = c.finding.urn
+        if c.verdict != Verdict.IN_FLIGHT or (at is not None and urn < at):
+            yield c
+            continue
+        if urn != at:
+            at, keys = urn, set()
+            while head is not None and head[0] < urn:
+                head = next(pending, None)
+            while head is not None and head[0] == urn:
+                keys.add(head[1])
+                head = next(pending, None)
+        if c.finding.key not in keys:
+            report.add_converged([c.finding.key])
             continue
         yield c

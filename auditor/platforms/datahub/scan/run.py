@@ -28,6 +28,7 @@ from auditor.platforms.datahub.versions.view import IndexRules
 from auditor.scan import engine
 from auditor.scan.engine import Joined, Judging, Observed, Parts, Seen, Sink
 from auditor.scan.options import ScanOptions
+from auditor.scan.spill import Spill
 
 __all__ = ["DataHubParts", "ScanBackends", "ScanOptions", "ScanTarget", "run_scan", "scanner_for"]
 
@@ -66,7 +67,8 @@ class DataHubParts(Parts):
         self.absence: list[Finding] = []  # what search lacks or holds twice, as a whole (absence.py)
         self.outdated = OutdatedGroups(self.target.index_prefix)  # the report's outdated section, gathered
         self.restores = RestoreCounter()  # gathered as the verdicts are judged (no pass over them)
-        self.in_flight: set[str] = set()  # the in-flight urns a confirmation re-checks
+        self.in_flight: Spill[str] = Spill(key=str)  # the in-flight urns a confirmation re-checks
+        self.still: Spill[tuple[str, str]] | None = None  # what the confirmation still found
 
     def join(
         self, selection: Selection, progress: Progress | None = None, sink: Sink | None = None
@@ -139,19 +141,19 @@ class DataHubParts(Parts):
     def gather(self, c: Classified) -> None:
         self.restores.add(c)  # the earliest stale write of each index, and its entities
         if c.verdict == Verdict.IN_FLIGHT and self.options.confirm > 0:
-            self.in_flight.add(c.finding.urn)  # re-checked after the confirmation's wait
+            self.in_flight.append(c.finding.urn)  # re-checked after the confirmation's wait
 
     def review(self, classified: Iterable[Classified], still: Iterable[Finding]) -> Iterable[Classified]:
         # the in-flight re-checked (a restore re-labels none of them), then the verdicts read
         # again as one stream, re-labelled, the converged left out
-        keys = None
         if self.options.confirm > 0 and self.scanner is not None:
-            keys = still_in_flight(self.in_flight, self.options.confirm, self.scanner)
+            self.still = still_in_flight(self.in_flight, self.options.confirm, self.scanner)
+        self.in_flight.close()
         store, prefix = self.backends.store, self.target.index_prefix
         counted = self.restores.counts()
         classified = mark_restores(classified, store, self.registry, prefix, self.report, counted)
-        if keys is not None:
-            classified = unconverged(classified, keys, self.report)
+        if self.still is not None:
+            classified = unconverged(classified, self.still, self.report)
         whole = judged(lambda index: bool(self.backends.search.names(index)), self.absence)
         return chain(classified, whole)
 
@@ -159,6 +161,8 @@ class DataHubParts(Parts):
         self.outdated.add(c)
 
     def close(self, report: Report) -> None:
+        if self.still is not None:
+            self.still.close()
         report.warnings += backend_warnings(self.backends)
         outdated(report).extend(self.outdated.lines())
 
