@@ -2,7 +2,11 @@
 
 For every document the run wrote or deleted, the before-image of its first write in the run is
 put back, on condition that the document is still what the run's last write made of it (its
-`_seq_no`/`_primary_term`, the engine's own check: a write since answers 409). A document
+`_seq_no`/`_primary_term`, the engine's own check: a write since answers 409). A document the run
+wrote more than once, that someone else wrote between two of the run's writes, gets back the
+newest state that was not the run's own (the run's later before-image: an undo puts back what
+the run overwrote, never the older state from before the run over that writer's change); where
+the journal cannot tell whose write came in between, it is refused, said why. A document
 written again since by someone else is refused by name, with why, and left as it is; one that is
 already as it was before the run is left alone (an undo run twice, or resumed after a kill,
 writes nothing again). A write the journal has no result for (the repair was killed during its
@@ -26,6 +30,7 @@ from auditor.backends import journal
 from auditor.backends.bulk_json import dumps
 from auditor.backends.index_writer import BulkItem, IndexWriter
 from auditor.backends.raw_sources import read_versioned
+from auditor.backends.search_retry import RETRY_STATUSES
 from auditor.core.undo import Taken, UndoOutcome
 from auditor.errors import ConfigError
 from auditor.rebuild.checkpoint import Lock
@@ -36,6 +41,11 @@ if TYPE_CHECKING:
     from auditor.settings.model import Settings
 
 BATCH = 500
+UNSURE_WHY = (
+    "the repair wrote it more than once and the document changed between two of its writes in a "
+    "way the journal cannot tell from someone else's write: putting back the state from before "
+    "the repair could write an older state over a newer one"
+)
 
 
 @contextmanager
@@ -75,10 +85,13 @@ class Doc:
     version: tuple[int, int] | None = None  # (seq_no, term) the last write got; None: unknown
     status: int | None = None  # the last write's status (None: no result journaled)
     landed: bool = False  # a write of the run to it succeeded (its before-image is then final)
+    expect: tuple[Any, ...] = ()  # what it may be at the run's next image of it (`_imaged_as`)
+    unsure: bool = False  # written in between by the run or someone else: the journal cannot tell
 
 
 def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
-    """Each document the run wrote: its first before-image and its last write's result."""
+    """Each document the run wrote: the before-image of the run's first write since anyone else
+    last wrote it (`_moved`), and its last write's result."""
     docs: dict[tuple[str, str], Doc] = {}
     pending: dict[int, dict[tuple[str, str], Doc]] = {}
     for entry in read.entries:
@@ -88,13 +101,15 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
             for d in entry["docs"]:
                 key = (d["i"], d["id"])
                 doc = docs.get(key)
-                # the image before the run's first write that may have landed (one that failed
-                # for sure changed nothing: the next image is the one; one with no result may have)
-                if doc is None or (doc.status is not None and not doc.landed):
+                moved = True if doc is None else _moved(doc.expect, d)
+                if moved:  # new to the run, or someone else's since: this image is the one
                     doc = docs[key] = Doc(
                         d["i"], d["id"], d.get("urn", ""), d["found"], journal.source_of(d), d.get("raw")
                     )
+                elif moved is None:
+                    doc.unsure = True
                 doc.op, doc.wrote, doc.version, doc.status = d["op"], d.get("wrote"), None, None
+                doc.expect = _imaged_as(d)
                 mine[key] = doc
             pending[entry["b"]] = mine
         elif kind == "after":
@@ -106,7 +121,58 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
                     doc.op = d.get("op", doc.op)  # a replay's: what the consumer did (a delete)
                     doc.landed = doc.landed or d["s"] < 300
                     doc.version = tuple(d["v"]) if d.get("v") else None  # type: ignore[assignment]
+                    doc.expect = _written_as(doc.expect, d, doc.op == "delete")
     return docs
+
+
+# What a document the run imaged may be at its next image if nobody else wrote it in between
+# (a tuple of these): absent, a `(seq_no, term)`, `d:<digest of its bytes>`, or anything (UNSURE:
+# a write of the run whose bytes the journal does not have, a replay's consumer's).
+ABSENT, UNSURE = "absent", "unsure"
+
+
+def _state(d: dict[str, Any]) -> Any:
+    """An image's state: absent, its `(seq_no, term)`, or (the engine gave none) its bytes' digest."""
+    if not d["found"]:
+        return ABSENT
+    if d.get("v"):
+        return tuple(d["v"])
+    return "d:" + journal.digest(_bytes(d))
+
+
+def _bytes(d: dict[str, Any]) -> bytes:
+    return d["raw"].encode("utf-8") if "raw" in d else dumps(d["src"])
+
+
+def _imaged_as(d: dict[str, Any]) -> tuple[Any, ...]:
+    """Before the write's result is known: as imaged, or as the write made it (absent after a
+    delete, the bytes it sent; a replay's: whatever the consumer made of it)."""
+    if d["op"] == "delete":
+        return (_state(d), ABSENT)
+    return (_state(d), "d:" + d["wrote"] if d.get("wrote") else UNSURE)
+
+
+def _written_as(expect: tuple[Any, ...], d: dict[str, Any], delete: bool) -> tuple[Any, ...]:
+    """Once the write's result is journaled: the pair it got (absent after a delete); as imaged if
+    it failed (a refused write changed nothing); unchanged if it was to be retried (it may land)."""
+    if d["s"] < 300:
+        if delete:
+            return (ABSENT,)
+        return (tuple(d["v"]),) if d.get("v") else expect[1:]
+    return expect if d["s"] in RETRY_STATUSES else expect[:1]
+
+
+def _moved(expect: tuple[Any, ...], d: dict[str, Any]) -> bool | None:
+    """Whether someone else wrote the document between the run's last image (and write) of it
+    and this image `d`: the run's next write overwrites that writer's state, which the undo must
+    give back, not the older one imaged before. None: the journal cannot tell (UNSURE)."""
+    state = _state(d)
+    if state in expect:
+        return False
+    if d["found"] and any(isinstance(e, str) and e.startswith("d:") for e in expect):
+        if "d:" + journal.digest(_bytes(d)) in expect:  # holds what the run sent
+            return False
+    return None if UNSURE in expect else True
 
 
 def _now(search: SearchIndex, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
@@ -125,6 +191,8 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
     source, version, raw = now if now is not None else (None, None, None)
     if (source is not None) == doc.found and (source is None or source == doc.source):
         return "already as before", "", None
+    if doc.unsure:
+        return "refused", UNSURE_WHY, None
     if doc.status is not None and not doc.landed:
         return "not written", f"the repair's write failed ({doc.status}): nothing to take back", None
     written = doc.status is not None and doc.status < 300

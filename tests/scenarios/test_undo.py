@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from faults import _datasets, _tags, hard_delete, stale_field
-from undo_checks import changed, journaled_docs, raw_sources
+from undo_checks import changed, differs, given_back, journaled_docs, raw_sources
 from world import World
 
 from auditor.api import rebuild
@@ -406,3 +406,58 @@ def test_a_write_in_the_last_moment_before_the_swap_is_not_served_older_after_th
     assert all(t.index != live and "since the repair" in t.why for t in done.refused), done.refused
     assert b"in-the-last-moment" in after[doc] and after[doc] == rebuilt[doc]
     assert {d: b for d, b in after.items() if d != doc} == {d: b for (_, d), b in before.items() if d != doc}
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch"])
+def test_an_undo_gives_back_what_datahub_wrote_between_the_repairs_two_writes_of_a_document(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B, the reindex writes A1, DataHub writes W (a row, and its consumer the documents), the
+    reindex's guard sees the row moved and writes A2 over W: the undo puts back W, the newest
+    state that was not the run's own (B over W would be an older state over a newer one)."""
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names, directory = (
+        world.endpoints.search_url(world.search_name),
+        f"{world.prefix}_*",
+        tmp_path / "journal",
+    )
+    seen: dict[str, dict[tuple[str, str], bytes]] = {}
+    again: set[tuple[str, str]] = set()  # what the reindex wrote after DataHub did
+    try:
+        lost = _datasets(world, 2)
+        _lose_index_writes(world, lost)
+        report = world.scan()
+        before = raw_sources(url, names)
+        bulk = IndexWriter.bulk
+
+        def datahub_writes_after_the_first(self: IndexWriter, items: list, *a: object, **k: object) -> list:
+            if seen:
+                again.update((i.index, i.doc_id) for i in items)
+            failures = bulk(self, items, *a, **k)
+            if not seen:
+                seen["repaired"] = raw_sources(url, names)
+                world.writer.write(lost[0], "globalTags", _tags("written-meanwhile"))
+                assert world.consumer.drain(60)
+                seen["theirs"] = raw_sources(url, names)
+            return failures
+
+        monkeypatch.setattr(IndexWriter, "bulk", datahub_writes_after_the_first)
+        request = RebuildRequest("reindex", findings=report.findings, apply=True, state_dir=tmp_path)
+        outcome = rebuild(world.settings(), request)
+        monkeypatch.setattr(IndexWriter, "bulk", bulk)
+        assert outcome.exit_code == 0 and outcome.journal, outcome.failed
+        done = _undo(world, directory, outcome.journal)
+        after = raw_sources(url, names)
+    finally:
+        world.close()
+    assert outcome.counts.get("rewritten_again"), outcome.counts  # the guard wrote it again
+    theirs, expected = given_back(before, seen["repaired"], seen["theirs"])  # DataHub's, in between
+    index = entity_index("dataset", world.prefix)
+    assert (index, entity_doc_id(lost[0])) in theirs <= journaled_docs(directory, outcome.journal)
+    assert (index, entity_doc_id(lost[0])) in again
+    # what DataHub changed after the reindex's last write to it is refused (W is newer), the rest
+    # put back: those written again, as W left them
+    assert {(t.index, t.doc_id) for t in done.refused} == theirs - again, [
+        (t.doc_id, t.why) for t in done.refused
+    ]
+    assert not differs(expected, after, theirs), sorted(differs(expected, after, theirs))
