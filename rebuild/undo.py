@@ -102,7 +102,7 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
                 key = (d["i"], d["id"])
                 doc = docs.get(key)
                 moved = True if doc is None else _moved(doc.expect, d)
-                if moved:  # new to the run, or someone else's since: this image is the one
+                if doc is None or moved:  # new to the run, or someone else's since: this image
                     doc = docs[key] = Doc(
                         d["i"], d["id"], d.get("urn", ""), d["found"], journal.source_of(d), d.get("raw")
                     )
@@ -186,8 +186,12 @@ def _now(search: SearchIndex, keys: list[tuple[str, str]]) -> dict[tuple[str, st
     return out
 
 
-def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
-    """What to do with one document: (action, why, the write that puts it back)."""
+Since = dict[tuple[str, str, tuple[int, int]], tuple[tuple[int, int], str]]
+
+
+def _plan(doc: Doc, now: Any, since: Since | None = None) -> tuple[str, str, BulkItem | None]:
+    """What to do with one document: (action, why, the write that puts it back). `since`: the
+    writes of the runs journaled after it on its target (`_later_writes`)."""
     source, version, raw = now if now is not None else (None, None, None)
     if (source is not None) == doc.found and (source is None or source == doc.source):
         return "already as before", "", None
@@ -201,6 +205,10 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
         ours = source is None
     elif written:
         ours = version is not None and version == doc.version
+        if not ours and (later := _later_run(doc, version, since or {})) is not None:
+            if journal.digest(raw if raw is not None else dumps(source)) != doc.wrote:
+                return "refused", f"written since by the later run {later}: undo it first", None
+            ours = True  # as the run left it: written again the same (resumed), or put back by an undo
     elif doc.status is None and source is not None and doc.wrote is not None:
         # no result journaled (killed during the bulk): ours only if it holds what we sent
         ours = version is not None and journal.digest(raw if raw is not None else dumps(source)) == doc.wrote
@@ -213,6 +221,47 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
         item = BulkItem(op, doc.index, doc.doc_id, doc.urn, doc.source, if_seq=if_seq, raw=raw_before)
         return "put back", "", item
     return "deleted", "", BulkItem("delete", doc.index, doc.doc_id, doc.urn, if_seq=version)
+
+
+def _later_run(doc: Doc, version: Any, since: Since) -> str | None:
+    """The later run that wrote the document last, if every write to it since the run's own was
+    a later run's journaled here (a resumed run, an undo), each over the one before it: the run
+    whose write got `version`; None if someone else's write is in between (or none is known)."""
+    if doc.version is None or version is None or doc.wrote is None:
+        return None
+    at, last, seen = tuple(version), None, set()
+    while at != doc.version:
+        step = since.get((doc.index, doc.doc_id, at))  # type: ignore[arg-type]
+        if step is None or at in seen:
+            return None
+        seen.add(at)
+        at, last = step[0], last or step[1]
+    return last
+
+
+def _later_writes(directory: Path, read: journal.JournalRead, keys: set[tuple[str, str]]) -> Since:
+    """(index, id, the pair a write got) -> (the pair the document had before it, the run), for
+    each write to these documents by a run journaled after this one on its target: a resumed run
+    writes again what the killed one wrote, and its undo puts back the killed run's own state;
+    the killed run's undo tells those from someone else's writes by them."""
+    out: Since = {}
+    target, at = read.header.get("target"), str(read.header.get("at", ""))
+    for path in journal.runs(directory):
+        head = journal.header(path)
+        if path == read.path or head.get("target") != target or str(head.get("at", "")) < at:
+            continue
+        images: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}
+        for entry in journal.entries(path):
+            if entry.get("t") == "before":
+                found = {(d["i"], d["id"]): tuple(d["v"]) for d in entry["docs"] if d.get("v")}
+                images[entry["b"]] = {k: v for k, v in found.items() if k in keys}  # type: ignore[misc]
+            elif entry.get("t") == "after":
+                mine = images.get(entry["b"], {})
+                for d in entry["docs"]:
+                    key = (d["i"], d["id"])
+                    if key in mine and d.get("v"):
+                        out[(*key, tuple(d["v"]))] = (mine[key], str(head["run"]))  # type: ignore[index]
+    return out
 
 
 def _why_refused(doc: Doc, source: Any, version: Any, written: bool) -> str:
@@ -270,8 +319,9 @@ def _undo(
     with journal.journaling(opened):
         writer = IndexWriter(search)
         keys = list(docs)
+        since = _later_writes(directory, read, set(keys))
         for start in range(0, len(keys), BATCH):
-            _undo_batch(search, writer, [docs[k] for k in keys[start : start + BATCH]], out)
+            _undo_batch(search, writer, [docs[k] for k in keys[start : start + BATCH]], out, since)
         _undo_aliases(writer, read, out)
         if apply:
             writer.refresh_written()
@@ -279,12 +329,14 @@ def _undo(
     return out
 
 
-def _undo_batch(search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: UndoOutcome) -> None:
+def _undo_batch(
+    search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: UndoOutcome, since: Since
+) -> None:
     now = _now(search, [(d.index, d.doc_id) for d in docs])
     writes: list[BulkItem] = []
     planned: dict[tuple[str, str], Taken] = {}
     for doc in docs:
-        action, why, item = _plan(doc, now.get((doc.index, doc.doc_id)))
+        action, why, item = _plan(doc, now.get((doc.index, doc.doc_id)), since)
         taken = Taken(doc.index, doc.doc_id, doc.urn, action, why)
         if item is None:
             (out.refused if action == "refused" else out.unchanged).append(taken)
@@ -486,6 +538,7 @@ def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | No
     once, as `documents()` sees it) and the documents numbered in `page` in full."""
     out = Survey(path)
     state: dict[int, int] = {}  # a hash of (index, id) -> its packed state
+    expect: dict[int, tuple[Any, ...]] = {}  # and what it may be at its next image (`_moved`)
     shown: dict[int, Change] = {}
     pending: dict[int, list[int]] = {}
     last: dict[str, Any] = {}
@@ -495,13 +548,13 @@ def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | No
         if kind == "run" and not out.header:
             out.header = entry
         elif kind == "before":
-            pending[entry["b"]] = [_imaged(out, state, shown, page, d) for d in entry["docs"]]
+            pending[entry["b"]] = [_imaged(out, (state, expect), shown, page, d) for d in entry["docs"]]
         elif kind == "after":
             keys = set(pending.pop(entry["b"], []))
             for d in entry["docs"]:
                 key = hash((d["i"], d["id"]))
                 if key in keys:
-                    _result(state, shown.get(key), key, d)
+                    _result((state, expect), shown.get(key), key, d)
         elif kind == "aliases":
             out.swaps.append(entry)
         elif kind == "created":
@@ -519,13 +572,18 @@ def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | No
     return out
 
 
-def _imaged(out: Survey, state: dict[int, int], shown: dict[int, Change], page: range,
+Known = tuple[dict[int, int], dict[int, tuple[Any, ...]]]  # each document's packed state, and `expect`
+
+
+def _imaged(out: Survey, tracked: Known, shown: dict[int, Change], page: range,
             d: dict[str, Any]) -> int:  # fmt: skip
-    """A before-image: a new document, or one whose earlier write failed for sure (its image
-    again), as in `documents()`; its key."""
+    """A before-image: a new document, or one someone else wrote since the run's last image and
+    write of it (its image is then the one put back), as in `documents()`; its key."""
+    state, expect = tracked
     key = hash((d["i"], d["id"]))
     known = state.get(key)
-    fresh = known is None or (known & _KNOWN and not known & _LANDED)
+    fresh = known is None or _moved(expect[key], d) is True
+    expect[key] = _imaged_as(d)
     packed = (_FOUND if d["found"] else 0) if fresh else (known or 0) & (_FOUND | _LANDED)
     state[key] = packed | (_DELETE if d["op"] == "delete" else 0)
     number = len(state) - 1 if known is None else None
@@ -542,11 +600,13 @@ def _imaged(out: Survey, state: dict[int, int], shown: dict[int, Change], page: 
     return key
 
 
-def _result(state: dict[int, int], change: Change | None, key: int, d: dict[str, Any]) -> None:
+def _result(tracked: Known, change: Change | None, key: int, d: dict[str, Any]) -> None:
+    state, expect = tracked
     packed = state[key] | _KNOWN | (_LANDED if d["s"] < 300 else 0)
     if "op" in d:  # a replay's: what the consumer did
         packed = packed | _DELETE if d["op"] == "delete" else packed & ~_DELETE
     state[key] = packed
+    expect[key] = _written_as(expect[key], d, bool(packed & _DELETE))
     if change is not None:
         change.status, change.op = d["s"], d.get("op", change.op)
         change.landed = change.landed or d["s"] < 300
