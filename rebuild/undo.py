@@ -2,7 +2,11 @@
 
 For every document the run wrote or deleted, the before-image of its first write in the run is
 put back, on condition that the document is still what the run's last write made of it (its
-`_seq_no`/`_primary_term`, the engine's own check: a write since answers 409). A document
+`_seq_no`/`_primary_term`, the engine's own check: a write since answers 409). A document the run
+wrote more than once, that someone else wrote between two of the run's writes, gets back the
+newest state that was not the run's own (the run's later before-image: an undo puts back what
+the run overwrote, never the older state from before the run over that writer's change); where
+the journal cannot tell whose write came in between, it is refused, said why. A document
 written again since by someone else is refused by name, with why, and left as it is; one that is
 already as it was before the run is left alone (an undo run twice, or resumed after a kill,
 writes nothing again). A write the journal has no result for (the repair was killed during its
@@ -26,6 +30,7 @@ from auditor.backends import journal
 from auditor.backends.bulk_json import dumps
 from auditor.backends.index_writer import BulkItem, IndexWriter
 from auditor.backends.raw_sources import read_versioned
+from auditor.backends.search_retry import RETRY_STATUSES
 from auditor.core.undo import Taken, UndoOutcome
 from auditor.errors import ConfigError
 from auditor.rebuild.checkpoint import Lock
@@ -36,6 +41,11 @@ if TYPE_CHECKING:
     from auditor.settings.model import Settings
 
 BATCH = 500
+UNSURE_WHY = (
+    "the repair wrote it more than once and the document changed between two of its writes in a "
+    "way the journal cannot tell from someone else's write: putting back the state from before "
+    "the repair could write an older state over a newer one"
+)
 
 
 @contextmanager
@@ -75,10 +85,13 @@ class Doc:
     version: tuple[int, int] | None = None  # (seq_no, term) the last write got; None: unknown
     status: int | None = None  # the last write's status (None: no result journaled)
     landed: bool = False  # a write of the run to it succeeded (its before-image is then final)
+    expect: tuple[Any, ...] = ()  # what it may be at the run's next image of it (`_imaged_as`)
+    unsure: bool = False  # written in between by the run or someone else: the journal cannot tell
 
 
 def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
-    """Each document the run wrote: its first before-image and its last write's result."""
+    """Each document the run wrote: the before-image of the run's first write since anyone else
+    last wrote it (`_moved`), and its last write's result."""
     docs: dict[tuple[str, str], Doc] = {}
     pending: dict[int, dict[tuple[str, str], Doc]] = {}
     for entry in read.entries:
@@ -88,13 +101,15 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
             for d in entry["docs"]:
                 key = (d["i"], d["id"])
                 doc = docs.get(key)
-                # the image before the run's first write that may have landed (one that failed
-                # for sure changed nothing: the next image is the one; one with no result may have)
-                if doc is None or (doc.status is not None and not doc.landed):
+                moved = True if doc is None else _moved(doc.expect, d)
+                if doc is None or moved:  # new to the run, or someone else's since: this image
                     doc = docs[key] = Doc(
                         d["i"], d["id"], d.get("urn", ""), d["found"], journal.source_of(d), d.get("raw")
                     )
+                elif moved is None:
+                    doc.unsure = True
                 doc.op, doc.wrote, doc.version, doc.status = d["op"], d.get("wrote"), None, None
+                doc.expect = _imaged_as(d)
                 mine[key] = doc
             pending[entry["b"]] = mine
         elif kind == "after":
@@ -106,7 +121,58 @@ def documents(read: journal.JournalRead) -> dict[tuple[str, str], Doc]:
                     doc.op = d.get("op", doc.op)  # a replay's: what the consumer did (a delete)
                     doc.landed = doc.landed or d["s"] < 300
                     doc.version = tuple(d["v"]) if d.get("v") else None  # type: ignore[assignment]
+                    doc.expect = _written_as(doc.expect, d, doc.op == "delete")
     return docs
+
+
+# What a document the run imaged may be at its next image if nobody else wrote it in between
+# (a tuple of these): absent, a `(seq_no, term)`, `d:<digest of its bytes>`, or anything (UNSURE:
+# a write of the run whose bytes the journal does not have, a replay's consumer's).
+ABSENT, UNSURE = "absent", "unsure"
+
+
+def _state(d: dict[str, Any]) -> Any:
+    """An image's state: absent, its `(seq_no, term)`, or (the engine gave none) its bytes' digest."""
+    if not d["found"]:
+        return ABSENT
+    if d.get("v"):
+        return tuple(d["v"])
+    return "d:" + journal.digest(_bytes(d))
+
+
+def _bytes(d: dict[str, Any]) -> bytes:
+    return d["raw"].encode("utf-8") if "raw" in d else dumps(d["src"])
+
+
+def _imaged_as(d: dict[str, Any]) -> tuple[Any, ...]:
+    """Before the write's result is known: as imaged, or as the write made it (absent after a
+    delete, the bytes it sent; a replay's: whatever the consumer made of it)."""
+    if d["op"] == "delete":
+        return (_state(d), ABSENT)
+    return (_state(d), "d:" + d["wrote"] if d.get("wrote") else UNSURE)
+
+
+def _written_as(expect: tuple[Any, ...], d: dict[str, Any], delete: bool) -> tuple[Any, ...]:
+    """Once the write's result is journaled: the pair it got (absent after a delete); as imaged if
+    it failed (a refused write changed nothing); unchanged if it was to be retried (it may land)."""
+    if d["s"] < 300:
+        if delete:
+            return (ABSENT,)
+        return (tuple(d["v"]),) if d.get("v") else expect[1:]
+    return expect if d["s"] in RETRY_STATUSES else expect[:1]
+
+
+def _moved(expect: tuple[Any, ...], d: dict[str, Any]) -> bool | None:
+    """Whether someone else wrote the document between the run's last image (and write) of it
+    and this image `d`: the run's next write overwrites that writer's state, which the undo must
+    give back, not the older one imaged before. None: the journal cannot tell (UNSURE)."""
+    state = _state(d)
+    if state in expect:
+        return False
+    if d["found"] and any(isinstance(e, str) and e.startswith("d:") for e in expect):
+        if "d:" + journal.digest(_bytes(d)) in expect:  # holds what the run sent
+            return False
+    return None if UNSURE in expect else True
 
 
 def _now(search: SearchIndex, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
@@ -120,11 +186,17 @@ def _now(search: SearchIndex, keys: list[tuple[str, str]]) -> dict[tuple[str, st
     return out
 
 
-def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
-    """What to do with one document: (action, why, the write that puts it back)."""
+Since = dict[tuple[str, str, tuple[int, int]], tuple[tuple[int, int], str]]
+
+
+def _plan(doc: Doc, now: Any, since: Since | None = None) -> tuple[str, str, BulkItem | None]:
+    """What to do with one document: (action, why, the write that puts it back). `since`: the
+    writes of the runs journaled after it on its target (`_later_writes`)."""
     source, version, raw = now if now is not None else (None, None, None)
     if (source is not None) == doc.found and (source is None or source == doc.source):
         return "already as before", "", None
+    if doc.unsure:
+        return "refused", UNSURE_WHY, None
     if doc.status is not None and not doc.landed:
         return "not written", f"the repair's write failed ({doc.status}): nothing to take back", None
     written = doc.status is not None and doc.status < 300
@@ -133,6 +205,10 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
         ours = source is None
     elif written:
         ours = version is not None and version == doc.version
+        if not ours and (later := _later_run(doc, version, since or {})) is not None:
+            if journal.digest(raw if raw is not None else dumps(source)) != doc.wrote:
+                return "refused", f"written since by the later run {later}: undo it first", None
+            ours = True  # as the run left it: written again the same (resumed), or put back by an undo
     elif doc.status is None and source is not None and doc.wrote is not None:
         # no result journaled (killed during the bulk): ours only if it holds what we sent
         ours = version is not None and journal.digest(raw if raw is not None else dumps(source)) == doc.wrote
@@ -145,6 +221,47 @@ def _plan(doc: Doc, now: Any) -> tuple[str, str, BulkItem | None]:
         item = BulkItem(op, doc.index, doc.doc_id, doc.urn, doc.source, if_seq=if_seq, raw=raw_before)
         return "put back", "", item
     return "deleted", "", BulkItem("delete", doc.index, doc.doc_id, doc.urn, if_seq=version)
+
+
+def _later_run(doc: Doc, version: Any, since: Since) -> str | None:
+    """The later run that wrote the document last, if every write to it since the run's own was
+    a later run's journaled here (a resumed run, an undo), each over the one before it: the run
+    whose write got `version`; None if someone else's write is in between (or none is known)."""
+    if doc.version is None or version is None or doc.wrote is None:
+        return None
+    at, last, seen = tuple(version), None, set()
+    while at != doc.version:
+        step = since.get((doc.index, doc.doc_id, at))  # type: ignore[arg-type]
+        if step is None or at in seen:
+            return None
+        seen.add(at)
+        at, last = step[0], last or step[1]
+    return last
+
+
+def _later_writes(directory: Path, read: journal.JournalRead, keys: set[tuple[str, str]]) -> Since:
+    """(index, id, the pair a write got) -> (the pair the document had before it, the run), for
+    each write to these documents by a run journaled after this one on its target: a resumed run
+    writes again what the killed one wrote, and its undo puts back the killed run's own state;
+    the killed run's undo tells those from someone else's writes by them."""
+    out: Since = {}
+    target, at = read.header.get("target"), str(read.header.get("at", ""))
+    for path in journal.runs(directory):
+        head = journal.header(path)
+        if path == read.path or head.get("target") != target or str(head.get("at", "")) < at:
+            continue
+        images: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}
+        for entry in journal.entries(path):
+            if entry.get("t") == "before":
+                found = {(d["i"], d["id"]): tuple(d["v"]) for d in entry["docs"] if d.get("v")}
+                images[entry["b"]] = {k: v for k, v in found.items() if k in keys}  # type: ignore[misc]
+            elif entry.get("t") == "after":
+                mine = images.get(entry["b"], {})
+                for d in entry["docs"]:
+                    key = (d["i"], d["id"])
+                    if key in mine and d.get("v"):
+                        out[(*key, tuple(d["v"]))] = (mine[key], str(head["run"]))  # type: ignore[index]
+    return out
 
 
 def _why_refused(doc: Doc, source: Any, version: Any, written: bool) -> str:
@@ -202,8 +319,9 @@ def _undo(
     with journal.journaling(opened):
         writer = IndexWriter(search)
         keys = list(docs)
+        since = _later_writes(directory, read, set(keys))
         for start in range(0, len(keys), BATCH):
-            _undo_batch(search, writer, [docs[k] for k in keys[start : start + BATCH]], out)
+            _undo_batch(search, writer, [docs[k] for k in keys[start : start + BATCH]], out, since)
         _undo_aliases(writer, read, out)
         if apply:
             writer.refresh_written()
@@ -211,12 +329,14 @@ def _undo(
     return out
 
 
-def _undo_batch(search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: UndoOutcome) -> None:
+def _undo_batch(
+    search: SearchIndex, writer: IndexWriter, docs: list[Doc], out: UndoOutcome, since: Since
+) -> None:
     now = _now(search, [(d.index, d.doc_id) for d in docs])
     writes: list[BulkItem] = []
     planned: dict[tuple[str, str], Taken] = {}
     for doc in docs:
-        action, why, item = _plan(doc, now.get((doc.index, doc.doc_id)))
+        action, why, item = _plan(doc, now.get((doc.index, doc.doc_id)), since)
         taken = Taken(doc.index, doc.doc_id, doc.urn, action, why)
         if item is None:
             (out.refused if action == "refused" else out.unchanged).append(taken)
@@ -418,6 +538,7 @@ def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | No
     once, as `documents()` sees it) and the documents numbered in `page` in full."""
     out = Survey(path)
     state: dict[int, int] = {}  # a hash of (index, id) -> its packed state
+    expect: dict[int, tuple[Any, ...]] = {}  # and what it may be at its next image (`_moved`)
     shown: dict[int, Change] = {}
     pending: dict[int, list[int]] = {}
     last: dict[str, Any] = {}
@@ -427,13 +548,13 @@ def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | No
         if kind == "run" and not out.header:
             out.header = entry
         elif kind == "before":
-            pending[entry["b"]] = [_imaged(out, state, shown, page, d) for d in entry["docs"]]
+            pending[entry["b"]] = [_imaged(out, (state, expect), shown, page, d) for d in entry["docs"]]
         elif kind == "after":
             keys = set(pending.pop(entry["b"], []))
             for d in entry["docs"]:
                 key = hash((d["i"], d["id"]))
                 if key in keys:
-                    _result(state, shown.get(key), key, d)
+                    _result((state, expect), shown.get(key), key, d)
         elif kind == "aliases":
             out.swaps.append(entry)
         elif kind == "created":
@@ -451,13 +572,18 @@ def survey(path: Path, page: range = range(0), undone: dict[str, list[str]] | No
     return out
 
 
-def _imaged(out: Survey, state: dict[int, int], shown: dict[int, Change], page: range,
+Known = tuple[dict[int, int], dict[int, tuple[Any, ...]]]  # each document's packed state, and `expect`
+
+
+def _imaged(out: Survey, tracked: Known, shown: dict[int, Change], page: range,
             d: dict[str, Any]) -> int:  # fmt: skip
-    """A before-image: a new document, or one whose earlier write failed for sure (its image
-    again), as in `documents()`; its key."""
+    """A before-image: a new document, or one someone else wrote since the run's last image and
+    write of it (its image is then the one put back), as in `documents()`; its key."""
+    state, expect = tracked
     key = hash((d["i"], d["id"]))
     known = state.get(key)
-    fresh = known is None or (known & _KNOWN and not known & _LANDED)
+    fresh = known is None or _moved(expect[key], d) is True
+    expect[key] = _imaged_as(d)
     packed = (_FOUND if d["found"] else 0) if fresh else (known or 0) & (_FOUND | _LANDED)
     state[key] = packed | (_DELETE if d["op"] == "delete" else 0)
     number = len(state) - 1 if known is None else None
@@ -474,11 +600,13 @@ def _imaged(out: Survey, state: dict[int, int], shown: dict[int, Change], page: 
     return key
 
 
-def _result(state: dict[int, int], change: Change | None, key: int, d: dict[str, Any]) -> None:
+def _result(tracked: Known, change: Change | None, key: int, d: dict[str, Any]) -> None:
+    state, expect = tracked
     packed = state[key] | _KNOWN | (_LANDED if d["s"] < 300 else 0)
     if "op" in d:  # a replay's: what the consumer did
         packed = packed | _DELETE if d["op"] == "delete" else packed & ~_DELETE
     state[key] = packed
+    expect[key] = _written_as(expect[key], d, bool(packed & _DELETE))
     if change is not None:
         change.status, change.op = d["s"], d.get("op", change.op)
         change.landed = change.landed or d["s"] < 300

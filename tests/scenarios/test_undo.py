@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from faults import _datasets, _tags, hard_delete, stale_field
-from undo_checks import changed, journaled_docs, raw_sources
+from undo_checks import Raw, changed, differs, given_back, journaled_docs, raw_sources
 from world import World
 
 from auditor.api import rebuild
 from auditor.backends.connect import open_search
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.journal import find
-from auditor.core.model import Verdict
+from auditor.core.model import Report, Verdict
 from auditor.errors import BackendUnavailable
 from auditor.exit_codes import ExitCode
 from auditor.rebuild import undo as undo_module
@@ -34,6 +34,18 @@ def _undo(world: World, directory: Path, run: str, apply: bool = True) -> undo_m
         return undo_module.undo(search, path, apply, directory)
     finally:
         search.close()
+
+
+def _places(world: World, tmp_path: Path) -> tuple[str, str, Path]:
+    """The search URL, every index of the world, the journal directory."""
+    return world.endpoints.search_url(world.search_name), f"{world.prefix}_*", tmp_path / "journal"
+
+
+def _two_lost(world: World, url: str, names: str) -> tuple[list[str], Report, Raw]:
+    """Two datasets whose index writes were lost, the scan that finds them, every document."""
+    lost = _datasets(world, 2)
+    _lose_index_writes(world, lost)
+    return lost, world.scan(), raw_sources(url, names)
 
 
 def _lose_index_writes(world: World, urns: list[str]) -> None:
@@ -277,11 +289,7 @@ def test_an_undo_of_a_replay_puts_back_the_documents_its_messages_made_the_consu
     """A Kafka message cannot be taken back: the replay's undo is the documents the consumer
     wrote for it, imaged before each page was produced and read again once it had passed."""
     world = World(*pair.split("/"), tmp_path, n=24)
-    url, names, directory = (
-        world.endpoints.search_url(world.search_name),
-        f"{world.prefix}_*",
-        tmp_path / "journal",
-    )
+    url, names, directory = _places(world, tmp_path)
     try:
         lost = _datasets(world, 3)
         _lose_index_writes(world, lost[:2])
@@ -406,3 +414,100 @@ def test_a_write_in_the_last_moment_before_the_swap_is_not_served_older_after_th
     assert all(t.index != live and "since the repair" in t.why for t in done.refused), done.refused
     assert b"in-the-last-moment" in after[doc] and after[doc] == rebuilt[doc]
     assert {d: b for d, b in after.items() if d != doc} == {d: b for (_, d), b in before.items() if d != doc}
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch"])
+def test_an_undo_gives_back_what_datahub_wrote_between_the_repairs_two_writes_of_a_document(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B, the reindex writes A1, DataHub writes W (a row, and its consumer the documents), the
+    reindex's guard sees the row moved and writes A2 over W: the undo puts back W, the newest
+    state that was not the run's own (B over W would be an older state over a newer one)."""
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names, directory = _places(world, tmp_path)
+    seen: dict[str, dict[tuple[str, str], bytes]] = {}
+    again: set[tuple[str, str]] = set()  # what the reindex wrote after DataHub did
+    try:
+        lost, report, before = _two_lost(world, url, names)
+        bulk = IndexWriter.bulk
+
+        def datahub_writes_after_the_first(self: IndexWriter, items: list, *a: object, **k: object) -> list:
+            if seen:
+                again.update((i.index, i.doc_id) for i in items)
+            failures = bulk(self, items, *a, **k)
+            if not seen:
+                seen["repaired"] = raw_sources(url, names)
+                world.writer.write(lost[0], "globalTags", _tags("written-meanwhile"))
+                assert world.consumer.drain(60)
+                seen["theirs"] = raw_sources(url, names)
+            return failures
+
+        monkeypatch.setattr(IndexWriter, "bulk", datahub_writes_after_the_first)
+        request = RebuildRequest("reindex", findings=report.findings, apply=True, state_dir=tmp_path)
+        outcome = rebuild(world.settings(), request)
+        monkeypatch.setattr(IndexWriter, "bulk", bulk)
+        assert outcome.exit_code == 0 and outcome.journal, outcome.failed
+        done = _undo(world, directory, outcome.journal)
+        after = raw_sources(url, names)
+    finally:
+        world.close()
+    assert outcome.counts.get("rewritten_again"), outcome.counts  # the guard wrote it again
+    theirs, expected = given_back(before, seen["repaired"], seen["theirs"])  # DataHub's, in between
+    index = entity_index("dataset", world.prefix)
+    assert (index, entity_doc_id(lost[0])) in theirs <= journaled_docs(directory, outcome.journal)
+    assert (index, entity_doc_id(lost[0])) in again
+    # what DataHub changed after the reindex's last write to it is refused (W is newer), the rest
+    # put back: those written again, as W left them
+    assert {(t.index, t.doc_id) for t in done.refused} == theirs - again, [
+        (t.doc_id, t.why) for t in done.refused
+    ]
+    assert not differs(expected, after, theirs), sorted(differs(expected, after, theirs))
+
+
+@pytest.mark.parametrize("pair", ["postgres/opensearch"])
+def test_a_resumed_reindex_is_undone_later_run_first_giving_back_what_datahub_wrote_in_between(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reindex killed after its bulk landed (before its checkpoint moved), DataHub writing one of
+    its entities, the resumed run writing them all again: two runs, each journaled. Undone the
+    later first, every document is as before the first run, but what DataHub wrote in between, as
+    DataHub left it (the killed run's undo once refused every document the resumed run wrote again:
+    its `_seq_no` had moved)."""
+    world = World(*pair.split("/"), tmp_path, n=24)
+    url, names, directory = _places(world, tmp_path)
+    try:
+        lost, report, before = _two_lost(world, url, names)
+        bulk = IndexWriter.bulk
+
+        def killed_after_its_bulk(self: IndexWriter, items: list, *a: object, **k: object) -> list:
+            bulk(self, items, *a, **k)
+            raise BackendUnavailable("killed")
+
+        monkeypatch.setattr(IndexWriter, "bulk", killed_after_its_bulk)
+        request = RebuildRequest("reindex", findings=report.findings, apply=True, state_dir=tmp_path)
+        try:
+            rebuild(world.settings(), request)
+        except BackendUnavailable:
+            pass
+        monkeypatch.setattr(IndexWriter, "bulk", bulk)
+        (first,) = [p.name.removesuffix(".journal") for p in directory.glob("*.journal")]
+        repaired = raw_sources(url, names)
+        world.writer.write(lost[0], "globalTags", _tags("written-meanwhile"))
+        assert world.consumer.drain(60)
+        theirs_now = raw_sources(url, names)
+        resumed = rebuild(world.settings(), dataclasses.replace(request, resume=True, break_stale_lock=True))
+        assert resumed.exit_code == 0 and resumed.journal and resumed.journal != first, resumed.failed
+        later = _undo(world, directory, resumed.journal)
+        earlier = _undo(world, directory, first)
+        after = raw_sources(url, names)
+    finally:
+        world.close()
+    theirs, expected = given_back(before, repaired, theirs_now)
+    assert later.exit_code == 0 and not later.refused  # W given back where the resumed run wrote over it
+    # the killed run's own writes, written again the same by the resumed run (or put back by its
+    # undo), are its own: put back; only what DataHub wrote after them is refused
+    assert {(t.index, t.doc_id) for t in earlier.refused} <= theirs, [
+        (t.doc_id, t.why) for t in earlier.refused
+    ]
+    assert earlier.restored and all("someone else" in t.why for t in earlier.refused)
+    assert not differs(expected, after, theirs), sorted(differs(expected, after, theirs))

@@ -56,3 +56,26 @@ def journaled_docs(directory: Path, run: str) -> set[tuple[str, str]]:
     path = find(directory, run)
     assert path is not None, f"no journal {run} in {directory}"
     return {(d["i"], d["id"]) for e in read(path).entries if e.get("t") == "before" for d in e["docs"]}
+
+
+def given_back(before: Raw, first: Raw, theirs: Raw) -> tuple[set[tuple[str, str]], Raw]:
+    """What another writer changed between a run's two writes (`first`: the documents after the
+    run's first write, `theirs`: after the other writer's), and what an undo as if the run never
+    ran leaves: every document as before the run, but those, as that writer left them."""
+    written = changed(first, theirs)
+    expected = {k: v for k, v in before.items() if k not in written}
+    expected.update({k: theirs[k] for k in written if k in theirs})
+    return written, expected
+
+
+def differs(expected: Raw, after: Raw, loose: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """`changed`, but the `loose` documents compared as JSON: the undo leaves alone a document that
+    holds the content it would put back, whatever the order of its keys."""
+    return {
+        k
+        for k in changed(expected, after)
+        if k not in loose
+        or k not in expected
+        or k not in after
+        or json.loads(expected[k]) != json.loads(after[k])
+    }

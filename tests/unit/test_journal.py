@@ -151,6 +151,58 @@ def test_the_before_image_is_the_one_before_the_first_write_that_may_have_landed
     assert docs[("i", "unknown")].source == {"v": 0} and docs[("i", "unknown")].version == (6, 1)
 
 
+def test_a_document_someone_wrote_between_two_writes_of_the_run_gets_that_state_back(tmp_path: Path) -> None:
+    """B, the run writes A1, someone writes W, the run writes A2: the undo's image is W. Each way the
+    journal tells the run's own state from someone else's: the pair its write got, the bytes it
+    sent (no result: killed mid-bulk), absent after its delete; a replay's consumer it cannot."""
+    from auditor.rebuild.undo import UNSURE_WHY, _plan, documents, survey
+
+    def img(doc_id: str, op: str = "index") -> dict:  # B, to be written (A1: its bytes' digest)
+        entry = journal.image("i", doc_id, "u", op, ({"v": "B"}, (1, 1)))
+        return (
+            {**entry, "wrote": journal.digest(json.dumps({"v": "A1"}).encode())} if op == "index" else entry
+        )
+
+    opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
+    ids = ("theirs", "ours", "sent", "sent-then-theirs", "deleted-then-created", "replayed")
+    first = opened.imaged(
+        [img(i) for i in ids[:4]] + [img("deleted-then-created", "delete"), img("replayed", "replay")]
+    )
+    opened.results(
+        first,
+        [{"i": "i", "id": i, "s": 200, "v": [2, 1]} for i in ids[:2]] + [{"i": "i", "id": ids[4], "s": 200}],
+    )
+    w = ({"v": "W"}, (3, 1))
+    second = opened.imaged(
+        [
+            journal.image("i", "theirs", "u", "index", w),  # written in between by someone else
+            journal.image("i", "ours", "u", "index", ({"v": "A1"}, (2, 1))),  # as the run left it
+            journal.image("i", "sent", "u", "index", ({"v": "A1"}, (2, 1), json.dumps({"v": "A1"}).encode())),
+            journal.image("i", "sent-then-theirs", "u", "index", w),
+            journal.image("i", "deleted-then-created", "u", "index", w),
+            journal.image("i", "replayed", "u", "replay", w),  # the consumer's, or someone else's?
+        ]
+    )
+    opened.results(second, [{"i": "i", "id": i, "s": 200, "v": [4, 1]} for i in ids])
+    opened.close()
+    docs = documents(journal.read(opened.path))
+    assert {i: docs[("i", i)].source for i in ids} == {
+        "theirs": {"v": "W"},
+        "ours": {"v": "B"},
+        "sent": {"v": "B"},
+        "sent-then-theirs": {"v": "W"},
+        "deleted-then-created": {"v": "W"},
+        "replayed": {"v": "B"},
+    }
+    assert [i for i in ids if docs[("i", i)].unsure] == ["replayed"]
+    seen = survey(opened.path, page=range(len(ids)))  # the console's view: the same image
+    assert [c.before_version for c in seen.changes] == [(3, 1), (1, 1), (1, 1), (3, 1), (3, 1), (1, 1)]
+    now = ({"v": "A2"}, (4, 1), b'{"v":"A2"}')  # what the run's last write made of each
+    action, _, item = _plan(docs[("i", "theirs")], now)
+    assert action == "put back" and item is not None and (item.doc, item.if_seq) == ({"v": "W"}, (4, 1))
+    assert _plan(docs[("i", "replayed")], now) == ("refused", UNSURE_WHY, None)
+
+
 def test_a_delete_killed_mid_bulk_is_put_back_only_while_the_document_is_still_gone() -> None:
     from auditor.rebuild.undo import Doc, _plan
 
@@ -163,3 +215,24 @@ def test_a_delete_killed_mid_bulk_is_put_back_only_while_the_document_is_still_g
     )
     action, why, item = _plan(deleted, ({"v": 2}, (9, 1), b'{"v": 2}'))  # created again since
     assert action == "refused" and item is None and "killed" in why
+
+
+def test_a_killed_runs_document_its_resumed_run_wrote_again_is_still_its_own() -> None:
+    """The killed run wrote (5, 1); the resumed run wrote it again over that (6, 1), its undo put
+    back the killed run's state (7, 1): the killed run's undo puts back its own before-image if
+    the document holds what it wrote, names the later run to undo first if not, and refuses it as
+    someone else's when a write no run journaled is in between."""
+    from auditor.rebuild.undo import Doc, _plan
+
+    wrote = b'{"v":"A1"}'
+    killed = Doc(
+        "i", "a", "u", True, {"v": "B"}, '{"v":"B"}', wrote=journal.digest(wrote), version=(5, 1), status=200
+    )
+    killed.landed = True
+    since = {("i", "a", (6, 1)): ((5, 1), "resumed"), ("i", "a", (7, 1)): ((6, 1), "resumed-undo")}
+    action, _, item = _plan(killed, ({"v": "A1"}, (7, 1), wrote), since)
+    assert action == "put back" and item is not None and (item.raw, item.if_seq) == (b'{"v":"B"}', (7, 1))
+    action, why, _ = _plan(killed, ({"v": "A2"}, (6, 1), b'{"v":"A2"}'), since)  # the resumed run's
+    assert action == "refused" and why == "written since by the later run resumed: undo it first"
+    action, why, _ = _plan(killed, ({"v": "A1"}, (8, 1), wrote), since)  # someone else's, same bytes
+    assert action == "refused" and "someone else" in why
