@@ -109,7 +109,7 @@ def journal_cmd(
     """The journaled runs, oldest first: what each repair (or undo) wrote, and whether it ended."""
 
     def go() -> int:
-        from auditor.rebuild.undo import list_runs
+        from auditor.rebuild.journal_survey import list_runs
         from auditor.reports.undo_report import render_runs
         from auditor.settings import Settings
 

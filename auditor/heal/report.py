@@ -132,6 +132,6 @@ def metrics(outcome: HealOutcome, undo_runs: int) -> str:
 
 def undo_runs(directory: Path) -> int:
     """Undo runs journaled in `directory` (an undo's journal names the run it undoes)."""
-    from auditor.rebuild.undo import list_runs
+    from auditor.rebuild.journal_survey import list_runs
 
     return sum(1 for run in list_runs(directory) if run.get("undoes")) if directory.is_dir() else 0

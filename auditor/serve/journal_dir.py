@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from auditor.backends import journal
-from auditor.rebuild.undo import Survey, survey, undone_by
+from auditor.rebuild.journal_survey import Survey, survey, undone_by
 
 MAX_LISTED = 200  # the newest this many runs
 PAGE = 100  # documents on a run's page, unless it asks for between 1 and MAX_PAGE

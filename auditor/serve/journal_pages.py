@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from auditor.rebuild.undo import Change, Survey
+from auditor.rebuild.journal_survey import Change, Survey
 from auditor.reports.escape import html_text as text
 from auditor.reports.escape import shell_line
 from auditor.serve.journal_dir import PAGE

@@ -126,7 +126,7 @@ def test_a_source_holding_the_next_docs_opening_is_still_cut_right() -> None:
 
 
 def test_the_before_image_is_the_one_before_the_first_write_that_may_have_landed(tmp_path: Path) -> None:
-    from auditor.rebuild.undo import documents
+    from auditor.rebuild.undo_images import documents
 
     opened = journal.Journal.start(tmp_path, {"mode": "reindex"})
     first = opened.imaged([journal.image("i", "refused", "u", "index", ({"v": 0}, (1, 1)))])
@@ -155,7 +155,9 @@ def test_a_document_someone_wrote_between_two_writes_of_the_run_gets_that_state_
     """B, the run writes A1, someone writes W, the run writes A2: the undo's image is W. Each way the
     journal tells the run's own state from someone else's: the pair its write got, the bytes it
     sent (no result: killed mid-bulk), absent after its delete; a replay's consumer it cannot."""
-    from auditor.rebuild.undo import UNSURE_WHY, _plan, documents, survey
+    from auditor.rebuild.journal_survey import survey
+    from auditor.rebuild.undo import UNSURE_WHY, _plan
+    from auditor.rebuild.undo_images import documents
 
     def img(doc_id: str, op: str = "index") -> dict:  # B, to be written (A1: its bytes' digest)
         entry = journal.image("i", doc_id, "u", op, ({"v": "B"}, (1, 1)))
