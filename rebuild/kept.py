@@ -165,18 +165,18 @@ class KeptCopy:
     def _ids(self, index: str, query: dict[str, Any]) -> Any:
         body = {"size": PAGE, "_source": False, "sort": ["_doc"], "query": query}
         try:
-            for hit in self.writer._search.scroll_hits(index, body):
+            for hit in self.writer.search.scroll_hits(index, body):
                 yield hit["_id"]
         except AuditorError:
             raise
         except Exception as exc:
-            raise self.writer._search._fail(f"reading {index}", exc) from None
+            raise self.writer.search._fail(f"reading {index}", exc) from None
 
     def _copy(self, ids: list[str]) -> None:
         """The documents as the live index holds them now, their bytes as they are."""
         if not ids:
             return
-        found = read_versioned(self.writer._search, self.live, ids)
+        found = read_versioned(self.writer.search, self.live, ids)
         items = [BulkItem("index", self.name, i, i, source, raw=raw) for i, (source, _, raw) in found.items()]
         failed = self.writer.bulk(items)
         if failed:
@@ -188,10 +188,19 @@ class KeptCopy:
 
     def _drop_gone(self) -> None:
         """The ids the copy holds that the live index no longer has (deleted since they were
-        copied), deleted from the copy."""
-        live = set(self._ids(self.live, {"match_all": {}}))
-        gone = [i for i in self._ids(self.name, {"match_all": {}}) if i not in live]
-        failed = self.writer.bulk([BulkItem("delete", self.name, i, i) for i in gone])
+        copied), deleted from the copy: the copy's ids a page at a time, each page looked up in
+        the live index (memory flat in the index's documents)."""
+        page: list[str] = []
+        for doc_id in self._ids(self.name, {"match_all": {}}):
+            page.append(doc_id)
+            if len(page) >= PAGE:
+                self._delete_gone(page)
+                page = []
+        self._delete_gone(page)
+
+    def _delete_gone(self, ids: list[str]) -> None:
+        there = self.writer.search.present(self.live, ids)
+        failed = self.writer.bulk([BulkItem("delete", self.name, i, i) for i in ids if i not in there])
         if failed:
             raise NotKept(
                 f"{len(failed)} documents deleted from {self.live} could not be deleted from its copy"

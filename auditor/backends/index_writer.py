@@ -99,6 +99,11 @@ class IndexWriter:
         # the repair's write journal (auditor/backends/journal.py): before-images, then results
         self.journal = _journal.active()
 
+    @property
+    def search(self) -> SearchIndex:
+        """The cluster it writes to, for the reads a writer's caller makes around its writes."""
+        return self._search
+
     def _lines(self, item: BulkItem) -> bytes:
         self.written.add(item.index)
         meta: dict[str, Any] = {"_index": item.index, "_id": item.doc_id}

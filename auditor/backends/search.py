@@ -453,6 +453,20 @@ class SearchIndex:
         """`_id` -> `_source` of the docs that exist."""
         return {i: source for i, (source, _) in self.get_versioned(index, ids).items()}
 
+    def present(self, index: str, ids: Sequence[str]) -> set[str]:
+        """The ids of `ids` that `index` holds (a real-time multi-get of no source; none when the
+        index does not exist)."""
+        if not ids:
+            return set()
+        body = {"docs": [{"_id": i, "_source": False} for i in ids]}
+        try:
+            response = self._call(self.client.mget, index=index, body=body)
+        except Exception as exc:
+            if "index_not_found" in str(exc):
+                return set()
+            raise self._fail(f"reading {index}", exc) from None
+        return {d["_id"] for d in response["docs"] if d.get("found")}
+
     def get_versioned(
         self, index: str, ids: Sequence[str]
     ) -> dict[str, tuple[dict[str, Any], tuple[int, int] | None]]:
