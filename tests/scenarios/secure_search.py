@@ -8,6 +8,7 @@ them seeds the world."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -38,6 +39,29 @@ def _json(body: bytes) -> Any:
         return json.loads(body or b"null")
     except ValueError:
         return body.decode("utf-8", "replace")
+
+
+def pbkdf2_hash(password: str) -> str:
+    """A `{PBKDF2}` hash of `password` the file realm verifies (PBKDF2 with HMAC-SHA512, 10,000
+    rounds, a 32-byte salt and key, base64: `{PBKDF2}<rounds>$<salt>$<key>`)."""
+    salt = os.urandom(32)
+    key = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 10_000, dklen=32)
+    return f"{{PBKDF2}}10000${base64.b64encode(salt).decode()}${base64.b64encode(key).decode()}"
+
+
+def write_file_realm(conf: Path, accounts: list[tuple[str, str, str]]) -> None:
+    """The file realm's `users` and `users_roles` for these (user, password, role): written here,
+    not by `elasticsearch-users useradd`, which starts a JVM per user (seconds each on a loaded
+    machine, for files the node reads the same)."""
+    (conf / "users").write_text(
+        "".join(f"{user}:{pbkdf2_hash(password)}\n" for user, password, _ in accounts)
+    )
+    members: dict[str, list[str]] = {}
+    for user, _, role in accounts:
+        members.setdefault(role, []).append(user)
+    (conf / "users_roles").write_text(
+        "".join(f"{role}:{','.join(users)}\n" for role, users in members.items())
+    )
 
 
 class SecureElasticsearch:
@@ -138,14 +162,7 @@ class SecureElasticsearch:
             )
         )
         accounts = [(*self.admin, "superuser")] + [(u, self.passwords[u], r) for u, r in self.users.items()]
-        for user, password, role in accounts:
-            subprocess.run(
-                [str(home / "bin" / "elasticsearch-users"), "useradd", user, "-p", password, "-r", role],
-                env=env,
-                check=True,
-                capture_output=True,
-                timeout=120,
-            )
+        write_file_realm(conf, accounts)
         subprocess.run(["chown", "-R", f"{SVC_USER}:{SVC_USER}", str(self.dir)], check=True)
         log = open(self.dir / "server.log", "wb")  # noqa: SIM115 (lives as long as the node)
         self.process = subprocess.Popen(
