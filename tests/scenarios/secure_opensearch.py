@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from secure_kafka import free_ports
+from secure_search import FAST_START
 
 from sandbox.endpoints import Endpoints, stack_home
 
@@ -118,7 +119,7 @@ class SecureOpenSearch:
         for name in ("server.pem", "server.key", "ca.pem"):
             shutil.copy(STACK_HOME / "run" / "tls" / name, conf / name)
         (conf / "jvm.options.d").mkdir(exist_ok=True)
-        (conf / "jvm.options.d" / "heap.options").write_text("-Xms384m\n-Xmx384m\n")
+        (conf / "jvm.options.d" / "heap.options").write_text("-Xms384m\n-Xmx384m\n" + FAST_START)
         jvm = (conf / "jvm.options").read_text().splitlines()
         keep = [line for line in jvm if not line.startswith("-Xm") and "-Xlog" not in line]  # no gc log
         (conf / "jvm.options").write_text("\n".join(keep) + "\n")
