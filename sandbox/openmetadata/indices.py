@@ -8,6 +8,7 @@ standard tokenizer and the lowercase filter): this Elasticsearch 9 has no analys
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sandbox.openmetadata.model import ENTITY_TYPES, EntityType, entity_type
@@ -128,16 +129,29 @@ def create_index(search: SearchStore, entity: str | EntityType, cluster_alias: s
 
 
 def create_indices(search: SearchStore, cluster_alias: str = "") -> list[str]:
-    """Create every entity type's index (with aliases); returns the index names."""
-    return [create_index(search, et, cluster_alias) for et in ENTITY_TYPES.values()]
+    """Create every entity type's index (with aliases); returns the index names.
+
+    Eight at a time: each create waits for its cluster-state update and its shard's start, and
+    concurrent ones wait together (the seventeen indices on two cores at load 9-13: 8-17 s one
+    after the other, 4-8 s this way; at load 4.5 about 2 s either way). Every OpenMetadata test
+    world makes them."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(lambda et: create_index(search, et, cluster_alias), ENTITY_TYPES.values()))
 
 
 def delete_indices(search: SearchStore, cluster_alias: str = "") -> None:
-    """Delete every entity type's index (its aliases go with it)."""
-    for et in ENTITY_TYPES.values():
-        name = index_name(et, cluster_alias)
-        if search.exists(name):
-            search.delete_index(name)
+    """Delete every entity type's index (its aliases go with it), in one request."""
+    names = [index_name(et, cluster_alias) for et in ENTITY_TYPES.values()]
+    search.client.indices.delete(index=",".join(names), ignore_unavailable=True)
+
+
+def drop_cluster_alias(search: SearchStore, cluster_alias: str) -> None:
+    """Delete every index named under `<cluster_alias>_` (the entity types' and whatever a rebuild
+    made beside them), in one request: a test world's teardown."""
+    found = search.client.indices.get_alias(index=f"{cluster_alias}_*")
+    names = list(found.body if hasattr(found, "body") else found)
+    if names:
+        search.client.indices.delete(index=",".join(names))
 
 
 def refresh_all(search: SearchStore, cluster_alias: str = "") -> None:

@@ -21,7 +21,7 @@ from sandbox.openmetadata.databases import scratch_database
 from sandbox.openmetadata.ddl import create_schema
 from sandbox.openmetadata.entities import OmEntity
 from sandbox.openmetadata.generator import seed
-from sandbox.openmetadata.indices import create_indices, refresh_all
+from sandbox.openmetadata.indices import create_indices, drop_cluster_alias, refresh_all
 from sandbox.openmetadata.server import OmServer
 from sandbox.search import SearchStore, connect
 
@@ -77,9 +77,7 @@ def om_world(
             state = tmp_path / "state"
             yield World(server, search, alias, url, endpoints.search_url(search_name), state, visibility)
         finally:
-            found = search.client.indices.get_alias(index=f"{alias}_*")
-            for index in found.body if hasattr(found, "body") else found:
-                search.client.indices.delete(index=index)
+            drop_cluster_alias(search, alias)
 
 
 def full_rebuild(*entity_types: str, **more: Any) -> RebuildRequest:

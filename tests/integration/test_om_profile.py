@@ -32,7 +32,7 @@ from sandbox.openmetadata.databases import scratch_database
 from sandbox.openmetadata.ddl import create_schema
 from sandbox.openmetadata.faults import Fault
 from sandbox.openmetadata.generator import Catalog, seed
-from sandbox.openmetadata.indices import create_indices, refresh_all
+from sandbox.openmetadata.indices import create_indices, drop_cluster_alias, refresh_all
 from sandbox.openmetadata.live import LiveWriter
 from sandbox.openmetadata.server import OmServer
 from sandbox.search import SearchStore, connect
@@ -71,13 +71,6 @@ class World:
         refresh_all(self.search, self.alias)
 
 
-def _drop_indices(search: SearchStore, alias: str) -> None:
-    found = search.client.indices.get_alias(index=f"{alias}_*")
-    body = found.body if hasattr(found, "body") else found
-    for index in body:
-        search.client.indices.delete(index=index)
-
-
 @contextmanager
 def om_world(store: str, search_name: str, tmp_path: Path, n: int = 120) -> Iterator[World]:
     """A scratch OpenMetadata world (schema, indices under an alias of its own, n entities)."""
@@ -96,7 +89,7 @@ def om_world(store: str, search_name: str, tmp_path: Path, n: int = 120) -> Iter
                 server, catalog, search, alias, url, endpoints.search_url(search_name), tmp_path / "state"
             )
         finally:
-            _drop_indices(search, alias)
+            drop_cluster_alias(search, alias)
 
 
 @pytest.fixture(params=PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
