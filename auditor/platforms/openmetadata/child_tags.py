@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -25,44 +26,62 @@ from auditor.backends.dbapi import sql_of
 from auditor.core.json_guard import load_object
 from auditor.platforms.openmetadata.derive import CHILD_TAGGED, child_hashes
 from auditor.platforms.openmetadata.document import fqn_hash
-from auditor.platforms.openmetadata.records import OmRow
+from auditor.platforms.openmetadata.records import OmRow, om_row
 from auditor.platforms.openmetadata.spill import temp_file
 
+_BY_TARGET = itemgetter(1, 0)  # a usage's (target, rowid)
 IN_LIST = 1000  # hashes per lookup (an index probe each)
 PAGE = 500
 COLUMNS = "SELECT targetFQNHash, tagFQN, source, labelType, state FROM tag_usage"
 Lookup = Callable[[list[str]], Iterable[Sequence[Any]]]  # hashes -> (target, tag, source, type, state)
 
 
-def _paged(rows: Iterable[OmRow], lookup: Lookup) -> Iterator[OmRow]:
+def _paged(rows: Iterable[OmRow], lookup: Lookup, under: bool = False) -> Iterator[OmRow]:
+    """`under`: `lookup` takes the rows' own hashes and answers every usage under each (a range
+    probe a row, where one a child cost four times as many); else it takes the children's."""
     page: list[OmRow] = []
     for row in rows:
         page.append(row)
         if len(page) >= PAGE:
-            yield from _attach(page, lookup)
+            yield from _attach(page, lookup, under)
             page = []
     if page:
-        yield from _attach(page, lookup)
+        yield from _attach(page, lookup, under)
 
 
-def _attach(page: Sequence[OmRow], lookup: Lookup) -> list[OmRow]:
+def _attach(page: Sequence[OmRow], lookup: Lookup, under: bool = False) -> list[OmRow]:
     wanted: dict[str, list[int]] = {}
     parsed: list[dict[str, Any] | None] = []
     hashes: list[str | None] = []
+    owns: set[str] = set()
     for n, row in enumerate(page):
         data = load_object(row.json)  # unreadable: the check reports it, with the reason
         own = data.get("fullyQualifiedName") if data else None
         own_hash = fqn_hash(own) if data and isinstance(own, str) and own else None
         if data and own_hash:
-            for child in child_hashes(data, own_hash):
-                wanted.setdefault(child, []).append(n)
+            children = child_hashes(data, own_hash)
+            if children:
+                owns.add(own_hash)
+                for child in children:
+                    if child in wanted:
+                        wanted[child].append(n)
+                    else:
+                        wanted[child] = [n]
         parsed.append(data)
         hashes.append(own_hash)
     found: dict[int, list[dict[str, Any]]] = {}
-    for target, tag, source, label_type, state in lookup(sorted(wanted)) if wanted else ():
-        label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state}
-        for n in wanted.get(str(target), ()):
-            found.setdefault(n, []).append({**label, "target": str(target)})
+    # (a usage under a row but of no child of it, a column since dropped, is not wanted: left out)
+    for target, tag, source, label_type, state in lookup(sorted(owns if under else wanted)) if wanted else ():
+        rows = wanted.get(str(target))
+        if rows is None:
+            continue
+        for n in rows:
+            label = {"tagFQN": tag, "source": source, "labelType": label_type, "state": state,
+                     "target": str(target)}  # fmt: skip
+            if n in found:
+                found[n].append(label)
+            else:
+                found[n] = [label]
     return [
         row if data is None else _with(row, data, found.get(n), h)
         for n, (row, data, h) in enumerate(zip(page, parsed, hashes, strict=True))
@@ -76,7 +95,7 @@ def _with(
     made directly (replace looks the fields up again for every row of the scan)."""
     tags = (*row.tags, *labels) if labels else row.tags
     text = row.json if isinstance(row.json, str | bytes) else None  # (bytearray: not kept)
-    return OmRow(
+    return om_row(
         row.id, data, row.updated_at, row.deleted, row.owners, tags, row.domains, own_hash, row.links, text
     )
 
@@ -135,9 +154,24 @@ class TagSpill:
         )
         return self.db.execute(sql, (orjson.dumps(hashes).decode(),)).fetchall()
 
+    def _under(self, owns: list[str]) -> list[Sequence[Any]]:
+        """Every usage whose target starts with one of these hashes and a dot (a child's, a
+        grandchild's), in (target, rowid) order as `_lookup` answers: one index range a hash
+        (hashes are hex digits and dots, and '/' follows '.' in bytes). A usage under two of the
+        hashes (a container's and its child container's) is answered once."""
+        sql = (
+            "SELECT t.rowid, t.target, t.tag, t.source, t.label_type, t.state FROM json_each(?) AS j "
+            "CROSS JOIN t WHERE t.target > j.value || '.' AND t.target < j.value || '/'"
+        )
+        got = self.db.execute(sql, (orjson.dumps(owns).decode(),)).fetchall()
+        if len(owns) > 1:  # a usage under two of them comes twice
+            got = list({r[0]: r for r in got}.values())
+        got.sort(key=_BY_TARGET)
+        return [r[1:] for r in got]
+
     def attach(self, entity_type: str, rows: Iterable[OmRow]) -> Iterator[OmRow]:
         """The rows with their children's labels (see `with_child_tags`)."""
-        return _paged(rows, self._lookup) if entity_type in CHILD_TAGGED else iter(rows)
+        return _paged(rows, self._under, under=True) if entity_type in CHILD_TAGGED else iter(rows)
 
     def close(self) -> None:
         self.db.close()

@@ -29,13 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import orjson
 
 from auditor.core.json_guard import loads
 from auditor.platforms.openmetadata import relations
-from auditor.platforms.openmetadata.derive import MAPPING, inline_child_labels, part_hash
+from auditor.platforms.openmetadata.derive import MAPPING, inline_child_labels, is_map, part_hash
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
@@ -88,45 +89,52 @@ def as_bool(value: Any) -> bool | None:
 
 
 def _number(value: Any) -> float | None:
+    if type(value) is float:  # the common case, without the try
+        return round(value, 6)
     try:
         return None if value is None or isinstance(value, bool) else round(float(value), 6)
     except (TypeError, ValueError):
         return None
 
 
-def _owner_key(ref: Any) -> str | None:
-    if not isinstance(ref, MAPPING):
-        return None
-    if ref.get("id"):
-        return str(ref["id"]).lower()
-    if ref.get("name"):
-        return f"{ref.get('type') or ''}:{ref['name']}"
-    return None
-
-
 def owner_set(refs: Iterable[Any]) -> frozenset[str]:
+    """The references' keys: an id lowercased, else `type:name`; what is neither is left out
+    (made inline: every row and every document has some)."""
     out = set()
     for ref in refs:
-        key = _owner_key(ref)
-        if key:
-            out.add(key)
+        if type(ref) is dict or (ref is not None and isinstance(ref, Mapping)):
+            if ref.get("id"):
+                key = str(ref["id"]).lower()
+            elif ref.get("name"):
+                key = f"{ref.get('type') or ''}:{ref['name']}"
+            else:
+                continue
+            if key:
+                out.add(key)
     return frozenset(out)
 
 
 def _one(value: Any) -> list[Any]:
-    return [value] if isinstance(value, MAPPING) else []
+    return [value] if is_map(value) else []
 
 
 def domain_refs(holder: Mapping[str, Any]) -> list[Any]:
     """A row's or a doc's domain references: `domains` (1.9 on) or the one `domain` before it."""
     single = holder.get("domain")
-    return [*_list(holder.get("domains")), *([single] if isinstance(single, MAPPING) else [])]
+    return [*_list(holder.get("domains")), *([single] if is_map(single) else [])]
+
+
+def _domains(holder: Mapping[str, Any]) -> frozenset[str]:
+    """`owner_set(domain_refs(holder))`, nothing built for a holder without either field."""
+    if not holder.get("domains") and holder.get("domain") is None:
+        return _NONE
+    return owner_set(domain_refs(holder))
 
 
 def tag_set(labels: Iterable[Any]) -> frozenset[str]:
     out = set()
     for label in labels:
-        fqn = label.get("tagFQN") if isinstance(label, MAPPING) else label
+        fqn = label.get("tagFQN") if type(label) is dict or is_map(label) else label
         if isinstance(fqn, str) and fqn:
             out.add(fqn)
     return frozenset(out)
@@ -309,15 +317,7 @@ def _fqn_hash(fqn: str) -> str:
     return ".".join(part_hash(p) for p in split_fqn(fqn))
 
 
-def _source_index(label: Any) -> int | None:
-    """Which split field a label goes to (0: classificationTags, 1: glossaryTags), None: neither."""
-    source = label.get("source") if isinstance(label, MAPPING) else None
-    found = _SOURCE_INDEX.get(source) if isinstance(source, int | float | str) else None  # hashable
-    if found is None and isinstance(source, str):
-        found = _SOURCE_INDEX.get(source.lower())
-    return found
-
-
+@lru_cache(maxsize=4096)  # bounded: a catalog's tag names repeat from label to label
 def _not_tier(fqn: str) -> bool:
     return fqn.split(".")[0].lower() != "tier"
 
@@ -355,9 +355,13 @@ class _Labels:
             if not (isinstance(fqn, str) and fqn):
                 continue
             self.tags.add(fqn)
-            if label.get("source") is None:
+            source = label.get("source")
+            if source is None:
                 continue
-            at = _source_index(label)
+            # which split field (0: classificationTags, 1: glossaryTags), None: neither
+            at = _SOURCE_INDEX.get(source) if isinstance(source, int | float | str) else None
+            if at is None and isinstance(source, str):
+                at = _SOURCE_INDEX.get(source.lower())
             if at is None or not _not_tier(fqn):
                 continue
             if of_children:
@@ -399,15 +403,19 @@ def row_values(entity: Mapping[str, Any], *related: Any) -> tuple[Any, ...]:
     # the hash of the entity's FQN tells its own usages from its children's (none: no need)
     own_hash = (own_hash or _fqn_hash(fqn)) if targeted and isinstance(fqn, str) and fqn else None
     labels = _Labels()
-    labels.add(_list(entity.get("tags")), False)
-    labels.add(inline_child_labels(entity), True)
+    inline = entity.get("tags")
+    if inline:  # (most rows: OpenMetadata keeps them in tag_usage) an empty walk is a call saved
+        labels.add(_list(inline), False)
+    inline = inline_child_labels(entity)
+    if inline:
+        labels.add(inline, True)
     if targeted:
         own = [t for t in tags if not isinstance(t, MAPPING) or t.get("target") in (None, own_hash)]
         labels.add(own, False)
         labels.add(
             [t for t in tags if isinstance(t, MAPPING) and t.get("target") not in (None, own_hash)], True
         )
-    else:
+    elif tags:
         labels.add(tags, False)
     held = entity.get("owners")
     return (
@@ -418,8 +426,8 @@ def row_values(entity: Mapping[str, Any], *related: Any) -> tuple[Any, ...]:
         entity.get("description") or "",
         owner_set([*held, *owners] if isinstance(held, list) else owners),
         frozenset(labels.tags),
-        bool(as_bool(entity.get("deleted"))),
-        owner_set([*domain_refs(entity), *domains]),
+        _deleted(entity.get("deleted")),
+        _domains(entity) | owner_set(domains) if domains else _domains(entity),
         _split_of(labels.mine, labels.theirs),
         *(_related(entity, links, entity_type) if entity_type else (None, None, None, None)),
     )
@@ -447,15 +455,16 @@ def _related(
             voted.append(x)
     service = None
     if entity_type in relations.SERVICE_BACKED:
-        found = relations.service_link(contains)
+        found = relations.service_link(contains) if contains else None
         inline = entity.get("service")  # a writer that keeps it in the JSON
-        service = (
-            str(found["id"]) if found else str(inline.get("id") or "") if isinstance(inline, MAPPING) else ""
-        )
-    inline_followers = [str(f.get("id")) for f in _list(entity.get("followers")) if isinstance(f, MAPPING)]
+        service = str(found["id"]) if found else str(inline.get("id") or "") if is_map(inline) else ""
+    held = entity.get("followers")
+    inline_followers = [str(f.get("id")) for f in _list(held) if is_map(f)] if held else []
     return (
         service,
-        relations.upstream_ids(upstream) if relations.has_lineage(entity_type) else None,
+        (relations.upstream_ids(upstream) if upstream else _NONE)
+        if relations.has_lineage(entity_type)
+        else None,
         frozenset([*relations.follower_ids(follows), *inline_followers])
         if follows or inline_followers
         else _NONE,
@@ -473,43 +482,54 @@ def doc_fields(source: Mapping[str, Any]) -> KeyFields:
 
 def doc_values(source: Mapping[str, Any]) -> tuple[Any, ...]:
     """`doc_fields`' values in KeyFields' order (see `row_values`)."""
-    tier, service = source.get("tier"), source.get("service")
-    held = source.get("owners")
-    owner = source.get("owner")  # `owner` before 1.5
-    tags = source.get("tags")
+    get = source.get
+    tier, service = get("tier"), get("service")
+    held = get("owners")
+    owner = get("owner")  # `owner` before 1.5
+    tags = get("tags")
+    followers = get("followers")
     return (
-        _number(source.get("version")),
-        _int(source.get("updatedAt")),
-        source.get("name"),
-        source.get("fullyQualifiedName"),
-        source.get("description") or "",
+        _number(get("version")),
+        _int(get("updatedAt")),
+        get("name"),
+        get("fullyQualifiedName"),
+        get("description") or "",
         owner_set([*_list(held), *_one(owner)]) if held or owner is not None else _NONE,
-        tag_set([*_list(tags), *([tier] if isinstance(tier, MAPPING) else [])]) if tags or tier else _NONE,
-        bool(as_bool(source.get("deleted"))),
-        owner_set(domain_refs(source)),
-        (_doc_split(source.get(SPLIT_FIELDS[0])), _doc_split(source.get(SPLIT_FIELDS[1]))),
-        str(service.get("id") or "") if isinstance(service, MAPPING) else "",
-        _lineage(source.get("upstreamLineage")),
-        frozenset([str(f) for f in source["followers"]])
-        if isinstance(source.get("followers"), list)
+        tag_set([*_list(tags), *([tier] if is_map(tier) else [])]) if tags or tier else _NONE,
+        _deleted(get("deleted")),
+        _domains(source),
+        (_doc_split(get(SPLIT_FIELDS[0])), _doc_split(get(SPLIT_FIELDS[1]))),
+        str(service.get("id") or "") if is_map(service) else "",
+        _lineage(get("upstreamLineage")),
+        (frozenset([str(f) for f in followers]) if followers else _NONE)
+        if isinstance(followers, list)
         else _NONE,
-        _int(source.get("totalVotes")) or 0,
+        _int(get("totalVotes")) or 0,
     )
+
+
+def _deleted(value: Any) -> bool:
+    """`bool(as_bool(value))`, a boolean or none answered at once (nearly every row and doc)."""
+    if value is True:
+        return True
+    if value is False or value is None:
+        return False
+    return bool(as_bool(value))
 
 
 def _lineage(entries: Any) -> frozenset[str]:
     if not isinstance(entries, list) or not entries:
         return _NONE
     return frozenset(
-        str(e["fromEntity"].get("id"))
-        for e in entries
-        if isinstance(e, MAPPING) and isinstance(e.get("fromEntity"), MAPPING)
+        str(e["fromEntity"].get("id")) for e in entries if is_map(e) and is_map(e.get("fromEntity"))
     )
 
 
 def _doc_split(value: Any) -> tuple[frozenset[str], frozenset[str]] | None:
     if not isinstance(value, list):
         return None  # written by a release without the field
+    if not value:
+        return _NO_SPLIT_TAGS[0]
     held = frozenset(t for t in tag_set(value) if _not_tier(t))
     return held, held
 

@@ -172,17 +172,19 @@ class SortedDocs:
         self.batch: list[tuple[str, str, Key | None, bytes]] = []
         self.runs: list[tuple[int, int]] = []  # (offset, count) of each sorted run
         self.count = 0
+        # each index's name as one string: pickled once a block (the memo), read back as one
+        self.names: dict[str, str] = {}
 
     @classmethod
     def written(cls, path: str, runs: list[tuple[int, int]], count: int) -> SortedDocs:
         """The sorted runs another process wrote to `path` (this one's file), to be read back."""
         docs = cls.__new__(cls)
-        docs.path, docs.runs, docs.count, docs.batch = path, runs, count, []
+        docs.path, docs.runs, docs.count, docs.batch, docs.names = path, runs, count, [], {}
         docs.out = None
         return docs
 
     def add(self, doc_id: str, index: str, key: Key | None, source: dict[str, Any]) -> None:
-        self.batch.append((doc_id, index, key, encode(source)))
+        self.batch.append((doc_id, self.names.setdefault(index, index), key, encode(source)))
         self.count += 1
         if len(self.batch) >= RUN:
             self.flush()

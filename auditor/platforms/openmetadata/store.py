@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from auditor.backends.dbapi import direct_engine, errors_of, no_such_table, sql_of
 from auditor.backends.protocols import Capability
 from auditor.backends.replica import Replica, replica_state
@@ -29,7 +31,7 @@ from auditor.platforms.openmetadata.derive import CHILD_TAGGED, INHERITS
 from auditor.platforms.openmetadata.document import fqn_hash
 from auditor.platforms.openmetadata.inherit import Inheritance
 from auditor.platforms.openmetadata.naming import ENTITIES, RETRY_QUEUE_TABLE, OmEntity
-from auditor.platforms.openmetadata.records import OmRow
+from auditor.platforms.openmetadata.records import OmRow, om_row
 from auditor.platforms.openmetadata.reindex_rows import FAILURE_TABLE, JOB_TABLE, PARTITION_TABLE
 from auditor.platforms.openmetadata.relations import LINKS, service_link
 from auditor.redact import redact_url
@@ -58,10 +60,16 @@ def _first_line(exc: Exception) -> str:
 def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
     if value is None:
         return ()
-    if isinstance(value, bytes | bytearray):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        value = loads(value)
+    if type(value) is str:  # (the common case first: four of these a row)
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            value = loads(value)  # the guard's reading of what orjson refuses, and its errors
+    else:
+        if isinstance(value, bytes | bytearray):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str):
+            value = loads(value)
     return tuple([v for v in value if isinstance(v, dict)]) if value else ()  # a list: no generator
 
 
@@ -290,7 +298,7 @@ class OmStore(Bookkeeping):
             service = heir.service_of(entity.entity_type, str(r[7]))  # a schema's, a table's: walked up
             if service is not None:
                 links = (*links, {"r": CONTAINS, "id": service, "type": "databaseService"})
-        return OmRow(
+        return om_row(
             str(r[0]),
             r[1],
             int(r[2]) if r[2] is not None else None,
