@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -51,12 +51,47 @@ def main() -> None:
     faulthandler.enable()
     try:
         asked(app, sys.argv[1:2])()
+    except SystemExit as exc:
+        if sys.argv[1:2] != ["triage"]:
+            raise
+        leave(exc.code)
     finally:  # what was printed is out before the interpreter's teardown, whatever happens in it
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing left to save
-                pass
+        _flush()
+
+
+def _flush() -> None:
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing left to save
+            pass
+
+
+def leave(code: object) -> NoReturn:
+    """End the process with `code` as `sys.exit` would, without the interpreter's teardown: a cold
+    `auditor triage` (its answer printed, its clients closed) spent 0.15-0.24 s freeing every
+    module and object of a process about to end. What an exit does that matters is done first:
+    the `atexit` handlers (logging's flush, temporary directories, child processes) and the
+    streams flushed. Only for a command that writes nothing but its output (triage), and only
+    when no other non-daemon thread runs (a normal exit would wait for it): else `sys.exit`."""
+    import atexit
+    import os
+    import sys
+    import threading
+
+    main = threading.main_thread()
+    if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        raise SystemExit(code)
+    if code is None or isinstance(code, int):
+        status = code or 0
+    else:  # as the interpreter does with a message
+        print(code, file=sys.stderr)
+        status = 1
+    atexit._run_exitfuncs()
+    _flush()
+    os._exit(status)
 
 
 def asked(whole: typer.Typer, first: list[str]) -> typer.Typer:
