@@ -16,6 +16,7 @@ from world import World
 from auditor.api import rebuild, triage
 from auditor.core.model import Report, Selection, Verdict
 from auditor.core.plan import RebuildOutcome
+from auditor.core.triage import Boundary
 from auditor.rebuild.request import RebuildRequest
 from auditor.reports.json_report import to_dict
 from auditor.reports.jsonl import FindingsWriter, findings, header_of
@@ -294,6 +295,7 @@ def test_per_hook_consumer_group_feeds_the_evidence(tmp_path: Path) -> None:
         world.consumer.stall()
         world.writer.write(waiting, "globalTags", _tags("waiting"))
         before = world.scan(sample_window=3.0)
+        walked = triage(world.settings(), waiting, settle=0.5)
         world.consumer.resume()
         assert world.consumer.drain(60)
         outcome = repair(world, "replay", before, tmp_path)
@@ -301,6 +303,8 @@ def test_per_hook_consumer_group_feeds_the_evidence(tmp_path: Path) -> None:
     finally:
         world.close()
     assert before.consumer_group == hook_group and any(hook_group in w for w in before.warnings)
+    consumed = next(s for s in walked.steps if s.boundary == Boundary.CONSUMED)
+    assert consumed.facts["group"] == hook_group and f"group {hook_group} " in consumed.detail, consumed
     verdicts = {
         (c.finding.urn, c.verdict, c.subkind)
         for c in before.findings

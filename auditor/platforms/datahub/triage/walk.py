@@ -12,6 +12,7 @@ round: `join.Witness`), not read again after it; only an urn no round could sett
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,6 +77,8 @@ def walk(
         report = scan_with_v3(backends, registry, report, options, target)  # V3's document too, if any
     finally:
         backends.witness = None
+    if report.consumer_group and report.consumer_group != target.group:
+        target = replace(target, group=report.consumer_group)  # the per-hook group the scan chose
     # the urn's own findings, and those on its index as a whole (missing, an alias over copies)
     out.findings = [c for c in report.findings if c.finding.urn == urn or c.finding.kind in WHOLE_INDEX]
     out.warnings = list(report.warnings)
