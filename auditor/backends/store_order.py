@@ -71,3 +71,12 @@ BYTE_ORDER_COLLATIONS = frozenset({"C", "POSIX", "ucs_basic", "C.UTF-8", "C.utf8
 COLLATION_PROBE = tuple(
     "a B b _ - ~ a_b ab a-b A Z z é Ä a\u0301 \u00ff \u0100 \ufb00 数据 😀 urn:li:a urn:li:A".split()
 ) + (" ", "a b", "a\tb")
+
+
+def unique(ordered: Iterable[str]) -> Iterator[str]:
+    """A sorted stream of urns without its repeats (each kept once, in order)."""
+    last = None
+    for urn in ordered:
+        if urn != last:
+            yield urn
+            last = urn

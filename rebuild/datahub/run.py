@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -11,6 +11,7 @@ from pathlib import Path
 from auditor.backends.index_writer import IndexWriter
 from auditor.backends.journal import active
 from auditor.backends.protocols import Capability, require
+from auditor.backends.store_order import unique
 from auditor.core.model import Classified, RepairKind, Selection
 from auditor.core.plan import RebuildOutcome, RepairPlan, plan
 from auditor.core.repairs import Executors, Mode
@@ -253,7 +254,7 @@ def _reindex(
     # sorted stream without repeats: a window of a million entities is never held as a list
     store = backends.store
     streams = [iter(sorted(set(s.urns))) if s.urns else RowSource(store, s).urns() for s in selections]
-    urns = _unique(heapq.merge(*streams))
+    urns = unique(heapq.merge(*streams))
     progress = _progress(request, "reindexed")
     writer = backends.open_writer()
     for needed in (Capability.BULK_WRITE, Capability.DELETE):
@@ -279,15 +280,6 @@ def _reindex(
     )
     reindexer.run(urns)
     reindexer.writer.refresh_written()
-
-
-def _unique(urns: Iterator[str]) -> Iterator[str]:
-    """A sorted stream without its repeats."""
-    last = None
-    for urn in urns:
-        if urn != last:
-            yield urn
-            last = urn
 
 
 def _verify(

@@ -10,6 +10,7 @@ from itertools import chain
 from operator import itemgetter
 
 from auditor.backends.protocols import Store
+from auditor.backends.store_order import unique
 from auditor.core.classify import RESTORE_MIN_ENTITIES, relabel_restored, restored_indices
 from auditor.core.model import Classified, Kind, Report, Selection, Verdict
 from auditor.errors import AuditorError
@@ -65,7 +66,7 @@ def still_in_flight(urns: Iterable[str], wait: float, scanner: Scanner) -> Still
     """After `wait`, the in-flight findings of `urns` (in urn order; a urn may come more than once)
     still found, as (urn, key) in urn order, on disk: memory flat in the findings. None: none was
     in flight, or the re-check could not be made."""
-    ordered = _once(urns)
+    ordered = unique(urns)
     first = next(ordered, None)
     if first is None:
         return None
@@ -84,14 +85,6 @@ def still_in_flight(urns: Iterable[str], wait: float, scanner: Scanner) -> Still
             still.extend(sorted((f.urn, f.key) for f in again.findings))
             batch = []
     return still
-
-
-def _once(urns: Iterable[str]) -> Iterator[str]:
-    last = None
-    for urn in urns:
-        if urn != last:
-            yield urn
-        last = urn
 
 
 def unconverged(
