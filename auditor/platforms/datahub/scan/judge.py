@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from itertools import chain
+from itertools import islice
 from operator import itemgetter
 
 from auditor.backends.protocols import Store
@@ -67,23 +67,19 @@ def still_in_flight(urns: Iterable[str], wait: float, scanner: Scanner) -> Still
     still found, as (urn, key) in urn order, on disk: memory flat in the findings. None: none was
     in flight, or the re-check could not be made."""
     ordered = unique(urns)
-    first = next(ordered, None)
-    if first is None:
+    batch = list(islice(ordered, CONFIRM_BATCH))
+    if not batch:
         return None
     time.sleep(wait)
     still: Still = Spill(key=itemgetter(0))
-    batch = [first]
-    for urn in chain(ordered, [None]):
-        if urn is not None:
-            batch.append(urn)
-        if batch and (urn is None or len(batch) >= CONFIRM_BATCH):
-            try:
-                again = scanner.run(Selection(urns=tuple(batch)))
-            except AuditorError:
-                still.close()
-                return None
-            still.extend(sorted((f.urn, f.key) for f in again.findings))
-            batch = []
+    while batch:
+        try:
+            again = scanner.run(Selection(urns=tuple(batch)))
+        except AuditorError:
+            still.close()
+            return None
+        still.extend(sorted((f.urn, f.key) for f in again.findings))
+        batch = list(islice(ordered, CONFIRM_BATCH))
     return still
 
 
