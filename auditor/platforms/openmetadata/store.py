@@ -18,8 +18,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from auditor.backends.dbapi import direct_engine, errors_of, no_such_table, sql_of
 from auditor.backends.protocols import Capability
 from auditor.backends.replica import Replica, replica_state
@@ -60,16 +58,10 @@ def _first_line(exc: Exception) -> str:
 def _decoded(value: Any) -> tuple[dict[str, Any], ...]:
     if value is None:
         return ()
-    if type(value) is str:  # (the common case first: four of these a row)
-        try:
-            value = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            value = loads(value)  # the guard's reading of what orjson refuses, and its errors
-    else:
-        if isinstance(value, bytes | bytearray):
-            value = value.decode("utf-8", "replace")
-        if isinstance(value, str):
-            value = loads(value)
+    if isinstance(value, bytes | bytearray):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        value = loads(value)  # orjson first, the guard's reading of what it refuses
     return tuple([v for v in value if isinstance(v, dict)]) if value else ()  # a list: no generator
 
 
