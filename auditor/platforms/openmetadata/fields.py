@@ -102,15 +102,11 @@ def owner_set(refs: Iterable[Any]) -> frozenset[str]:
     (made inline: every row and every document has some)."""
     out = set()
     for ref in refs:
-        if type(ref) is dict or (ref is not None and isinstance(ref, Mapping)):
+        if type(ref) is dict or is_map(ref):  # (a dict without the call)
             if ref.get("id"):
-                key = str(ref["id"]).lower()
+                out.add(str(ref["id"]).lower())
             elif ref.get("name"):
-                key = f"{ref.get('type') or ''}:{ref['name']}"
-            else:
-                continue
-            if key:
-                out.add(key)
+                out.add(f"{ref.get('type') or ''}:{ref['name']}")
     return frozenset(out)
 
 
