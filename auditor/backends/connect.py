@@ -25,7 +25,7 @@ def kafka_config(settings: Settings) -> dict[str, Any]:
         "logger": logging.getLogger("auditor.kafka"),
         # the first backoff 10 ms, not 100: librdkafka waits it before the connections a cold
         # process makes after the bootstrap one (measured on the local broker: a metadata
-        # request, an offset fetch and the watermarks 130 ms -> 55-80 ms); it still doubles on
+        # request, an offset fetch and the watermarks 130-142 ms -> 55-83 ms); it still doubles on
         # each failure up to reconnect.backoff.max.ms (10 s) against a broker that is down
         "reconnect.backoff.ms": 10,
     }
