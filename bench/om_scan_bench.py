@@ -9,8 +9,10 @@ scan run alone in a fresh process: its own memory, without the seeding's).
 
 Also the CPU per 100,000 entities of the scan (its threads and its reader process) beside a plain
 reader's (bench/om_plain_reader.py: the same rows, relationship and tag rows and documents read,
-parsed and compared as plain dictionaries, nothing more). Target (issue 53): the scan's CPU at
-most 2x the plain reader's; memory flat. Not a timed test: figures on
+parsed and compared as plain dictionaries over the fields the scan compares, nothing more; on the
+bench's consistent catalog it must count no pair as differing, as the scan finds nothing: the
+bench says so when they disagree). Target (issue 53): the scan's CPU at most 2x the plain
+reader's; memory flat. Not a timed test: figures on
 stdout, one JSON line last. The database and indices are dropped after.
 """
 
@@ -91,7 +93,8 @@ def bare_index_read(search, alias: str) -> tuple[float, int]:  # type: ignore[no
 
 def plain_read(engine, search_url: str, alias: str) -> tuple[float, float, int, int]:  # type: ignore[no-untyped-def]
     """bench/om_plain_reader.py over the catalog: its wall time, its CPU, what it read (rows and
-    documents) and the pairs that differ."""
+    documents) and the pairs that differ; the faster of two reads (its first pays for a new
+    connection and cold caches: the yardstick is taken at its best, as the scan after a warm one)."""
     from om_plain_reader import OmPlainReader
 
     from auditor.platforms.openmetadata.fields import DOC_SOURCE
@@ -99,10 +102,15 @@ def plain_read(engine, search_url: str, alias: str) -> tuple[float, float, int, 
     raw = engine.raw_connection()
     try:
         reader = OmPlainReader(raw.driver_connection, engine.dialect.name == "postgresql", search_url)
-        pairs = [(et.table, indices.index_name(et.key, alias)) for et in ENTITY_TYPES.values()]
-        started, cpu = time.perf_counter(), time.process_time()
-        read, differ = reader.read(pairs, DOC_SOURCE)
-        return time.perf_counter() - started, time.process_time() - cpu, read, differ
+        pairs = [(et.key, et.table, indices.index_name(et.key, alias)) for et in ENTITY_TYPES.values()]
+        best: tuple[float, float, int, int] | None = None
+        for _ in range(2):
+            started, cpu = time.perf_counter(), time.process_time()
+            read, differ = reader.read(pairs, DOC_SOURCE)
+            took = (time.perf_counter() - started, time.process_time() - cpu, read, differ)
+            best = took if best is None or took[1] < best[1] else best
+        assert best is not None
+        return best
     finally:
         raw.close()
 
@@ -219,6 +227,11 @@ def main() -> int:
                 f"({plain_s:.2f} s wall, {plain_read_n} rows and documents, {plain_differ} pairs differ as "
                 f"plain dictionaries): {own_cpu / max(plain_cpu, 1e-9):.2f}x"
             )
+            if plain_differ != len(report.findings):
+                print(
+                    f"NOTE: the plain reader counts {plain_differ} pairs as differing where the scan "
+                    f"found {len(report.findings)}: it does not compare what the scan compares"
+                )
             cores = os.cpu_count() or 1
             floor = None if machine_s is None else machine_s / cores  # every core busy all along
             if floor is not None:
@@ -261,6 +274,7 @@ def main() -> int:
                         "plain_reader_cpu_per_100k_s": round(per_100k(plain_cpu, rows), 2),
                         "plain_reader_s": round(plain_s, 3),
                         "cpu_ratio_to_plain_reader": round(own_cpu / max(plain_cpu, 1e-9), 2),
+                        "plain_reader_pairs_differ": plain_differ,
                         "machine_cpu_s": None if machine_s is None else round(machine_s, 3),
                         "ratio_if_every_core_busy": None if floor is None else round(floor / slower, 2),
                         "readers_off_s": round(off[0], 3),

@@ -24,7 +24,7 @@ import orjson
 
 from auditor.backends.dbapi import sql_of
 from auditor.core.json_guard import load_object
-from auditor.platforms.openmetadata.derive import CHILD_TAGGED, child_hashes
+from auditor.platforms.openmetadata.derive import CHILD_TAGGED, child_hashes, has_children
 from auditor.platforms.openmetadata.document import fqn_hash
 from auditor.platforms.openmetadata.records import OmRow, om_row
 from auditor.platforms.openmetadata.spill import temp_file
@@ -50,28 +50,31 @@ def _paged(rows: Iterable[OmRow], lookup: Lookup, under: bool = False) -> Iterat
 
 
 def _attach(page: Sequence[OmRow], lookup: Lookup, under: bool = False) -> list[OmRow]:
-    wanted: dict[str, list[int]] = {}
     parsed: list[dict[str, Any] | None] = []
     hashes: list[str | None] = []
-    owns: set[str] = set()
-    for n, row in enumerate(page):
+    for row in page:
         data = load_object(row.json)  # unreadable: the check reports it, with the reason
         own = data.get("fullyQualifiedName") if data else None
-        own_hash = fqn_hash(own) if data and isinstance(own, str) and own else None
-        if data and own_hash:
-            children = child_hashes(data, own_hash)
-            if children:
-                owns.add(own_hash)
-                for child in children:
-                    if child in wanted:
-                        wanted[child].append(n)
-                    else:
-                        wanted[child] = [n]
         parsed.append(data)
-        hashes.append(own_hash)
+        hashes.append(fqn_hash(own) if data and isinstance(own, str) and own else None)
+    usages: Sequence[Sequence[Any]] = ()
+    if under:  # every usage under the rows that may have children, then only theirs are walked
+        owns = {h for h, data in zip(hashes, parsed, strict=True) if h and data and has_children(data)}
+        usages = lookup(sorted(owns)) if owns else ()
+        owns = {p for u in usages for p in _parents(str(u[0])) if p in owns}
+    wanted: dict[str, list[int]] = {}
+    for n, (data, own_hash) in enumerate(zip(parsed, hashes, strict=True)):
+        if data and own_hash and (not under or own_hash in owns):
+            for child in child_hashes(data, own_hash):
+                if child in wanted:
+                    wanted[child].append(n)
+                else:
+                    wanted[child] = [n]
+    if wanted and not under:
+        usages = lookup(sorted(wanted))
     found: dict[int, list[dict[str, Any]]] = {}
     # (a usage under a row but of no child of it, a column since dropped, is not wanted: left out)
-    for target, tag, source, label_type, state in lookup(sorted(owns if under else wanted)) if wanted else ():
+    for target, tag, source, label_type, state in usages if wanted else ():
         rows = wanted.get(str(target))
         if rows is None:
             continue
@@ -86,6 +89,14 @@ def _attach(page: Sequence[OmRow], lookup: Lookup, under: bool = False) -> list[
         row if data is None else _with(row, data, found.get(n), h)
         for n, (row, data, h) in enumerate(zip(page, parsed, hashes, strict=True))
     ]
+
+
+def _parents(target: str) -> Iterator[str]:
+    """Every hash a usage's target sits under (`a.b.c`: `a.b`, `a`)."""
+    cut = target.rfind(".")
+    while cut > 0:
+        yield target[:cut]
+        cut = target.rfind(".", 0, cut)
 
 
 def _with(

@@ -96,6 +96,11 @@ def _tagged(items: Any, into: list[Mapping[str, Any]], depth: int = 0, nested: b
 _CHILD_KEYS = ("columns", "tasks", "messageSchema", "dataModel", "mlFeatures", "fields")  # `_tagged`'s
 
 
+def has_children(entity: Mapping[str, Any]) -> bool:
+    """The entity has a field that `child_hashes` walks (it may still be empty)."""
+    return any(key in entity for key in _CHILD_KEYS)
+
+
 def child_hashes(entity: Mapping[str, Any], own_hash: str) -> list[str]:
     """The FQN hashes of the children whose tags the document merges (tag_usage targets): a
     child's FQN is its parent's plus its quoted name, so its hash is the parent's hash, a dot
@@ -133,7 +138,7 @@ def _child_part(name: str) -> str:
 def inline_child_labels(entity: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Tag labels a writer kept inline on the entity's children (OpenMetadata itself keeps
     them in tag_usage); they count among the document's tags as the children's do."""
-    if not any(key in entity for key in _CHILD_KEYS):
+    if not has_children(entity):
         return []  # most entities have no children to walk (the scan asks for every row)
     out: list[Mapping[str, Any]] = []
     _tagged(entity.get("columns"), out)

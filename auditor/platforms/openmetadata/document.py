@@ -9,6 +9,7 @@ fqnParts, deleted as a boolean, tier apart from the tags) and fqnHash.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from auditor.platforms.openmetadata.derive import (
@@ -71,7 +72,16 @@ def split_fqn(fqn: str) -> list[str]:
 
 def fqn_hash(fqn: str) -> str:
     """FullyQualifiedName.buildHash: the MD5 hex of each part, joined with dots."""
+    if '"' not in fqn:  # (most names) the parents' part, shared by every sibling, made once
+        head, dot, last = fqn.rpartition(".")
+        return _unquoted_hash(head) + "." + part_hash(last) if dot else part_hash(fqn)
     return ".".join(part_hash(p) for p in split_fqn(fqn))
+
+
+@lru_cache(maxsize=4096)  # bounded: a catalog's tables sit under far fewer schemas
+def _unquoted_hash(fqn: str) -> str:
+    """`fqn_hash` of a name without quotes."""
+    return ".".join(part_hash(p) for p in fqn.split("."))
 
 
 def fqn_parts(fqn: str) -> list[str]:
