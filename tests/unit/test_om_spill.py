@@ -311,3 +311,23 @@ def test_a_killed_scans_spill_files_go_with_the_next_scans_first_spill(tmp_path:
     (tmp_path / leftovers[0].name).write_bytes(b"x")  # swept once per directory and process
     spill.temp_file("rows", ".pickle", str(tmp_path))
     assert (tmp_path / leftovers[0].name).exists()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"id": "p", "owners": [{"id": "u1"}], "version": 0.1, "n": 2**63 - 1, "s": "é\u2028"},
+        {"id": "big", "n": 2**70},  # past 64 bits: pickled
+        {"id": "lone", "s": "\ud800"},  # a lone surrogate: pickled
+        {"id": "keys", 1: "not a string key"},  # pickled
+    ],
+)
+def test_a_documents_source_comes_back_equal_whichever_way_it_was_written(source) -> None:
+    docs = SortedDocs()
+    try:
+        docs.add(str(source["id"]), "idx", None, source)
+        (back,) = list(docs.sort())
+        assert back.doc().source == source and type(back.doc().source["id"]) is str
+        assert back.record.startswith(b"{") == (source["id"] == "p")  # JSON where it is exact
+    finally:
+        docs.close()
