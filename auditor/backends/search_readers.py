@@ -43,6 +43,9 @@ BATCH = 2000
 MIN_DOCS = 20_000
 # each finished reader's peak RSS in MiB, in the order they finished (for the benchmark)
 PEAK_RSS_MIB: list[float] = []
+# each finished reader's imported packages of the full search clients (search_lean.CLIENT_PACKAGES;
+# none where it read through the lean client), in the order they finished
+CLIENT_IMPORTS: list[tuple[str, ...]] = []
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,10 @@ class ReadStreams:
 
 
 def _serve(out: BinaryIO, spec: dict[str, Any], job: Job) -> None:
-    """The child: run `job` with a client of its own, then ("end", retried, peak RSS)."""
+    """The child: run `job` with a client of its own (search_lean.py's), then ("end", retried,
+    peak RSS, the full clients' packages it imported)."""
     from auditor.backends.search import SearchIndex
+    from auditor.backends.search_lean import CLIENT_PACKAGES
 
     def send(message: tuple[Any, ...]) -> None:
         pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -103,9 +108,10 @@ def _serve(out: BinaryIO, spec: dict[str, Any], job: Job) -> None:
 
     search = None
     try:
-        search = SearchIndex(**spec)
+        search = SearchIndex(**spec, lean=True)
         job(search, send)
-        send(("end", search.retried, _peak_rss_mib()))
+        imported = tuple(name for name in CLIENT_PACKAGES if sys.modules.get(name) is not None)
+        send(("end", search.retried, _peak_rss_mib(), imported))
     except (BrokenPipeError, KeyboardInterrupt):  # the parent stopped reading
         pass
     except AuditorError as exc:
@@ -194,6 +200,7 @@ def messages(search: Any, job: Job, stop: threading.Event | None = None) -> Iter
             if message[0] == "end":
                 search.retried += message[1]
                 PEAK_RSS_MIB.append(message[2])
+                CLIENT_IMPORTS.append(message[3])
                 return
             if message[0] == "error":
                 _raise(*message[1:])
