@@ -1,8 +1,8 @@
 """The reader processes' own search client: the few requests a reader makes, over urllib3 + orjson.
 
 A reader process (search_readers.py) used to open opensearch-py or the elasticsearch client, whose
-imports (requests, elastic_transport and every namespace of the client) cost 0.15-0.25 s of CPU
-a process, more than its whole share of a small scan's reading. What a reader's jobs send is a
+imports (requests, elastic_transport and every namespace of the client) took a child's start from
+0.13-0.16 s of CPU to 0.20-0.25 s (bench/reader_start_bench.py). What a reader's jobs send is a
 handful of requests: a search (with a point in time, or opening a scroll), the next page of a
 scroll, opening and closing a point in time (OpenSearch's `_search/point_in_time`,
 Elasticsearch's `_pit`) and clearing a scroll. `LeanClient` speaks exactly those, with the same
