@@ -223,8 +223,12 @@ class LeanClient:
                 import certifi
 
                 ca = certifi.where()
-        out = {"cert_reqs": "CERT_REQUIRED", "ca_certs": ca, "cert_file": auth.client_cert}
-        out["key_file"] = auth.client_key
+        out = {
+            "cert_reqs": "CERT_REQUIRED",
+            "ca_certs": ca,
+            "cert_file": auth.client_cert,
+            "key_file": auth.client_key,
+        }
         return {**out, **({"ssl_context": context} if context else {})}
 
     # -- the requests ---------------------------------------------------------------------
@@ -291,7 +295,9 @@ class LeanClient:
                     body = _parsed(response.data, kind, True)
                     raise UnsupportedProductError(status, _NOT_ELASTICSEARCH, body, True)
                 self._verified = True
-            return _parsed(response.data, kind, self.elastic) if response.data else response.data.decode()
+            if not response.data and not self.elastic:
+                return ""  # opensearch-py's answer to an empty body
+            return _parsed(response.data, kind, self.elastic)
         raise self._refused(status, response.data, kind)
 
     def _refused(self, status: int, raw: bytes, kind: str) -> HttpError:
@@ -299,7 +305,7 @@ class LeanClient:
         is JSON (opensearch-py reads only `application/json` there), the text otherwise."""
         text = raw.decode("utf-8", "surrogatepass")
         if self.elastic:
-            info = _parsed(raw, kind, True) if raw else text
+            info = _parsed(raw, kind, True)
             error = info.get("error", str(info)) if isinstance(info, dict) else str(info)
         else:
             info = None
@@ -319,7 +325,7 @@ class LeanClient:
         if self.elastic:
             if isinstance(exc, NewConnectionError):
                 return ConnectionError(str(exc), exc, True)
-            if isinstance(exc, TimeoutError) and not isinstance(exc, NewConnectionError):
+            if isinstance(exc, TimeoutError):  # a connect or a read timeout
                 return ConnectionTimeout("Connection timed out during request", exc, True)
             if isinstance(exc, (ssl.SSLError, urllib3.exceptions.SSLError)):
                 return TlsError(str(exc), exc, True, "TLS error")
@@ -338,7 +344,7 @@ def _path(*parts: str | None) -> str:
 
 def _parsed(data: bytes, kind: str, elastic: bool = False) -> Any:
     """A body as the client parses it: text for `text/*`, JSON otherwise (elastic_transport: a
-    JSON media type, or none; its own error for a body that is not JSON)."""
+    JSON media type, or none; None for no body; its own error for a body that is not JSON)."""
     mimetype = kind.partition(";")[0].strip()
     if mimetype.startswith("text/"):
         return data.decode("utf-8", "surrogatepass")
@@ -346,6 +352,8 @@ def _parsed(data: bytes, kind: str, elastic: bool = False) -> Any:
         return orjson.loads(data)
     if mimetype and "json" not in mimetype:
         raise SerializationError(f"Unknown mimetype, not able to serialize or deserialize: {mimetype}")
+    if not data:
+        return None
     try:
         return orjson.loads(data)
     except ValueError:
