@@ -86,7 +86,10 @@ class SearchIndex:
         timeout: float = 60.0,
         retries: int = RETRIES,
         engine: Engine | None = None,
+        lean: bool = False,
     ) -> None:
+        """`lean`: a reader process's client, urllib3's requests of search_lean.py instead of the
+        full client's (unless they are signed: see there)."""
         self.description = redact_url(url)
         # how to open this client again elsewhere (a reader process: search_readers.py)
         self._spec: dict[str, Any] = {
@@ -116,7 +119,14 @@ class SearchIndex:
         # elasticsearch client refuses a server that is not Elastic's): its legacy
         # Elasticsearch 7.10 domains are read with the OpenSearch client too
         self.kind = "opensearch" if auth.aws else kind
-        self.client: Any = open_client(self.kind, url, auth, verify_certs, ca_certs, timeout, self.engine)
+        opened = (self.kind, url, auth, verify_certs, ca_certs, timeout, self.engine)
+        self.client: Any = None
+        if lean:
+            from auditor.backends.search_lean import lean_client
+
+            self.client = lean_client(*opened)
+        if self.client is None:
+            self.client = open_client(*opened)
         self._pit_ok = True
 
     def spec(self) -> dict[str, Any]:

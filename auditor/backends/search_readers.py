@@ -10,14 +10,19 @@ a page at a time; the pipe's own buffer is the bound (the child blocks on a full
 stays flat.
 
 The child opens its own client from the parent's description of it (`SearchIndex.spec()`: the
-URL, kind, engine version, credentials; an AWS signer is rebuilt there from the same chain) and
-runs a job: `ReadStreams` (DataHub's sorted streams, one after the other), or any picklable job
-a platform brings (OpenMetadata's whole-table spill: auditor/platforms/openmetadata/
-spill_apart.py). An error in the child (a refusal, a cluster gone) is raised in the parent as the
-same kind of error, with its words; a parent that stops reading early closes the pipe, and the
-child, failing to send, closes its point in time and exits. The child imports the search client
-and nothing of the settings: 47-48 MiB measured reading the system metadata or the edges of
-the 100k bench catalog (an interpreter, a client and a page), 70 MiB a page of dataset docs.
+URL, kind, engine version, credentials): search_lean.py's, which sends the requests a job makes
+as opensearch-py or the elasticsearch client sends them, over urllib3, without importing either
+(their imports were 0.07-0.10 s of a child's 0.20-0.25 s start); requests signed by AWS SigV4
+keep the full client (the signer is rebuilt there from the same chain). It runs a job:
+`ReadStreams` (DataHub's sorted streams, one after the other), or any picklable job a platform
+brings (OpenMetadata's whole-table spill: auditor/platforms/openmetadata/spill_apart.py). An
+error in the child (a refusal, a cluster gone) is raised in the parent as the same kind of error,
+with its words; a parent that stops reading early closes the pipe, and the child, failing to
+send, closes its point in time and exits. The child imports neither the full search client nor
+the settings (its "end" names any of the full clients' packages it imported, `CLIENT_IMPORTS`:
+none): 32-33 MiB measured reading the system metadata or the edges of a 20k bench catalog (an
+interpreter, the lean client and a page; 44-48 MiB with the full client), 70 MiB a page of
+dataset docs with the full client.
 """
 
 from __future__ import annotations
@@ -37,12 +42,15 @@ from auditor.errors import AuditorError, BackendUnavailable
 
 # hits a message carries: a page of the stream (the stream's own page size)
 BATCH = 2000
-# a stream of fewer documents is read in the scan's process: a reader process costs 0.36-0.40 s
-# to start here (an interpreter, its imports and a client), about what a scan spends on 15,000
-# documents
+# a stream of fewer documents is read in the scan's process: a reader process cost 0.36-0.40 s to
+# start here (an interpreter, its imports and a full client), about what a scan spends on 15,000
+# documents; with the lean client 0.13-0.16 s of CPU (bench/reader_start_bench.py)
 MIN_DOCS = 20_000
 # each finished reader's peak RSS in MiB, in the order they finished (for the benchmark)
 PEAK_RSS_MIB: list[float] = []
+# each finished reader's imported packages of the full search clients (search_lean.CLIENT_PACKAGES;
+# none where it read through the lean client), in the order they finished
+CLIENT_IMPORTS: list[tuple[str, ...]] = []
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,10 @@ class ReadStreams:
 
 
 def _serve(out: BinaryIO, spec: dict[str, Any], job: Job) -> None:
-    """The child: run `job` with a client of its own, then ("end", retried, peak RSS)."""
+    """The child: run `job` with a client of its own (search_lean.py's), then ("end", retried,
+    peak RSS, the full clients' packages it imported)."""
     from auditor.backends.search import SearchIndex
+    from auditor.backends.search_lean import CLIENT_PACKAGES
 
     def send(message: tuple[Any, ...]) -> None:
         pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -103,9 +113,10 @@ def _serve(out: BinaryIO, spec: dict[str, Any], job: Job) -> None:
 
     search = None
     try:
-        search = SearchIndex(**spec)
+        search = SearchIndex(**spec, lean=True)
         job(search, send)
-        send(("end", search.retried, _peak_rss_mib()))
+        imported = tuple(name for name in CLIENT_PACKAGES if sys.modules.get(name) is not None)
+        send(("end", search.retried, _peak_rss_mib(), imported))
     except (BrokenPipeError, KeyboardInterrupt):  # the parent stopped reading
         pass
     except AuditorError as exc:
@@ -194,6 +205,7 @@ def messages(search: Any, job: Job, stop: threading.Event | None = None) -> Iter
             if message[0] == "end":
                 search.retried += message[1]
                 PEAK_RSS_MIB.append(message[2])
+                CLIENT_IMPORTS.append(message[3])
                 return
             if message[0] == "error":
                 _raise(*message[1:])

@@ -42,6 +42,8 @@ def test_a_scan_spilled_by_a_reader_reports_what_the_threads_report(
         return real(search, job, stop=stop)
 
     monkeypatch.setattr(spill_apart, "messages", counting)
+    imported: list[tuple[str, ...]] = []
+    monkeypatch.setattr(search_readers, "CLIENT_IMPORTS", imported)
     with om_world(*pair, tmp_path, n=40) as world:
         hit = _inject(world)
         before = _spill_files()
@@ -49,6 +51,7 @@ def test_a_scan_spilled_by_a_reader_reports_what_the_threads_report(
         assert started == []
         apart = world.scan(grace=0.0, use_state=False, scan_readers=2)
         assert len(started) == 1 and started[0] >= 5  # every entity type's index, one reader
+        assert imported == [()]  # it read through the lean client: no full client imported
         assert _spill_files() == before
         assert apart.read == here.read and apart.read["documents"] >= 30
         assert apart.entities == here.entities and apart.documents == here.documents

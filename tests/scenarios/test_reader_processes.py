@@ -83,6 +83,8 @@ def test_a_scan_with_readers_reports_what_a_scan_without_them_reports(
         return real(search, specs)
 
     monkeypatch.setattr(datahub_join, "read_in_process", counting)
+    imported: list[tuple[str, ...]] = []
+    monkeypatch.setattr(search_readers, "CLIENT_IMPORTS", imported)
     alone = broken.settings(kafka=False, scan_readers=0)
     apart = broken.settings(kafka=False, scan_readers=3)
     options = ScanOptions(use_state=False, sample_window=0, settle=0.0)
@@ -90,6 +92,7 @@ def test_a_scan_with_readers_reports_what_a_scan_without_them_reports(
     assert started == []
     second = scan(apart, Selection(), options)
     assert sorted(started) == [1, 1, len(broken.search.list_indices(f"{broken.prefix}_*index_v2"))]
+    assert imported == [()] * 3  # each reader read through the lean client: no full client imported
     assert second.read == first.read and second.read["documents"] > 200
     assert second.entities == first.entities and second.documents == first.documents
     key = [(c.finding.urn, c.finding.check, c.verdict, c.subkind) for c in first.findings]
