@@ -57,10 +57,10 @@ def _attach(page: Sequence[OmRow], lookup: Lookup, under: bool = False) -> list[
         own = data.get("fullyQualifiedName") if data else None
         parsed.append(data)
         hashes.append(fqn_hash(own) if data and isinstance(own, str) and own else None)
-    usages: Sequence[Sequence[Any]] = ()
+    usages: Iterable[Sequence[Any]] = ()
     if under:  # every usage under the rows that may have children, then only theirs are walked
         owns = {h for h, data in zip(hashes, parsed, strict=True) if h and data and has_children(data)}
-        usages = lookup(sorted(owns)) if owns else ()
+        usages = list(lookup(sorted(owns))) if owns else []  # read twice: a list
         owns = {p for u in usages for p in _parents(str(u[0])) if p in owns}
     wanted: dict[str, list[int]] = {}
     for n, (data, own_hash) in enumerate(zip(parsed, hashes, strict=True)):
