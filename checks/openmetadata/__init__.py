@@ -169,7 +169,10 @@ def row_key(row: OmRow, entity_type: str | None = None) -> Key | None:
         data = parse_entity(row.json, row.id)
     except BadRow:
         return None
-    values = row_values(data, row.owners, row.tags, row.domains, row.own_hash, row.links, entity_type)
+    text = row.text if row.text is not None else row.json if isinstance(row.json, str | bytes) else None
+    values = row_values(
+        data, row.owners, row.tags, row.domains, row.own_hash, row.links, entity_type, text=text
+    )
     return key_of(values)  # the same key as `_truth(...).key()`, without building the KeyFields
 
 

@@ -331,3 +331,29 @@ def test_a_documents_source_comes_back_equal_whichever_way_it_was_written(source
         assert back.record.startswith(b"{") == (source["id"] == "p")  # JSON where it is exact
     finally:
         docs.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": "%s", "fullyQualifiedName": "s.d.c.t", "columns": [{"name": "c"}]}',  # no tags key
+        '{"id": "%s", "fullyQualifiedName": "s.d.c.t", "columns": [{"name": "c", '
+        '"tags": [{"tagFQN": "PII.Inline", "source": "Classification"}]}]}',
+        # the key written with escapes: still a `tags` key, still walked
+        '{"id": "%s", "fullyQualifiedName": "s.d.c.t", "columns": [{"name": "c", '
+        '"t\\u0061gs": [{"tagFQN": "PII.Escaped", "source": "Classification"}]}]}',
+        '{"id": "%s", "fullyQualifiedName": "s.d.c.t", "description": "say \\"tags\\"", '
+        '"columns": [{"name": "tags"}]}',
+    ],
+)
+def test_a_rows_key_from_its_text_is_the_key_check_compares(text: str) -> None:
+    """The key skips the walk for children's inline labels when the row's text cannot hold a
+    `tags` key: the same key as the full comparison's, which always walks them."""
+    raw = text % ID
+    data = json.loads(raw)
+    expected = row_fields(data, ROW.owners, (), entity_type="table").key()
+    for row in (OmRow(ID, raw, 5, False, ROW.owners), OmRow(ID, data, 5, False, ROW.owners, text=raw),
+                OmRow(ID, data, 5, False, ROW.owners, text=raw.encode())):  # fmt: skip
+        assert row_key(row, "table") == expected
+    inline = [t for t in ("PII.Inline", "PII.Escaped") if t in json.dumps(data)]
+    assert expected is not None and all(t.encode() in expected[0] for t in inline)

@@ -36,7 +36,13 @@ import orjson
 
 from auditor.core.json_guard import loads
 from auditor.platforms.openmetadata import relations
-from auditor.platforms.openmetadata.derive import MAPPING, inline_child_labels, is_map, part_hash
+from auditor.platforms.openmetadata.derive import (
+    MAPPING,
+    has_children,
+    inline_child_labels,
+    is_map,
+    part_hash,
+)
 
 COMPARED = ("version", "updatedAt", "name", "fullyQualifiedName", "description", "owners", "tags", "domains")
 # a doc read for the comparison needs only these (`_source` filtering keeps the read small)
@@ -330,6 +336,15 @@ def _split_of(
     return tuple((frozenset(held[n]), frozenset(held[n] | extra[n])) for n in range(len(SPLIT_FIELDS)))
 
 
+def untagged_text(text: str | bytes) -> bool:
+    """No object decoded from this JSON text has a `tags` key: the key is written `"tags"`, or
+    with a `\\u` escape (the only escape that makes a letter). OpenMetadata keeps the labels in
+    tag_usage, not in the stored JSON: most rows' children then need no walk for inline ones."""
+    if isinstance(text, str):  # (a backslash looked for first: one character's search is memchr)
+        return '"tags"' not in text and ("\\" not in text or "\\u" not in text)
+    return b'"tags"' not in text and (b"\\" not in text or b"\\u" not in text)
+
+
 class _Labels:
     """A row's tag labels walked once: every FQN (`tags`) and the split ones by source, its own
     (`mine`) and its children's (`theirs`), each label looked at once."""
@@ -384,10 +399,12 @@ def row_fields(
     return KeyFields(*row_values(entity, owners, tags, domains, own_hash, links, entity_type))
 
 
-def row_values(entity: Mapping[str, Any], *related: Any) -> tuple[Any, ...]:
+def row_values(entity: Mapping[str, Any], *related: Any, text: str | bytes | None = None) -> tuple[Any, ...]:
     """`row_fields`' values in KeyFields' order (for `_key_of` without a KeyFields), each label,
     reference and link looked at once: the scan makes them for every row. `related`: row_fields'
-    owners, tags, domains, own_hash, links and entity_type, in that order."""
+    owners, tags, domains, own_hash, links and entity_type, in that order. `text`: the JSON text
+    `entity` was decoded from, when the caller has it (its children are not walked for inline
+    labels when it cannot hold a `tags` key: `untagged_text`)."""
     owners, tags, domains, own_hash, links, entity_type = related
     fqn = entity.get("fullyQualifiedName")
     tags = tags if isinstance(tags, tuple | list) else list(tags)
@@ -402,7 +419,8 @@ def row_values(entity: Mapping[str, Any], *related: Any) -> tuple[Any, ...]:
     inline = entity.get("tags")
     if inline:  # (most rows: OpenMetadata keeps them in tag_usage) an empty walk is a call saved
         labels.add(_list(inline), False)
-    inline = inline_child_labels(entity)
+    walk = has_children(entity) and (text is None or not untagged_text(text))
+    inline = inline_child_labels(entity) if walk else None
     if inline:
         labels.add(inline, True)
     if targeted:
