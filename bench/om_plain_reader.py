@@ -37,6 +37,7 @@ CHILD_TAGGED = {"table", "pipeline", "topic", "container", "dashboardDataModel",
 # the types that take their parent's owners and domains when they have none (the parent's type)
 INHERITS = {"table": "databaseSchema", "storedProcedure": "databaseSchema", "databaseSchema": "database"}
 Links = dict[str, list[tuple[str, str, int, Any]]]  # toId -> (fromId, fromEntity, relation, json)
+Memo = tuple[dict[str, tuple[list[str], list[str]]], dict[str, str | None]]
 
 
 class OmPlainReader:
@@ -129,8 +130,7 @@ class OmPlainReader:
         """Every (entity type, table, index) read and compared: (rows and documents read, pairs
         that differ)."""
         links, (own, under) = self.links(), self.tags()
-        _EFFECTIVE.clear()
-        _SERVICE.clear()
+        memo: Memo = ({}, {})  # each parent's owners and domains, each entity's service: once a read
         read = differ = 0
         for entity_type, table, index in pairs:
             rows, docs = self.table(entity_type, table), self.docs(index, source)
@@ -143,7 +143,7 @@ class OmPlainReader:
                 labels = own.get(row[1], []) if row[1] else []
                 if entity_type in CHILD_TAGGED and row[1]:
                     labels = labels + under.get(row[1], [])
-                differ += plain_row(entity_type, entity_id, row[0], labels, links) != plain_doc(doc)
+                differ += plain_row(entity_type, entity_id, row[0], labels, links, memo) != plain_doc(doc)
         return read, differ
 
 
@@ -165,49 +165,50 @@ def _own_and_parent(
     return owners, domains, parent
 
 
-_EFFECTIVE: dict[str, tuple[list[str], list[str]]] = {}  # a parent's, once per read
-_SERVICE: dict[str, str | None] = {}
-
-
-def _effective(entity_type: str, entity_id: str, links: Links) -> tuple[list[str], list[str]]:
+def _effective(entity_type: str, entity_id: str, links: Links, memo: Memo) -> tuple[list[str], list[str]]:
     """Owners and domains, each inherited from the parent when the entity has none."""
-    if entity_id in _EFFECTIVE:
-        return _EFFECTIVE[entity_id]
+    if entity_id in memo[0]:
+        return memo[0][entity_id]
     parent_type = INHERITS.get(entity_type) or ("databaseService" if entity_type == "database" else None)
     owners, domains, parent = _own_and_parent(entity_id, links, parent_type)
     if parent and (not owners or not domains):
-        up_owners, up_domains = _effective(parent_type or "", parent, links)
+        up_owners, up_domains = _effective(parent_type or "", parent, links, memo)
         if not owners and entity_type in INHERITS:
             owners = up_owners
         domains = domains or up_domains
     if entity_type not in CHILD_TAGGED:  # a parent (a table is nobody's)
-        _EFFECTIVE[entity_id] = owners, domains
+        memo[0][entity_id] = owners, domains
     return owners, domains
 
 
-def _service(entity_id: str, links: Links, depth: int = 0) -> str | None:
+def _service(entity_id: str, links: Links, memo: Memo, depth: int = 0) -> str | None:
     """The service up the `contains` rows (a table's through its schema and database)."""
-    if entity_id in _SERVICE:
-        return _SERVICE[entity_id]
+    if entity_id in memo[1]:
+        return memo[1][entity_id]
     parents = [(f, e) for f, e, r, _ in links.get(entity_id, ()) if r == CONTAINS]
     for from_id, from_entity in sorted(parents):
         if from_entity.endswith("Service"):
             return from_id
     for from_id, _ in sorted(parents):
         if depth < 4:
-            found = _SERVICE[from_id] = _service(from_id, links, depth + 1)
+            found = memo[1][from_id] = _service(from_id, links, memo, depth + 1)
             if found:
                 return found
     return None
 
 
 def plain_row(
-    entity_type: str, entity_id: str, row: dict[str, Any], labels: list[tuple[str, str]], links: Links
+    entity_type: str,
+    entity_id: str,
+    row: dict[str, Any],
+    labels: list[tuple[str, str]],
+    links: Links,
+    memo: Memo,
 ) -> dict[str, Any]:
     """The row's compared fields as a plain dictionary, its relationships and tags put on it."""
     out = {k: row.get(k) for k in SCALARS}
     out["deleted"] = bool(row.get("deleted"))
-    owners, domains = _effective(entity_type, entity_id, links)
+    owners, domains = _effective(entity_type, entity_id, links, memo)
     out["owners"], out["domains"] = sorted(owners), sorted(domains)
     names = [fqn for fqn, _ in labels]
     out["tags"] = _tier_apart(names)
@@ -215,7 +216,7 @@ def plain_row(
     out["classificationTags"] = _tier_apart(f for f, s in labels if s == "classification")
     out["glossaryTags"] = _tier_apart(f for f, s in labels if s == "glossary")
     mine = links.get(entity_id, ())
-    out["service"] = _service(entity_id, links)
+    out["service"] = _service(entity_id, links, memo)
     out["upstream"] = sorted({f for f, _, r, _ in mine if r == UPSTREAM})
     out["followers"] = sorted({f for f, _, r, _ in mine if r == FOLLOWS})
     votes = [j.strip('"') if isinstance(j, str) else j for _, _, r, j in mine if r == VOTED]
